@@ -1,0 +1,46 @@
+# syntax=docker/dockerfile:1
+#
+# One image for the api (default CMD), the Temporal worker and the migration job:
+#   docker compose overrides the command with `node dist/temporal/worker.js` or
+#   `node dist/db/migrate.js`.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# ---------------------------------------------------------------------------
+# build: full install (dev dependencies included) and `tsc -p tsconfig.build.json`
+# ---------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --no-audit --no-fund
+
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# ---------------------------------------------------------------------------
+# runtime: production dependencies, compiled JavaScript and the SQL migrations
+# ---------------------------------------------------------------------------
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm \
+    npm ci --omit=dev --no-audit --no-fund
+
+# dist/ holds dist/api/server.js, dist/temporal/worker.js, dist/db/migrate.js and the
+# dist/workflows/*.js the worker bundles at start-up; the migrations are read from
+# <root>/drizzle, where <root> is the parent of dist/.
+COPY --from=build /app/dist ./dist
+COPY drizzle ./drizzle
+
+# The application files stay root-owned (read-only for the app); only the default data
+# directory (<root>/.data) is writable by the unprivileged user.
+RUN mkdir -p /app/.data && chown node:node /app/.data
+
+USER node
+EXPOSE 8080
+CMD ["node", "dist/api/server.js"]

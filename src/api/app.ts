@@ -1,0 +1,99 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { swaggerUI } from '@hono/swagger-ui';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { ZodError } from 'zod';
+import { AppError, type ErrorBody } from '../errors.js';
+import type { AppDeps, AppEnv } from './context.js';
+import { authenticate } from './middleware/auth.js';
+import { requestContext } from './middleware/request-context.js';
+import { registerHealthRoutes } from './routes/health.js';
+import { registerIncidentRoutes } from './routes/incidents.js';
+import { registerPublicRoutes } from './routes/public.js';
+import { registerTenantRoutes } from './routes/tenants.js';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+function describeIssues(error: ZodError): { message: string; details: Array<{ path: string; message: string }> } {
+  const details = error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+  const message = details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ');
+  return { message: message || 'Invalid request', details };
+}
+
+/** Maps any thrown error to the one error body. */
+function toErrorResponse(err: unknown): { status: number; body: ErrorBody } {
+  if (err instanceof AppError) {
+    return {
+      status: err.status,
+      body: { error: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) },
+    };
+  }
+  if (err instanceof ZodError) {
+    const { message, details } = describeIssues(err);
+    return { status: 400, body: { error: 'validation_error', message, details } };
+  }
+  if (err instanceof HTTPException) {
+    if (err.status === 413) {
+      return { status: 413, body: { error: 'payload_too_large', message: 'The request body exceeds 1 MiB' } };
+    }
+    if (err.status === 400) {
+      return { status: 400, body: { error: 'validation_error', message: err.message || 'Malformed request' } };
+    }
+    if (err.status === 401) return { status: 401, body: { error: 'unauthorized', message: err.message } };
+  }
+  return { status: 500, body: { error: 'internal_error', message: 'Internal server error' } };
+}
+
+export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
+  const app = new OpenAPIHono<AppEnv>({
+    defaultHook: (result) => {
+      if (!result.success) {
+        const { message, details } = describeIssues(result.error as ZodError);
+        throw new AppError('validation_error', message, details);
+      }
+    },
+  });
+
+  app.use('*', requestContext(deps));
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw new AppError('payload_too_large', 'The request body exceeds 1 MiB');
+      },
+    }),
+  );
+  app.use('*', authenticate(deps));
+
+  registerHealthRoutes(app, deps);
+  registerPublicRoutes(app, deps);
+  registerIncidentRoutes(app, deps);
+  registerTenantRoutes(app, deps);
+
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+  });
+  app.doc31('/openapi.json', {
+    openapi: '3.1.0',
+    info: {
+      title: 'Incident investigation service',
+      version: '1.0.0',
+      description: 'Multi-tenant incident investigation: incidents, triage, investigation, approvals, knowledge.',
+    },
+    servers: [{ url: deps.config.publicBaseUrl }],
+  });
+  app.get('/docs', swaggerUI({ url: '/openapi.json', title: 'Incident investigation service API' }));
+
+  app.notFound((c) => c.json({ error: 'not_found', message: `No route for ${c.req.method} ${c.req.path}` }, 404));
+  app.onError((err, c) => {
+    const { status, body } = toErrorResponse(err);
+    const logger = c.get('logger') ?? deps.logger;
+    if (status >= 500) logger.error({ err }, 'unhandled error');
+    return c.json(body, status as ContentfulStatusCode);
+  });
+  return app;
+}

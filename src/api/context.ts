@@ -1,0 +1,45 @@
+import type { Logger } from 'pino';
+import type postgres from 'postgres';
+import type { TokenVerifier, Principal, Role } from '../auth/tokens.js';
+import type { Config } from '../config.js';
+import type { Db } from '../db/client.js';
+import type { TenantRow } from '../db/schema/tenants.js';
+import { AppError } from '../errors.js';
+import type { WorkflowPort } from '../temporal/port.js';
+import type { Context } from 'hono';
+
+/** Everything the api needs, injected (no module singletons). */
+export interface AppDeps {
+  db: Db;
+  sql: postgres.Sql;
+  workflows: WorkflowPort;
+  tokens: TokenVerifier;
+  clock: () => Date;
+  logger: Logger;
+  config: Pick<Config, 'publicBaseUrl' | 'trustProxy' | 'publicRateLimitPerMinute'>;
+}
+
+export interface AuthContext extends Principal {
+  tenant: TenantRow;
+}
+
+export interface AppEnv {
+  Variables: {
+    requestId: string;
+    logger: Logger;
+    auth?: AuthContext;
+  };
+}
+
+/** The authenticated caller; throws 403 when a role is required and the caller lacks it. */
+export function requireAuth(c: Context<AppEnv>, role?: Role): AuthContext {
+  const auth = c.get('auth');
+  if (!auth) throw new AppError('unauthorized');
+  if (role === 'admin' && !auth.roles.includes('admin')) {
+    throw new AppError('forbidden', 'This operation requires the admin role');
+  }
+  if (role === 'member' && !auth.roles.includes('admin') && !auth.roles.includes('member')) {
+    throw new AppError('forbidden', 'This operation requires the member or admin role');
+  }
+  return auth;
+}

@@ -1,0 +1,64 @@
+import type { MiddlewareHandler } from 'hono';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { rateLimitPerMinute } from '../../domain/plans.js';
+import { findTenant } from '../../db/repositories/tenants.js';
+import { AppError } from '../../errors.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { countRequest } from '../../db/repositories/rate-limits.js';
+import { applyRateLimit } from './rate-limit.js';
+
+/** Routes that need no JWT; they are rate limited per client address instead. */
+const publicPaths = new Set(['/v1/billing/plans', '/v1/integrations/catalog', '/openapi.json', '/docs']);
+/** Liveness and readiness probes must not depend on the database, so they are not counted. */
+const unmeteredPaths = new Set(['/health', '/health/detailed']);
+
+function bearerToken(header: string | undefined): string | undefined {
+  const match = header?.match(/^Bearer\s+(\S+)\s*$/i);
+  return match?.[1];
+}
+
+function clientAddress(c: Parameters<MiddlewareHandler>[0], trustProxy: boolean): string {
+  if (trustProxy) {
+    const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim();
+    if (forwarded) return forwarded;
+  }
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * Authenticates every non-public route with a JWT (tenant must exist and be active), then
+ * rate-limits per tenant by plan; public routes are rate-limited per client address.
+ */
+export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const path = c.req.path;
+    if (unmeteredPaths.has(path)) return next();
+    if (publicPaths.has(path) || path.startsWith('/docs/')) {
+      const address = clientAddress(c, deps.config.trustProxy);
+      const limit = deps.config.publicRateLimitPerMinute;
+      applyRateLimit(c, await countRequest(deps.sql, `ip:${address}`, limit), deps.clock());
+      return next();
+    }
+    if (!path.startsWith('/v1/') && !path.startsWith('/api/v1/')) return next(); // falls to 404
+
+    const token = bearerToken(c.req.header('authorization'));
+    if (!token) throw new AppError('unauthorized', 'A bearer token is required');
+    let principal;
+    try {
+      principal = await deps.tokens.verify(token);
+    } catch (err) {
+      c.get('logger').debug({ reason: (err as Error).message }, 'token rejected');
+      throw new AppError('unauthorized', 'The bearer token is invalid or expired');
+    }
+    const tenant = await findTenant(deps.db, principal.tenantId);
+    if (!tenant) throw new AppError('unauthorized', 'The token names an unknown tenant');
+    if (tenant.status !== 'active') throw new AppError('forbidden', 'This tenant is suspended');
+    c.set('auth', { ...principal, tenant });
+    applyRateLimit(c, await countRequest(deps.sql, `tenant:${tenant.id}`, rateLimitPerMinute(tenant)), deps.clock());
+    return next();
+  };
+}

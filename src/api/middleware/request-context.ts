@@ -1,0 +1,31 @@
+import type { MiddlewareHandler } from 'hono';
+import { newId } from '../../ids.js';
+import type { AppDeps, AppEnv } from '../context.js';
+
+const acceptableRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Gives every request an id (echoed in X-Request-Id) and one structured log line. */
+export function requestContext(deps: AppDeps): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const incoming = c.req.header('x-request-id');
+    const requestId = incoming && acceptableRequestId.test(incoming) ? incoming : newId('req');
+    const logger = deps.logger.child({ requestId });
+    c.set('requestId', requestId);
+    c.set('logger', logger);
+    c.header('X-Request-Id', requestId);
+    const started = performance.now();
+    await next();
+    const auth = c.get('auth');
+    // The path only: query strings may carry short-lived stream tokens.
+    logger.info(
+      {
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        durationMs: Math.round((performance.now() - started) * 10) / 10,
+        ...(auth ? { tenantId: auth.tenantId, userId: auth.userId } : {}),
+      },
+      'request',
+    );
+  };
+}

@@ -1,0 +1,195 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { appendAudit } from '../../db/repositories/audit.js';
+import { appendEvent } from '../../db/repositories/events.js';
+import { findIncident, listIncidents, markWorkflowStarted, toIncidentView, toWorkflowInput } from '../../db/repositories/incidents.js';
+import { consumeQuota, usageCount } from '../../db/repositories/usage.js';
+import { incidents } from '../../db/schema/incidents.js';
+import { monthlyQuota, usagePeriod } from '../../domain/plans.js';
+import { AppError } from '../../errors.js';
+import { newId } from '../../ids.js';
+import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { decodeCursor, encodeCursor } from '../cursor.js';
+import { bearerSecurity, errorResponses } from '../schemas/common.js';
+import {
+  CreateIncidentBody,
+  CreatedIncident,
+  Incident,
+  IncidentIdParam,
+  IncidentList,
+  ListIncidentsQuery,
+  UpdateIncidentBody,
+} from '../schemas/incidents.js';
+
+const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
+
+export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/incidents/chat',
+      tags: ['incidents'],
+      summary: 'Open a manual incident',
+      security: bearerSecurity,
+      request: { body: { required: true, content: { 'application/json': { schema: CreateIncidentBody } } } },
+      responses: { 201: json(CreatedIncident, 'Incident opened'), ...errorResponses(400, 401, 403, 429) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const body = c.req.valid('json');
+      const now = deps.clock();
+      const period = usagePeriod(now);
+      const eventsLimit = monthlyQuota(auth.tenant, 'events');
+      const investigationsLimit = monthlyQuota(auth.tenant, 'investigations');
+
+      // Row, event, audit and quota count commit together; then the workflow starts. A crash
+      // in between is repaired by the worker's reconciler, so an accepted incident is never lost.
+      const { row, eventsUsed } = await deps.db.transaction(async (tx) => {
+        const used = await consumeQuota(tx, { tenantId: auth.tenantId, period, metric: 'events', limit: eventsLimit });
+        if (used === null) {
+          throw new AppError('event_quota_exceeded', `The monthly event quota of ${eventsLimit} is reached for ${period}`);
+        }
+        const inserted = await tx
+          .insert(incidents)
+          .values({
+            id: newId('inc', now.getTime()),
+            tenantId: auth.tenantId,
+            title: body.title,
+            description: body.description,
+            severity: 'medium',
+            status: 'open',
+            source: 'manual',
+            version: 1,
+          })
+          .returning();
+        const incident = inserted[0]!;
+        await appendEvent(tx, {
+          tenantId: auth.tenantId,
+          type: 'incident.created',
+          incidentId: incident.id,
+          payload: { incidentId: incident.id, title: incident.title, severity: incident.severity, source: incident.source },
+          idempotencyKey: `${incident.id}:incident.created`,
+        });
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'incident.created',
+          targetType: 'incident',
+          targetId: incident.id,
+          incidentId: incident.id,
+          requestId: c.get('requestId'),
+          details: { title: incident.title, source: incident.source },
+        });
+        return { row: incident, eventsUsed: used };
+      });
+
+      try {
+        await deps.workflows.startIncident(toWorkflowInput(row), row.title);
+        await markWorkflowStarted(deps.db, row.id);
+      } catch (err) {
+        c.get('logger').error({ err, incidentId: row.id }, 'workflow start failed; the reconciler will retry');
+      }
+
+      const investigationsUsed = await usageCount(deps.db, { tenantId: auth.tenantId, period, metric: 'investigations' });
+      return c.json(
+        {
+          incidentId: row.id,
+          title: row.title,
+          severity: row.severity,
+          status: row.status,
+          source: row.source,
+          createdAt: row.createdAt.toISOString(),
+          investigationsRemaining: investigationsLimit === null ? null : Math.max(0, investigationsLimit - investigationsUsed),
+          eventsRemaining: eventsLimit === null ? null : Math.max(0, eventsLimit - eventsUsed),
+        },
+        201,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/incidents',
+      tags: ['incidents'],
+      summary: 'List incidents (newest first by default)',
+      security: bearerSecurity,
+      request: { query: ListIncidentsQuery },
+      responses: { 200: json(IncidentList, 'A page of incidents'), ...errorResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const query = c.req.valid('query');
+      const after = query.cursor ? decodeCursor(query.cursor, query.order) : undefined;
+      const page = await listIncidents(deps.db, {
+        tenantId: auth.tenantId,
+        ...(query.severity ? { severity: query.severity } : {}),
+        ...(query.status ? { status: query.status } : {}),
+        order: query.order,
+        limit: query.limit,
+        ...(after ? { after } : {}),
+      });
+      const last = page.rows.at(-1);
+      return c.json(
+        {
+          incidents: page.rows.map((r) => ({
+            incidentId: r.id,
+            title: r.title,
+            severity: r.severity,
+            status: r.status,
+            source: r.source,
+            createdAt: r.createdAt.toISOString(),
+          })),
+          count: page.total,
+          cursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: query.order }) : null,
+        },
+        200,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/incidents/{incidentId}',
+      tags: ['incidents'],
+      summary: 'Get one incident',
+      security: bearerSecurity,
+      request: { params: IncidentIdParam },
+      responses: { 200: json(Incident, 'The incident'), ...errorResponses(401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const row = await findIncident(deps.db, auth.tenantId, c.req.valid('param').incidentId);
+      if (!row) throw new AppError('incident_not_found', 'No incident has that identifier');
+      return c.json(toIncidentView(row), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'patch',
+      path: '/v1/incidents/{incidentId}',
+      tags: ['incidents'],
+      summary: 'Move an incident to a status (any of the seven; a closed incident reopens)',
+      security: bearerSecurity,
+      request: {
+        params: IncidentIdParam,
+        body: { required: true, content: { 'application/json': { schema: UpdateIncidentBody } } },
+      },
+      responses: { 200: json(Incident, 'The incident after the update'), ...errorResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const { status } = c.req.valid('json');
+      const row = await findIncident(deps.db, auth.tenantId, c.req.valid('param').incidentId);
+      if (!row) throw new AppError('incident_not_found', 'No incident has that identifier');
+      const view = await deps.workflows.setIncidentStatus(toWorkflowInput(row), row.title, {
+        status,
+        actor: { type: 'user', id: auth.userId, requestId: c.get('requestId') },
+      });
+      if (!row.workflowStartedAt) await markWorkflowStarted(deps.db, row.id);
+      return c.json(view, 200);
+    },
+  );
+}

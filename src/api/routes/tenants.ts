@@ -1,0 +1,90 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { appendAudit } from '../../db/repositories/audit.js';
+import { findTenant, updateTenant } from '../../db/repositories/tenants.js';
+import type { TenantRow } from '../../db/schema/tenants.js';
+import { AppError } from '../../errors.js';
+import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { bearerSecurity, errorResponses } from '../schemas/common.js';
+import { Tenant, TenantIdParam, UpdateTenantBody } from '../schemas/tenants.js';
+
+export function toTenantView(row: TenantRow) {
+  return {
+    tenantId: row.id,
+    name: row.name,
+    slug: row.slug,
+    status: row.status,
+    plan: row.plan,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+    settings: {
+      cloudRoleArn: row.settings.cloudRoleArn ?? null,
+      cloudExternalId: row.settings.cloudExternalId ?? null,
+      cloudRegion: row.settings.cloudRegion ?? null,
+      autoRemediation: row.settings.autoRemediation ?? false,
+    },
+  };
+}
+
+const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
+
+export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/tenants/{tenantId}',
+      tags: ['tenants'],
+      summary: "Get the caller's tenant",
+      security: bearerSecurity,
+      request: { params: TenantIdParam },
+      responses: { 200: json(Tenant, 'The tenant'), ...errorResponses(401, 403, 404) },
+    }),
+    (c) => {
+      const auth = requireAuth(c, 'member');
+      if (c.req.valid('param').tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
+      return c.json(toTenantView(auth.tenant), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'patch',
+      path: '/v1/tenants/{tenantId}',
+      tags: ['tenants'],
+      summary: 'Update the tenant name or settings (settings are merged)',
+      security: bearerSecurity,
+      request: {
+        params: TenantIdParam,
+        body: { required: true, content: { 'application/json': { schema: UpdateTenantBody } } },
+      },
+      responses: { 200: json(Tenant, 'The updated tenant'), ...errorResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'admin');
+      if (c.req.valid('param').tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
+      const body = c.req.valid('json');
+      const settings = body.settings
+        ? Object.fromEntries(Object.entries(body.settings).filter(([, v]) => v !== undefined))
+        : undefined;
+      const updated = await deps.db.transaction(async (tx) => {
+        const row = await updateTenant(tx, auth.tenantId, {
+          ...(body.name !== undefined ? { name: body.name } : {}),
+          ...(settings ? { settings } : {}),
+        });
+        if (!row) throw new AppError('not_found', 'Tenant not found');
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'tenant.updated',
+          targetType: 'tenant',
+          targetId: auth.tenantId,
+          requestId: c.get('requestId'),
+          // Which fields changed, never their values (settings may hold external identifiers).
+          details: { name: body.name !== undefined, settings: Object.keys(settings ?? {}) },
+        });
+        return row;
+      });
+      return c.json(toTenantView(updated ?? (await findTenant(deps.db, auth.tenantId))!), 200);
+    },
+  );
+}

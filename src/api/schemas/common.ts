@@ -1,0 +1,39 @@
+import { z } from '@hono/zod-openapi';
+
+export const ErrorSchema = z
+  .object({
+    error: z.string().openapi({ example: 'validation_error' }),
+    message: z.string(),
+    details: z.unknown().optional(),
+  })
+  .openapi('Error');
+
+export function errorResponses(...statuses: Array<400 | 401 | 403 | 404 | 409 | 413 | 429 | 503>) {
+  const descriptions: Record<number, string> = {
+    400: 'Invalid input',
+    401: 'Missing, invalid or expired credentials',
+    403: 'The caller lacks the required role',
+    404: 'Not found',
+    409: 'Conflict',
+    413: 'Request body over 1 MiB',
+    429: 'Rate limit or quota exceeded',
+    503: 'A dependency is unavailable',
+  };
+  return Object.fromEntries(
+    statuses.map((s) => [s, { description: descriptions[s]!, content: { 'application/json': { schema: ErrorSchema } } }]),
+  );
+}
+
+export const bearerSecurity = [{ bearerAuth: [] }];
+
+/** Query booleans arrive as strings. */
+export const queryBoolean = z.enum(['true', 'false']).transform((v) => v === 'true');
+
+export const limitParam = (defaultLimit: number, max: number) =>
+  z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(max)
+    .default(defaultLimit)
+    .openapi({ param: { name: 'limit', in: 'query' }, example: defaultLimit });

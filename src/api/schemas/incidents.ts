@@ -1,0 +1,75 @@
+import { z } from '@hono/zod-openapi';
+import { incidentSources, incidentStatuses, severities } from '../../db/schema/incidents.js';
+import { limitParam } from './common.js';
+
+export const SeveritySchema = z.enum(severities);
+export const IncidentStatusSchema = z.enum(incidentStatuses);
+
+export const CreateIncidentBody = z
+  .object({
+    title: z.string().trim().min(1, 'title is required').max(200).openapi({ example: 'Checkout latency above 2s' }),
+    description: z
+      .string()
+      .trim()
+      .min(10, 'description must be 10 to 4000 characters')
+      .max(4000, 'description must be 10 to 4000 characters')
+      .openapi({ example: 'p99 latency of the checkout api rose after the 14:02 deploy' }),
+  })
+  .openapi('CreateIncident');
+
+export const CreatedIncident = z
+  .object({
+    incidentId: z.string().openapi({ example: 'inc_01jd...' }),
+    title: z.string(),
+    severity: SeveritySchema,
+    status: IncidentStatusSchema,
+    source: z.enum(incidentSources),
+    createdAt: z.string(),
+    investigationsRemaining: z.number().int().nullable().openapi({ description: 'null when the plan is unlimited' }),
+    eventsRemaining: z.number().int().nullable().openapi({ description: 'null when the plan is unlimited' }),
+  })
+  .openapi('CreatedIncident');
+
+export const Incident = z
+  .object({
+    incidentId: z.string(),
+    title: z.string(),
+    description: z.string(),
+    severity: SeveritySchema,
+    status: IncidentStatusSchema,
+    source: z.enum(incidentSources),
+    assignedAgents: z.array(z.string()),
+    rootCause: z.string().nullable(),
+    recommendedActions: z.array(z.string()),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('Incident');
+
+export const IncidentSummary = Incident.pick({
+  incidentId: true,
+  title: true,
+  severity: true,
+  status: true,
+  source: true,
+  createdAt: true,
+}).openapi('IncidentSummary');
+
+export const ListIncidentsQuery = z.object({
+  severity: SeveritySchema.optional(),
+  status: IncidentStatusSchema.optional(),
+  sort: z.enum(['createdAt']).default('createdAt'),
+  order: z.enum(['asc', 'desc']).default('desc'),
+  limit: limitParam(20, 100),
+  cursor: z.string().min(1).max(512).optional(),
+});
+
+export const IncidentList = z
+  .object({ incidents: z.array(IncidentSummary), count: z.number().int(), cursor: z.string().nullable() })
+  .openapi('IncidentList');
+
+export const UpdateIncidentBody = z.object({ status: IncidentStatusSchema }).openapi('UpdateIncident');
+
+export const IncidentIdParam = z.object({
+  incidentId: z.string().min(1).max(64).openapi({ param: { name: 'incidentId', in: 'path' } }),
+});

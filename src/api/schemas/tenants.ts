@@ -1,0 +1,48 @@
+import { z } from '@hono/zod-openapi';
+import { planIds } from '../../domain/plans.js';
+
+export const TenantSettingsSchema = z.object({
+  cloudRoleArn: z.string().nullable(),
+  cloudExternalId: z.string().nullable(),
+  cloudRegion: z.string().nullable(),
+  autoRemediation: z.boolean(),
+});
+
+export const Tenant = z
+  .object({
+    tenantId: z.string(),
+    name: z.string(),
+    slug: z.string(),
+    status: z.enum(['active', 'suspended']),
+    plan: z.enum(planIds),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    settings: TenantSettingsSchema,
+  })
+  .openapi('Tenant');
+
+const optionalText = (max: number) => z.string().trim().min(1).max(max).nullable().optional();
+
+export const UpdateTenantBody = z
+  .object({
+    name: z.string().trim().min(1).max(200).optional(),
+    settings: z
+      .object({
+        cloudRoleArn: optionalText(2048),
+        cloudExternalId: optionalText(1224),
+        cloudRegion: z
+          .string()
+          .regex(/^[a-z0-9-]{2,32}$/, 'cloudRegion must be a region name such as eu-west-1')
+          .nullable()
+          .optional(),
+        autoRemediation: z.boolean().optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .openapi('UpdateTenant');
+
+export const TenantIdParam = z.object({
+  tenantId: z.string().min(1).max(64).openapi({ param: { name: 'tenantId', in: 'path' } }),
+});

@@ -1,0 +1,94 @@
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+import jwt from 'jsonwebtoken';
+import { z } from 'zod';
+
+export const TOKEN_ISSUER = 'incident-service';
+export const TOKEN_AUDIENCE = 'incident-service-api';
+export const roles = ['admin', 'member'] as const;
+export type Role = (typeof roles)[number];
+
+const claimsSchema = z.object({
+  sub: z.string().min(1),
+  email: z.string().optional(),
+  tenant_id: z.string().min(1),
+  roles: z.array(z.string()),
+});
+
+export interface Principal {
+  userId: string;
+  email: string | undefined;
+  tenantId: string;
+  roles: Role[];
+}
+
+export interface TokenVerifier {
+  /** Resolves the principal, or rejects when the token is not acceptable for any reason. */
+  verify(token: string): Promise<Principal>;
+}
+
+export function signToken(args: {
+  secret: string;
+  tenantId: string;
+  role: Role;
+  sub: string;
+  email?: string;
+  ttlSeconds: number;
+}): string {
+  return jwt.sign(
+    { tenant_id: args.tenantId, roles: [args.role], ...(args.email ? { email: args.email } : {}) },
+    args.secret,
+    {
+      algorithm: 'HS256',
+      subject: args.sub,
+      issuer: TOKEN_ISSUER,
+      audience: TOKEN_AUDIENCE,
+      expiresIn: args.ttlSeconds,
+    },
+  );
+}
+
+function toPrincipal(payload: unknown): Principal {
+  const claims = claimsSchema.parse(payload);
+  return {
+    userId: claims.sub,
+    email: claims.email,
+    tenantId: claims.tenant_id,
+    roles: claims.roles.filter((r): r is Role => (roles as readonly string[]).includes(r)),
+  };
+}
+
+/**
+ * HS256 tokens signed with the configured secret and, when a JWKS URL is configured, RS256
+ * tokens from an external identity provider. `iss`, `aud` and `exp` are always checked and only
+ * these two algorithms are ever accepted (never `none`).
+ */
+export function createTokenVerifier(options: { jwtSecret?: string | undefined; jwksUrl?: string | undefined }): TokenVerifier {
+  const jwks = options.jwksUrl
+    ? createRemoteJWKSet(new URL(options.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 })
+    : undefined;
+  return {
+    async verify(token) {
+      const header = jwt.decode(token, { complete: true })?.header;
+      if (!header) throw new Error('malformed token');
+      if (header.alg === 'HS256' && options.jwtSecret) {
+        const payload = jwt.verify(token, options.jwtSecret, {
+          algorithms: ['HS256'],
+          issuer: TOKEN_ISSUER,
+          audience: TOKEN_AUDIENCE,
+        });
+        if (typeof payload === 'string' || payload.exp === undefined) throw new Error('token has no expiry');
+        return toPrincipal(payload);
+      }
+      if (header.alg === 'RS256' && jwks) {
+        const { payload } = await jwtVerify(token, jwks, {
+          algorithms: ['RS256'],
+          issuer: TOKEN_ISSUER,
+          audience: TOKEN_AUDIENCE,
+          requiredClaims: ['exp', 'sub'],
+        });
+        return toPrincipal(payload);
+      }
+      throw new Error(`unsupported token algorithm ${String(header.alg)}`);
+    },
+  };
+}

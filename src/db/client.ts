@@ -1,0 +1,37 @@
+import path from 'node:path';
+import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
+import { migrate } from 'drizzle-orm/postgres-js/migrator';
+import postgres from 'postgres';
+import { projectRoot } from '../config.js';
+import * as schema from './schema/index.js';
+
+export type Db = PostgresJsDatabase<typeof schema>;
+
+export interface Database {
+  db: Db;
+  sql: postgres.Sql;
+  close(): Promise<void>;
+}
+
+export function connectDatabase(url: string, options: { max?: number } = {}): Database {
+  const sql = postgres(url, {
+    max: options.max ?? 10,
+    connect_timeout: 10,
+    idle_timeout: 30,
+    onnotice: () => undefined,
+  });
+  const db = drizzle(sql, { schema });
+  return { db, sql, close: () => sql.end({ timeout: 5 }) };
+}
+
+export const migrationsFolder = path.join(projectRoot, 'drizzle');
+
+/** Applies the committed drizzle-kit migrations; safe to run on every start. */
+export async function runMigrations(url: string): Promise<void> {
+  const sql = postgres(url, { max: 1, onnotice: () => undefined });
+  try {
+    await migrate(drizzle(sql), { migrationsFolder });
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}

@@ -1,0 +1,12 @@
+// Entry: applies the committed migrations to DATABASE_URL (a one-shot job in docker-compose).
+import { configOrExit, exitWith } from '../entry.js';
+import { resolveDatabaseUrl } from '../runtime.js';
+import { runMigrations } from './client.js';
+
+const config = configOrExit();
+try {
+  await runMigrations(resolveDatabaseUrl(config));
+  process.stdout.write('migrations applied\n');
+} catch (err) {
+  exitWith(err);
+}

@@ -1,0 +1,41 @@
+import { sql } from 'drizzle-orm';
+import { newId } from '../../ids.js';
+import type { Db } from '../client.js';
+import { events } from '../schema/events.js';
+
+/** The channel NOTIFY wakes for every appended event (payload: `tenantId:seq`). */
+export const eventsChannel = 'incident_events';
+
+export interface NewEvent {
+  tenantId: string;
+  type: string;
+  incidentId?: string | null;
+  payload: Record<string, unknown>;
+  /** Unique per logical event, so a retried write appends it once. */
+  idempotencyKey: string;
+  occurredAt?: Date;
+}
+
+type Executor = Pick<Db, 'insert' | 'execute'>;
+
+/** Appends an event to the outbox within the caller's transaction, once per idempotency key. */
+export async function appendEvent(tx: Executor, event: NewEvent): Promise<void> {
+  const inserted = await tx
+    .insert(events)
+    .values({
+      id: newId('evt'),
+      tenantId: event.tenantId,
+      type: event.type,
+      incidentId: event.incidentId ?? null,
+      payload: event.payload,
+      idempotencyKey: event.idempotencyKey,
+      ...(event.occurredAt ? { occurredAt: event.occurredAt } : {}),
+    })
+    .onConflictDoNothing({ target: events.idempotencyKey })
+    .returning({ seq: events.seq });
+  const row = inserted[0];
+  if (row) {
+    // Delivered at commit, so listeners never see an event that was rolled back.
+    await tx.execute(sql`select pg_notify(${eventsChannel}, ${`${event.tenantId}:${row.seq}`})`);
+  }
+}

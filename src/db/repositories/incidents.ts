@@ -1,0 +1,105 @@
+import { and, asc, count, desc, eq, gt, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import type { IncidentView, IncidentWorkflowInput } from '../../workflows/messages.js';
+import type { Db } from '../client.js';
+import { incidents, type IncidentRow, type IncidentStatus, type Severity } from '../schema/incidents.js';
+
+export function toIncidentView(row: IncidentRow): IncidentView {
+  return {
+    incidentId: row.id,
+    title: row.title,
+    description: row.description,
+    severity: row.severity,
+    status: row.status,
+    source: row.source,
+    assignedAgents: row.assignedAgents,
+    rootCause: row.rootCause,
+    recommendedActions: row.recommendedActions,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+/** The workflow input that starts (or restarts) an incident's workflow from its stored state. */
+export function toWorkflowInput(row: IncidentRow): IncidentWorkflowInput {
+  return {
+    incidentId: row.id,
+    tenantId: row.tenantId,
+    title: row.title,
+    severity: row.severity,
+    source: row.source,
+    status: row.status,
+    version: row.version,
+  };
+}
+
+export async function findIncident(db: Db, tenantId: string, incidentId: string): Promise<IncidentRow | undefined> {
+  const rows = await db
+    .select()
+    .from(incidents)
+    .where(and(eq(incidents.tenantId, tenantId), eq(incidents.id, incidentId)))
+    .limit(1);
+  return rows[0];
+}
+
+export interface IncidentListQuery {
+  tenantId: string;
+  severity?: Severity;
+  status?: IncidentStatus;
+  order: 'asc' | 'desc';
+  limit: number;
+  after?: { createdAt: Date; id: string };
+}
+
+/** Keyset page over (created_at, id) plus the total matching count across pages. */
+export async function listIncidents(
+  db: Db,
+  query: IncidentListQuery,
+): Promise<{ rows: IncidentRow[]; total: number; hasMore: boolean }> {
+  const filters: SQL[] = [eq(incidents.tenantId, query.tenantId)];
+  if (query.severity) filters.push(eq(incidents.severity, query.severity));
+  if (query.status) filters.push(eq(incidents.status, query.status));
+  const where = and(...filters);
+
+  let pageWhere = where;
+  if (query.after) {
+    const { createdAt, id } = query.after;
+    const beyond = query.order === 'desc' ? lt : gt;
+    pageWhere = and(
+      where,
+      or(beyond(incidents.createdAt, createdAt), and(eq(incidents.createdAt, createdAt), beyond(incidents.id, id))),
+    );
+  }
+  const direction = query.order === 'desc' ? desc : asc;
+  const [rows, totals] = await Promise.all([
+    db
+      .select()
+      .from(incidents)
+      .where(pageWhere)
+      .orderBy(direction(incidents.createdAt), direction(incidents.id))
+      .limit(query.limit + 1),
+    db.select({ total: count() }).from(incidents).where(where),
+  ]);
+  return { rows: rows.slice(0, query.limit), total: totals[0]?.total ?? 0, hasMore: rows.length > query.limit };
+}
+
+export async function markWorkflowStarted(db: Db, incidentId: string): Promise<void> {
+  await db
+    .update(incidents)
+    .set({ workflowStartedAt: sql`now()` })
+    .where(and(eq(incidents.id, incidentId), isNull(incidents.workflowStartedAt)));
+}
+
+/** Incidents accepted more than `olderThanMs` ago whose workflow start was never confirmed. */
+export async function findUnstartedIncidents(db: Db, olderThanMs: number, limit: number): Promise<IncidentRow[]> {
+  return db
+    .select()
+    .from(incidents)
+    .where(
+      and(
+        isNull(incidents.workflowStartedAt),
+        lt(incidents.createdAt, sql`now() - make_interval(secs => ${olderThanMs / 1000})`),
+      ),
+    )
+    .orderBy(asc(incidents.createdAt))
+    .limit(limit);
+}

@@ -1,0 +1,5 @@
+export * from './tenants.js';
+export * from './incidents.js';
+export * from './events.js';
+export * from './audit.js';
+export * from './limits.js';

@@ -1,0 +1,24 @@
+import { jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+
+export interface TenantSettings {
+  cloudRoleArn?: string | null;
+  cloudExternalId?: string | null;
+  cloudRegion?: string | null;
+  autoRemediation?: boolean;
+  /** Enterprise custom quotas; unlimited when unset. */
+  quotas?: { investigationsPerMonth?: number; eventsPerMonth?: number; chatMessagesPerMonth?: number };
+  rateLimitPerMinute?: number;
+}
+
+export const tenants = pgTable('tenants', {
+  id: text('id').primaryKey(),
+  name: text('name').notNull(),
+  slug: text('slug').notNull().unique(),
+  status: text('status', { enum: ['active', 'suspended'] }).notNull().default('active'),
+  plan: text('plan', { enum: ['plan_starter', 'plan_pro', 'plan_business', 'plan_enterprise'] }).notNull(),
+  settings: jsonb('settings').$type<TenantSettings>().notNull().default({}),
+  createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+  updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+});
+
+export type TenantRow = typeof tenants.$inferSelect;

@@ -1,0 +1,76 @@
+import type { TenantRow } from '../db/schema/tenants.js';
+
+export const planIds = ['plan_starter', 'plan_pro', 'plan_business', 'plan_enterprise'] as const;
+export type PlanId = (typeof planIds)[number];
+
+export interface Plan {
+  planId: PlanId;
+  name: string;
+  priceMonthlyUsd: number | null;
+  features: {
+    investigationsPerMonth: number | 'custom';
+    eventsPerMonth: number | 'custom';
+    apiRateLimitPerMinute: number;
+    customSkills: boolean;
+    relayAccess: boolean;
+  };
+}
+
+/** Plans and their published features, exactly as the interface lists them. */
+export const plans: readonly Plan[] = [
+  { planId: 'plan_starter', name: 'Starter', priceMonthlyUsd: 99, features: { investigationsPerMonth: 15, eventsPerMonth: 500, apiRateLimitPerMinute: 100, customSkills: false, relayAccess: false } },
+  { planId: 'plan_pro', name: 'Pro', priceMonthlyUsd: 349, features: { investigationsPerMonth: 60, eventsPerMonth: 3000, apiRateLimitPerMinute: 500, customSkills: true, relayAccess: true } },
+  { planId: 'plan_business', name: 'Business', priceMonthlyUsd: 899, features: { investigationsPerMonth: 200, eventsPerMonth: 10000, apiRateLimitPerMinute: 2000, customSkills: true, relayAccess: true } },
+  { planId: 'plan_enterprise', name: 'Enterprise', priceMonthlyUsd: null, features: { investigationsPerMonth: 'custom', eventsPerMonth: 'custom', apiRateLimitPerMinute: 2000, customSkills: true, relayAccess: true } },
+];
+
+/** Quotas not in the interface (DESIGN §5). */
+const chatMessagesPerMonth: Record<PlanId, number | 'custom'> = {
+  plan_starter: 200, plan_pro: 1000, plan_business: 5000, plan_enterprise: 'custom',
+};
+const auditRetentionDays: Record<PlanId, number> = {
+  plan_starter: 30, plan_pro: 90, plan_business: 365, plan_enterprise: 730,
+};
+
+export function getPlan(planId: PlanId): Plan {
+  const plan = plans.find((p) => p.planId === planId);
+  if (!plan) throw new Error(`unknown plan ${planId}`);
+  return plan;
+}
+
+export type QuotaMetric = 'events' | 'investigations' | 'chat_messages';
+
+/**
+ * The monthly limit of a metric for a tenant; `null` means unlimited (enterprise without a
+ * custom value in its settings).
+ */
+export function monthlyQuota(tenant: Pick<TenantRow, 'plan' | 'settings'>, metric: QuotaMetric): number | null {
+  const plan = getPlan(tenant.plan);
+  const published =
+    metric === 'events' ? plan.features.eventsPerMonth
+    : metric === 'investigations' ? plan.features.investigationsPerMonth
+    : chatMessagesPerMonth[tenant.plan];
+  if (published !== 'custom') return published;
+  const custom = tenant.settings.quotas;
+  const value =
+    metric === 'events' ? custom?.eventsPerMonth
+    : metric === 'investigations' ? custom?.investigationsPerMonth
+    : custom?.chatMessagesPerMonth;
+  return value ?? null;
+}
+
+export function rateLimitPerMinute(tenant: Pick<TenantRow, 'plan' | 'settings'>): number {
+  const planLimit = getPlan(tenant.plan).features.apiRateLimitPerMinute;
+  return tenant.plan === 'plan_enterprise' && tenant.settings.rateLimitPerMinute
+    ? tenant.settings.rateLimitPerMinute
+    : planLimit;
+}
+
+export function retentionDays(planId: PlanId): number {
+  return auditRetentionDays[planId];
+}
+
+/** The usage period (calendar month, UTC) a moment falls in. */
+export function usagePeriod(at: Date): string {
+  return at.toISOString().slice(0, 7);
+}

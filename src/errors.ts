@@ -1,0 +1,53 @@
+/** Every error code the api answers with, and its HTTP status: the one table. */
+export const errorStatus = {
+  validation_error: 400,
+  range_exceeds_retention: 400,
+  comment_required: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  incident_not_found: 404,
+  triage_not_started: 404,
+  skill_not_found: 404,
+  approval_not_found: 404,
+  session_not_found: 404,
+  conflict: 409,
+  skill_name_conflict: 409,
+  approval_expired: 409,
+  already_decided: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limit_exceeded: 429,
+  event_quota_exceeded: 429,
+  quota_exceeded: 429,
+  internal_error: 500,
+  service_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof errorStatus;
+
+const defaultMessages: Partial<Record<ErrorCode, string>> = {
+  unauthorized: 'Missing, invalid or expired credentials',
+  forbidden: 'Your role does not allow this operation',
+  not_found: 'Resource not found',
+  internal_error: 'Internal server error',
+};
+
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message?: string,
+    readonly details?: unknown,
+  ) {
+    super(message ?? defaultMessages[code] ?? code.replace(/_/g, ' '));
+    this.name = 'AppError';
+    this.status = errorStatus[code];
+  }
+}
+
+export interface ErrorBody {
+  error: ErrorCode;
+  message: string;
+  details?: unknown;
+}

@@ -1,0 +1,114 @@
+/** Composition: builds the api and the worker from configuration, each with a stop(). */
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
+import type { Logger } from 'pino';
+import { createApp } from './api/app.js';
+import { createTokenVerifier } from './auth/tokens.js';
+import type { Config } from './config.js';
+import { connectDatabase } from './db/client.js';
+import type { RuntimeSettings } from './runtime.js';
+import { createIncidentWorker } from './temporal/incident-worker.js';
+import { createTemporalWorkflowPort } from './temporal/port.js';
+import { startReconciler } from './temporal/reconciler.js';
+import { ensureSearchAttributes } from './temporal/search-attributes.js';
+
+export interface Stoppable {
+  stop(): Promise<void>;
+}
+
+function listen(app: { fetch: (req: Request) => Response | Promise<Response> }, host: string, port: number): Promise<ServerType> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(server));
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      reject(err.code === 'EADDRINUSE' ? new Error(`Port ${port} is already in use (PORT); set PORT to a free port`) : err);
+    });
+  });
+}
+
+export async function startApi(config: Config, settings: RuntimeSettings, logger: Logger): Promise<Stoppable & { url: string }> {
+  const database = connectDatabase(settings.databaseUrl, { max: 20 });
+  const connection = await Connection.connect({ address: settings.temporalAddress });
+  const client = new Client({ connection, namespace: config.temporal.namespace });
+  const app = createApp({
+    db: database.db,
+    sql: database.sql,
+    workflows: createTemporalWorkflowPort(client, config.temporal.taskQueue),
+    tokens: createTokenVerifier({ jwtSecret: settings.jwtSecret, jwksUrl: config.auth.jwksUrl }),
+    clock: () => new Date(),
+    logger,
+    config,
+  });
+  let server: ServerType;
+  try {
+    server = await listen(app, config.host, config.port);
+  } catch (err) {
+    await connection.close();
+    await database.close();
+    throw err;
+  }
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`,
+    async stop() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        if ('closeIdleConnections' in server) server.closeIdleConnections();
+      });
+      await connection.close();
+      await database.close();
+    },
+  };
+}
+
+export async function startWorker(config: Config, settings: RuntimeSettings, logger: Logger): Promise<Stoppable> {
+  const database = connectDatabase(settings.databaseUrl, { max: 10 });
+  const clientConnection = await Connection.connect({ address: settings.temporalAddress });
+  await ensureSearchAttributes(clientConnection, config.temporal.namespace);
+  const connection = await NativeConnection.connect({ address: settings.temporalAddress });
+  const worker = await createIncidentWorker({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    db: database.db,
+    logger,
+  });
+  const running = worker.run();
+  running.catch((err: unknown) => logger.fatal({ err }, 'worker stopped with an error'));
+  const workflows = createTemporalWorkflowPort(
+    new Client({ connection: clientConnection, namespace: config.temporal.namespace }),
+    config.temporal.taskQueue,
+  );
+  const stopReconciler = startReconciler({ db: database.db, sql: database.sql, workflows, logger });
+  return {
+    async stop() {
+      await stopReconciler();
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await running.catch(() => undefined);
+      await connection.close();
+      await clientConnection.close();
+      await database.close();
+    },
+  };
+}
+
+/** Stops the parts in reverse order of start on SIGINT/SIGTERM, then exits. */
+export function stopOnSignals(parts: Stoppable[], logger: Logger): void {
+  let stopping = false;
+  const stopAll = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    for (const part of [...parts].reverse()) {
+      try {
+        await part.stop();
+      } catch (err) {
+        logger.error({ err }, 'error while stopping');
+      }
+    }
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void stopAll('SIGINT'));
+  process.once('SIGTERM', () => void stopAll('SIGTERM'));
+}

@@ -1,0 +1,122 @@
+// `npm start`: the whole service on one machine. Embedded PostgreSQL unless DATABASE_URL is set,
+// a Temporal dev server (with its Web UI) unless TEMPORAL_ADDRESS is set, migrations, the worker,
+// the api; seeds a demo tenant and prints where everything is. Ctrl-C stops it all.
+import path from 'node:path';
+import { eq } from 'drizzle-orm';
+import { signToken } from './auth/tokens.js';
+import { connectDatabase, runMigrations } from './db/client.js';
+import { startEmbeddedPostgres } from './db/embedded.js';
+import { createTenant } from './db/repositories/tenants.js';
+import { tenants } from './db/schema/tenants.js';
+import { configOrExit, exitWith } from './entry.js';
+import { createLogger } from './logger.js';
+import { assertPortFree } from './net.js';
+import { EMBEDDED_DATABASE, ensureGeneratedJwtSecret } from './runtime.js';
+import { startApi, startWorker, stopOnSignals, type Stoppable } from './services.js';
+import { resolveTemporalCli, startDevServer } from './temporal/dev-server.js';
+
+const config = configOrExit();
+const logger = createLogger(config.logLevel);
+const say = (message: string) => process.stdout.write(`${message}\n`);
+const parts: Stoppable[] = [];
+
+/** Bounds a stop so one stuck part cannot keep the others running. */
+function bounded(name: string, stop: () => Promise<void>, ms = 15_000): Stoppable {
+  return {
+    stop: () =>
+      Promise.race([
+        stop(),
+        new Promise<void>((resolve) => setTimeout(() => {
+          logger.warn({ part: name }, 'stop timed out');
+          resolve();
+        }, ms).unref()),
+      ]),
+  };
+}
+
+async function seedDemoTenant(databaseUrl: string) {
+  const database = connectDatabase(databaseUrl, { max: 1 });
+  try {
+    const existing = await database.db.select().from(tenants).where(eq(tenants.slug, 'demo')).limit(1);
+    return existing[0] ?? (await createTenant(database.db, { name: 'Demo', plan: 'plan_business' }));
+  } finally {
+    await database.close();
+  }
+}
+
+async function main() {
+  const jwtSecret = config.auth.jwtSecret ?? ensureGeneratedJwtSecret(config.dataDir);
+  await assertPortFree(config.port, config.host, 'PORT');
+
+  let databaseUrl = config.databaseUrl;
+  if (!databaseUrl) {
+    await assertPortFree(config.pgPort, '127.0.0.1', 'PG_PORT');
+    say(`Starting PostgreSQL (embedded) on 127.0.0.1:${config.pgPort}, data in ${config.dataDir}`);
+    const pg = await startEmbeddedPostgres({
+      dataDir: config.dataDir,
+      port: config.pgPort,
+      databases: [EMBEDDED_DATABASE],
+      log: (m) => logger.debug({ component: 'postgres' }, m),
+    });
+    parts.push(bounded('postgres', pg.stop));
+    databaseUrl = pg.url(EMBEDDED_DATABASE);
+  }
+  await runMigrations(databaseUrl);
+
+  let temporalAddress = config.temporal.address;
+  let temporalUi = 'the Temporal UI of your cluster';
+  if (!temporalAddress) {
+    await assertPortFree(config.temporal.port, '127.0.0.1', 'TEMPORAL_PORT');
+    await assertPortFree(config.temporal.uiPort, '127.0.0.1', 'TEMPORAL_UI_PORT');
+    const cliPath = resolveTemporalCli({ cliPath: config.temporal.cliPath, log: say });
+    say(`Starting the Temporal dev server on 127.0.0.1:${config.temporal.port}`);
+    const server = await startDevServer({
+      cliPath,
+      port: config.temporal.port,
+      uiPort: config.temporal.uiPort,
+      dbFilename: path.join(config.dataDir, 'temporal.sqlite'),
+      namespace: config.temporal.namespace,
+      logFile: path.join(config.dataDir, 'temporal.log'),
+      log: say,
+    });
+    parts.push(bounded('temporal', server.stop));
+    temporalAddress = server.address;
+    temporalUi = server.uiUrl ?? temporalUi;
+  }
+
+  const settings = { databaseUrl, temporalAddress, jwtSecret };
+  parts.push(bounded('worker', (await startWorker(config, settings, logger.child({ component: 'worker' }))).stop));
+  const api = await startApi(config, settings, logger.child({ component: 'api' }));
+  parts.push(bounded('api', api.stop));
+
+  const tenant = await seedDemoTenant(databaseUrl);
+  const token = signToken({
+    secret: jwtSecret,
+    tenantId: tenant.id,
+    role: 'admin',
+    sub: 'demo-admin',
+    email: 'admin@demo.local',
+    ttlSeconds: config.auth.tokenTtlSeconds,
+  });
+  say(
+    [
+      '',
+      'Incident investigation service is running.',
+      `  API:          ${api.url}   (docs: ${api.url}/docs)`,
+      `  Temporal UI:  ${temporalUi}   (namespace ${config.temporal.namespace})`,
+      `  Demo tenant:  ${tenant.id}`,
+      `  Admin token:  ${token}`,
+      '',
+      `  Try: curl -H "Authorization: Bearer <token>" ${api.url}/v1/incidents`,
+      '  More tokens: npm run --silent cli -- token --tenant <tenantId> --role admin|member',
+      '  Stop with Ctrl-C.',
+      '',
+    ].join('\n'),
+  );
+}
+
+stopOnSignals(parts, logger);
+main().catch(async (err: unknown) => {
+  for (const part of [...parts].reverse()) await part.stop().catch(() => undefined);
+  exitWith(err);
+});

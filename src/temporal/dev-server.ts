@@ -1,0 +1,145 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, mkdirSync, openSync } from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { projectRoot } from '../config.js';
+import { customSearchAttributes } from '../workflows/search-attributes.js';
+
+export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.1';
+export const temporalCacheDir = path.join(projectRoot, '.cache', 'temporal');
+
+type Log = (message: string) => void;
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Finds the Temporal CLI (DESIGN §2): TEMPORAL_CLI_PATH; the binary built before into the
+ * project's ignored cache; `go install` into that cache when Go is present. Returns null when
+ * none applies: the caller then falls back to the SDK's own download.
+ */
+export function resolveTemporalCli(options: { cliPath?: string | undefined; log: Log }): string | null {
+  if (options.cliPath) {
+    if (!isExecutable(options.cliPath)) {
+      throw new Error(`TEMPORAL_CLI_PATH: ${options.cliPath} is not an executable file`);
+    }
+    return options.cliPath;
+  }
+  const cached = path.join(temporalCacheDir, 'temporal');
+  if (isExecutable(cached)) return cached;
+  const go = spawnSync('go', ['version'], { encoding: 'utf8' });
+  if (go.status !== 0) return null;
+  mkdirSync(temporalCacheDir, { recursive: true });
+  options.log(`Building the Temporal CLI with Go (${TEMPORAL_CLI_MODULE}) into ${temporalCacheDir}; first run only, this takes a few minutes...`);
+  const built = spawnSync('go', ['install', TEMPORAL_CLI_MODULE], {
+    env: { ...process.env, GOBIN: temporalCacheDir, CGO_ENABLED: process.env.CGO_ENABLED ?? '0' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  if (built.status !== 0 || !isExecutable(cached)) {
+    throw new Error(`go install ${TEMPORAL_CLI_MODULE} failed (exit ${built.status ?? built.signal})`);
+  }
+  return cached;
+}
+
+export interface DevServerOptions {
+  cliPath: string | null;
+  port: number;
+  uiPort?: number;
+  /** SQLite file that keeps state across restarts; in memory when omitted. */
+  dbFilename?: string;
+  namespace: string;
+  logFile?: string;
+  log: Log;
+}
+
+export interface RunningDevServer {
+  address: string;
+  uiUrl: string | null;
+  stop(): Promise<void>;
+}
+
+async function waitForServer(address: string, namespace: string, child: ChildProcess | null, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (child && child.exitCode !== null) {
+      throw new Error(`the Temporal dev server exited with code ${child.exitCode} during start-up`);
+    }
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.workflowService.describeNamespace({ namespace });
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (err) {
+      lastError = err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  throw new Error(`the Temporal dev server did not become ready at ${address}: ${String(lastError)}`);
+}
+
+/** Starts `temporal server start-dev` with our search attributes, and waits until it serves. */
+export async function startDevServer(options: DevServerOptions): Promise<RunningDevServer> {
+  const address = `127.0.0.1:${options.port}`;
+  const searchAttributeArgs = customSearchAttributes.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]);
+  if (!options.cliPath) {
+    const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+    options.log('No Temporal CLI found and Go is not installed: using the Temporal SDK download.');
+    const env = await TestWorkflowEnvironment.createLocal({
+      server: {
+        ip: '127.0.0.1',
+        port: options.port,
+        namespace: options.namespace,
+        ...(options.uiPort ? { ui: true, uiPort: options.uiPort } : {}),
+        ...(options.dbFilename ? { dbFilename: options.dbFilename } : {}),
+        searchAttributes: [...customSearchAttributes],
+      },
+    });
+    return {
+      address,
+      uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : null,
+      stop: () => env.teardown(),
+    };
+  }
+  const args = [
+    'server', 'start-dev',
+    '--ip', '127.0.0.1',
+    '--port', String(options.port),
+    '--namespace', options.namespace,
+    '--log-level', 'warn',
+    ...searchAttributeArgs,
+    ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
+    ...(options.dbFilename ? ['--db-filename', options.dbFilename] : []),
+  ];
+  if (options.dbFilename) mkdirSync(path.dirname(options.dbFilename), { recursive: true });
+  const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
+  const child = spawn(options.cliPath, args, { stdio: ['ignore', out, out] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  try {
+    await waitForServer(address, options.namespace, child, 60_000);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return {
+    address,
+    uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : null,
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+

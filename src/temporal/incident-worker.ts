@@ -1,0 +1,34 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import type { Logger } from 'pino';
+import { createActivities } from '../activities/index.js';
+import type { Db } from '../db/client.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+/** The workflows entry next to this file (.ts under tsx, .js once compiled). */
+export const workflowsPath = path.join(here, '..', 'workflows', `index${path.extname(fileURLToPath(import.meta.url))}`);
+
+export interface IncidentWorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  db: Db;
+  logger: Logger;
+  /** A prebuilt workflow bundle (tests build one per run); otherwise bundled at start. */
+  workflowBundlePath?: string;
+}
+
+export async function createIncidentWorker(options: IncidentWorkerOptions): Promise<Worker> {
+  const workflowSource: Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'> = options.workflowBundlePath
+    ? { workflowBundle: { codePath: options.workflowBundlePath } }
+    : { workflowsPath };
+  return Worker.create({
+    connection: options.connection,
+    namespace: options.namespace,
+    taskQueue: options.taskQueue,
+    ...workflowSource,
+    activities: createActivities({ db: options.db }),
+    shutdownGraceTime: '10 seconds',
+  });
+}

@@ -1,0 +1,123 @@
+import {
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  type Client,
+} from '@temporalio/client';
+import { AppError } from '../errors.js';
+import {
+  getStateQuery,
+  incidentWorkflowType,
+  setStatusUpdate,
+  type IncidentView,
+  type IncidentWorkflowInput,
+  type IncidentWorkflowState,
+  type SetStatusRequest,
+} from '../workflows/messages.js';
+import { IncidentStatusKey, SeverityKey, SourceKey, TenantIdKey } from '../workflows/search-attributes.js';
+
+export interface DependencyHealth {
+  ok: boolean;
+  latencyMs: number;
+  error?: string;
+}
+
+/** What the api and the reconciler need from Temporal; the api never sees workflow code. */
+export interface WorkflowPort {
+  /** Starts the incident's workflow; an already running or finished one counts as started. */
+  startIncident(input: IncidentWorkflowInput, title: string): Promise<void>;
+  /** Moves an incident; a closed incident's workflow is started again from `stored` (reopen). */
+  setIncidentStatus(stored: IncidentWorkflowInput, title: string, request: SetStatusRequest): Promise<IncidentView>;
+  incidentState(incidentId: string): Promise<IncidentWorkflowState>;
+  checkServer(): Promise<DependencyHealth>;
+  checkWorkers(): Promise<DependencyHealth & { pollers: number }>;
+}
+
+export function incidentStartOptions(input: IncidentWorkflowInput, title: string, taskQueue: string) {
+  return {
+    workflowId: input.incidentId,
+    taskQueue,
+    args: [input] as [IncidentWorkflowInput],
+    memo: { title },
+    typedSearchAttributes: [
+      { key: TenantIdKey, value: input.tenantId },
+      { key: IncidentStatusKey, value: input.status },
+      { key: SeverityKey, value: input.severity },
+      { key: SourceKey, value: input.source },
+    ],
+  };
+}
+
+async function timed<T>(probe: () => Promise<T>): Promise<{ value?: T; latencyMs: number; error?: string }> {
+  const started = performance.now();
+  try {
+    const value = await probe();
+    return { value, latencyMs: Math.round(performance.now() - started) };
+  } catch (err) {
+    return { latencyMs: Math.round(performance.now() - started), error: (err as Error).message };
+  }
+}
+
+export function createTemporalWorkflowPort(client: Client, taskQueue: string): WorkflowPort {
+  const healthDeadline = () => new Date(Date.now() + 3000);
+  return {
+    async startIncident(input, title) {
+      try {
+        await client.workflow.start(incidentWorkflowType, incidentStartOptions(input, title, taskQueue));
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+        throw err;
+      }
+    },
+
+    async setIncidentStatus(stored, title, request) {
+      const startWorkflowOperation = new WithStartWorkflowOperation(incidentWorkflowType, {
+        ...incidentStartOptions(stored, title, taskQueue),
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      });
+      try {
+        return await client.workflow.executeUpdateWithStart(setStatusUpdate, {
+          args: [request],
+          startWorkflowOperation,
+        });
+      } catch (err) {
+        if (err instanceof WorkflowUpdateFailedError) {
+          throw new AppError('validation_error', err.cause?.message ?? err.message);
+        }
+        throw err;
+      }
+    },
+
+    async incidentState(incidentId) {
+      try {
+        return await client.workflow.getHandle(incidentId).query(getStateQuery);
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) throw new AppError('incident_not_found');
+        throw err;
+      }
+    },
+
+    async checkServer() {
+      const result = await timed(() =>
+        client.connection.withDeadline(healthDeadline(), () => client.workflowService.getSystemInfo({})),
+      );
+      return { ok: !result.error, latencyMs: result.latencyMs, ...(result.error ? { error: result.error } : {}) };
+    },
+
+    async checkWorkers() {
+      const result = await timed(() =>
+        client.connection.withDeadline(healthDeadline(), () =>
+          client.workflowService.describeTaskQueue({
+            namespace: client.options.namespace,
+            taskQueue: { name: taskQueue },
+            taskQueueType: 1, // workflow task queue
+          }),
+        ),
+      );
+      const pollers = result.value?.pollers?.length ?? 0;
+      const error = result.error ?? (pollers === 0 ? `no worker is polling task queue ${taskQueue}` : undefined);
+      return { ok: !error, latencyMs: result.latencyMs, pollers, ...(error ? { error } : {}) };
+    },
+  };
+}

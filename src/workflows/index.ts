@@ -1,0 +1,2 @@
+// The workflow bundle's entry: every workflow the worker runs.
+export { incidentWorkflow } from './incident.js';

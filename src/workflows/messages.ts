@@ -1,0 +1,56 @@
+/**
+ * The incident workflow's message contract: the one module the api imports to talk to a
+ * workflow. It holds definitions and types only, never workflow implementation.
+ */
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { IncidentSource, IncidentStatus, Severity } from '../db/schema/incidents.js';
+
+export const incidentWorkflowType = 'incidentWorkflow';
+
+export interface Actor {
+  type: 'user' | 'api_key' | 'system';
+  id: string;
+  requestId?: string;
+}
+
+export interface IncidentWorkflowInput {
+  incidentId: string;
+  tenantId: string;
+  title: string;
+  severity: Severity;
+  source: IncidentSource;
+  status: IncidentStatus;
+  /** Projection version of the stored state the run starts from. */
+  version: number;
+}
+
+export interface IncidentWorkflowState {
+  incidentId: string;
+  tenantId: string;
+  status: IncidentStatus;
+  severity: Severity;
+  version: number;
+}
+
+/** The incident as projected to PostgreSQL, returned by updates (read-your-writes). */
+export interface IncidentView {
+  incidentId: string;
+  title: string;
+  description: string;
+  severity: Severity;
+  status: IncidentStatus;
+  source: IncidentSource;
+  assignedAgents: string[];
+  rootCause: string | null;
+  recommendedActions: string[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface SetStatusRequest {
+  status: IncidentStatus;
+  actor: Actor;
+}
+
+export const setStatusUpdate = defineUpdate<IncidentView, [SetStatusRequest]>('setStatus');
+export const getStateQuery = defineQuery<IncidentWorkflowState>('getState');
