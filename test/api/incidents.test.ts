@@ -1,0 +1,315 @@
+import { and, eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditLog } from '../../src/db/schema/audit.js';
+import { events } from '../../src/db/schema/events.js';
+import { incidents, incidentStatuses } from '../../src/db/schema/incidents.js';
+import { usageCounters } from '../../src/db/schema/limits.js';
+import { usagePeriod } from '../../src/domain/plans.js';
+import { getStateQuery } from '../../src/workflows/messages.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+let svc: TestService;
+let tenant: { tenantId: string; admin: string; member: string };
+
+beforeAll(async () => {
+  svc = await startTestService();
+  tenant = await svc.newTenant({ plan: 'plan_pro' });
+});
+afterAll(() => svc?.stop());
+
+const validIncident = { title: 'Checkout errors', description: 'HTTP 500 on /checkout since 03:12 UTC' };
+
+async function createIncident(token = tenant.member, body: unknown = validIncident) {
+  const res = await svc.api('POST', '/v1/incidents/chat', { token, body });
+  expect(res.status).toBe(201);
+  return res.body as { incidentId: string };
+}
+
+describe('POST /v1/incidents/chat', () => {
+  it('opens a manual incident, stores it with its event and audit row, and starts its workflow', async () => {
+    const res = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: validIncident });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({
+      title: 'Checkout errors',
+      severity: 'medium',
+      status: 'open',
+      source: 'manual',
+      investigationsRemaining: 60,
+      eventsRemaining: 2999,
+    });
+    expect(res.body.incidentId).toMatch(/^inc_[0-9a-z]{26}$/);
+    const id = res.body.incidentId as string;
+
+    const [row] = await svc.database.db.select().from(incidents).where(eq(incidents.id, id));
+    expect(row).toMatchObject({ tenantId: tenant.tenantId, status: 'open', severity: 'medium', source: 'manual', version: 1 });
+    expect(row!.workflowStartedAt).not.toBeNull();
+
+    const created = await svc.database.db.select().from(events).where(and(eq(events.incidentId, id), eq(events.type, 'incident.created')));
+    expect(created).toHaveLength(1);
+    expect(created[0]!.payload).toMatchObject({ incidentId: id, title: 'Checkout errors' });
+    const audit = await svc.database.db.select().from(auditLog).where(eq(auditLog.targetId, id));
+    expect(audit.map((a) => a.action)).toEqual(['incident.created']);
+    expect(audit[0]).toMatchObject({ actorType: 'user', actorId: 'user-member', requestId: res.headers.get('x-request-id') });
+
+    const description = await svc.client.workflow.getHandle(id).describe();
+    expect(description.status.name).toBe('RUNNING');
+    expect(description.taskQueue).toBe(svc.taskQueue);
+    expect(await description.memo).toEqual({ title: 'Checkout errors' });
+    const attributes = description.typedSearchAttributes;
+    expect(attributes.getAll().map((p) => [p.key.name, p.value]).sort()).toEqual([
+      ['IncidentStatus', 'open'],
+      ['Severity', 'medium'],
+      ['Source', 'manual'],
+      ['TenantId', tenant.tenantId],
+    ]);
+  });
+
+  it.each([
+    [{ description: 'long enough description' }, 'title'],
+    [{ title: 'x' }, 'description'],
+    [{ title: 'x', description: 'too short' }, 'description'],
+    [{ title: 'x', description: 'y'.repeat(4001) }, 'description'],
+    [{ title: '   ', description: 'long enough description' }, 'title'],
+    [{ title: 42, description: 'long enough description' }, 'title'],
+  ])('rejects %j with 400 validation_error naming %s', async (body, field) => {
+    const res = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('validation_error');
+    expect(res.body.message).toContain(field);
+    expect(res.body.details.some((d: { path: string }) => d.path === field)).toBe(true);
+  });
+
+  it('accepts a 4000-character description and rejects malformed JSON', async () => {
+    const ok = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      body: { title: 'Long', description: 'd'.repeat(4000) },
+    });
+    expect(ok.status).toBe(201);
+    const bad = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      rawBody: '{"title": "x",',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toEqual({ error: 'validation_error', message: expect.stringMatching(/JSON/i) });
+  });
+
+  it('counts the monthly event quota and answers 429 event_quota_exceeded when it is reached', async () => {
+    const starter = await svc.newTenant({ plan: 'plan_starter' });
+    const period = usagePeriod(new Date());
+    await svc.database.db.insert(usageCounters).values({ tenantId: starter.tenantId, period, metric: 'events', count: 498 });
+    const first = await svc.api('POST', '/v1/incidents/chat', { token: starter.admin, body: validIncident });
+    expect(first.status).toBe(201);
+    expect(first.body).toMatchObject({ eventsRemaining: 1, investigationsRemaining: 15 });
+    const last = await svc.api('POST', '/v1/incidents/chat', { token: starter.admin, body: validIncident });
+    expect(last.body.eventsRemaining).toBe(0);
+    const refused = await svc.api('POST', '/v1/incidents/chat', { token: starter.admin, body: validIncident });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toBe('event_quota_exceeded');
+    const stored = await svc.database.db.select().from(incidents).where(eq(incidents.tenantId, starter.tenantId));
+    expect(stored).toHaveLength(2); // the refused one left nothing behind
+    const [usage] = await svc.database.db.select().from(usageCounters).where(eq(usageCounters.tenantId, starter.tenantId));
+    expect(usage!.count).toBe(500);
+  });
+
+  it('uses custom enterprise quotas and reports unlimited ones as null', async () => {
+    const custom = await svc.newTenant({ plan: 'plan_enterprise', settings: { quotas: { eventsPerMonth: 1 } } });
+    expect((await svc.api('POST', '/v1/incidents/chat', { token: custom.admin, body: validIncident })).body.eventsRemaining).toBe(0);
+    expect((await svc.api('POST', '/v1/incidents/chat', { token: custom.admin, body: validIncident })).status).toBe(429);
+    const unlimited = await svc.newTenant({ plan: 'plan_enterprise' });
+    const res = await svc.api('POST', '/v1/incidents/chat', { token: unlimited.admin, body: validIncident });
+    expect(res.body).toMatchObject({ eventsRemaining: null, investigationsRemaining: null });
+  });
+});
+
+describe('GET /v1/incidents', () => {
+  let listTenant: { tenantId: string; admin: string; member: string };
+  let createdIds: string[];
+
+  beforeAll(async () => {
+    listTenant = await svc.newTenant();
+    createdIds = [];
+    for (let i = 0; i < 25; i++) createdIds.push((await createIncident(listTenant.member, { ...validIncident, title: `Incident ${i}` })).incidentId);
+    // Severity only changes through triage (a later capability); set a few directly to test the filter.
+    for (const id of createdIds.slice(0, 3)) {
+      await svc.database.db.update(incidents).set({ severity: 'critical' }).where(eq(incidents.id, id));
+    }
+  });
+
+  it('pages newest first across pages with a cursor and a total count', async () => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const query: string = `/v1/incidents?limit=10${cursor ? `&cursor=${cursor}` : ''}`;
+      const res = await svc.api('GET', query, { token: listTenant.member });
+      expect(res.status).toBe(200);
+      expect(res.body.count).toBe(25);
+      expect(res.body.incidents.length).toBeLessThanOrEqual(10);
+      for (const incident of res.body.incidents) {
+        expect(Object.keys(incident).sort()).toEqual(['createdAt', 'incidentId', 'severity', 'source', 'status', 'title']);
+      }
+      seen.push(...res.body.incidents.map((i: { incidentId: string }) => i.incidentId));
+      cursor = res.body.cursor;
+      pages++;
+    } while (cursor);
+    expect(pages).toBe(3);
+    expect(seen).toEqual([...createdIds].reverse());
+  });
+
+  it('orders ascending on request and defaults the limit to 20', async () => {
+    const res = await svc.api('GET', '/v1/incidents?order=asc&sort=createdAt', { token: listTenant.member });
+    expect(res.body.incidents).toHaveLength(20);
+    expect(res.body.incidents.map((i: { incidentId: string }) => i.incidentId)).toEqual(createdIds.slice(0, 20));
+    const next = await svc.api('GET', `/v1/incidents?order=asc&cursor=${res.body.cursor}`, { token: listTenant.member });
+    expect(next.body.incidents.map((i: { incidentId: string }) => i.incidentId)).toEqual(createdIds.slice(20));
+    expect(next.body.cursor).toBeNull();
+  });
+
+  it('filters by severity and status, with count across pages', async () => {
+    const critical = await svc.api('GET', '/v1/incidents?severity=critical&limit=2', { token: listTenant.member });
+    expect(critical.body.count).toBe(3);
+    expect(critical.body.incidents).toHaveLength(2);
+    expect(critical.body.incidents.every((i: { severity: string }) => i.severity === 'critical')).toBe(true);
+    const patched = await svc.api('PATCH', `/v1/incidents/${createdIds[5]}`, { token: listTenant.member, body: { status: 'investigating' } });
+    expect(patched.status).toBe(200);
+    const investigating = await svc.api('GET', '/v1/incidents?status=investigating', { token: listTenant.member });
+    expect(investigating.body).toMatchObject({ count: 1, cursor: null });
+    expect(investigating.body.incidents[0].incidentId).toBe(createdIds[5]);
+    const none = await svc.api('GET', '/v1/incidents?status=closed&severity=low', { token: listTenant.member });
+    expect(none.body).toEqual({ incidents: [], count: 0, cursor: null });
+  });
+
+  it.each([
+    'limit=0', 'limit=101', 'limit=abc', 'severity=urgent', 'status=done', 'sort=title', 'order=up', 'cursor=not-a-cursor',
+  ])('rejects %s with 400 validation_error', async (query) => {
+    const res = await svc.api('GET', `/v1/incidents?${query}`, { token: listTenant.member });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('validation_error');
+  });
+
+  it('rejects a cursor issued for the other sort order', async () => {
+    const first = await svc.api('GET', '/v1/incidents?limit=5', { token: listTenant.member });
+    const res = await svc.api('GET', `/v1/incidents?order=asc&cursor=${first.body.cursor}`, { token: listTenant.member });
+    expect(res.status).toBe(400);
+  });
+});
+
+describe('GET and PATCH /v1/incidents/{id}', () => {
+  it('returns the full incident, and 404 incident_not_found for an unknown id', async () => {
+    const { incidentId } = await createIncident();
+    const res = await svc.api('GET', `/v1/incidents/${incidentId}`, { token: tenant.member });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      incidentId,
+      title: validIncident.title,
+      description: validIncident.description,
+      assignedAgents: [],
+      rootCause: null,
+      recommendedActions: [],
+    });
+    const missing = await svc.api('GET', '/v1/incidents/inc_doesnotexist', { token: tenant.member });
+    expect(missing.status).toBe(404);
+    expect(missing.body.error).toBe('incident_not_found');
+    const patchMissing = await svc.api('PATCH', '/v1/incidents/inc_doesnotexist', { token: tenant.member, body: { status: 'closed' } });
+    expect(patchMissing.status).toBe(404);
+  });
+
+  it('moves to every status; response, stored row and workflow state agree; events and audit follow', async () => {
+    const { incidentId } = await createIncident();
+    const order = [...incidentStatuses.filter((s) => s !== 'open' && s !== 'closed'), 'open'] as const;
+    let version = 1;
+    for (const status of order) {
+      const res = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.member, body: { status } });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ incidentId, status, source: 'manual', severity: 'medium' });
+      version++;
+      const [row] = await svc.database.db.select().from(incidents).where(eq(incidents.id, incidentId));
+      expect(row).toMatchObject({ status, version });
+      const state = await svc.client.workflow.getHandle(incidentId).query(getStateQuery);
+      expect(state).toMatchObject({ status, version });
+      const description = await svc.client.workflow.getHandle(incidentId).describe();
+      expect(description.typedSearchAttributes.getAll().find((p) => p.key.name === 'IncidentStatus')?.value).toBe(status);
+    }
+    const changes = await svc.database.db
+      .select()
+      .from(events)
+      .where(and(eq(events.incidentId, incidentId), eq(events.type, 'incident.status_changed')))
+      .orderBy(events.seq);
+    expect(changes.map((e) => e.payload.to)).toEqual([...order]);
+    expect(changes[0]!.payload).toMatchObject({ from: 'open', to: 'triaging', actorType: 'user', actorId: 'user-member' });
+    const resolved = await svc.database.db
+      .select()
+      .from(events)
+      .where(and(eq(events.incidentId, incidentId), eq(events.type, 'incident.resolved')));
+    expect(resolved).toHaveLength(1);
+    const audits = await svc.database.db.select().from(auditLog).where(eq(auditLog.incidentId, incidentId));
+    expect(audits.filter((a) => a.action === 'incident.status_changed')).toHaveLength(order.length);
+    expect(audits.find((a) => a.action === 'incident.status_changed')?.workflowId).toBe(incidentId);
+  });
+
+  it('treats a PATCH to the current status as a no-op', async () => {
+    const { incidentId } = await createIncident();
+    const res = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.member, body: { status: 'open' } });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('open');
+    const changes = await svc.database.db
+      .select()
+      .from(events)
+      .where(and(eq(events.incidentId, incidentId), eq(events.type, 'incident.status_changed')));
+    expect(changes).toHaveLength(0);
+  });
+
+  it('closes the workflow on closed, and reopens a closed incident as a new run of the same workflow id', async () => {
+    const { incidentId } = await createIncident();
+    const closed = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.admin, body: { status: 'closed' } });
+    expect(closed.body.status).toBe('closed');
+    const handle = svc.client.workflow.getHandle(incidentId);
+    const result = await handle.result();
+    expect(result).toMatchObject({ status: 'closed', version: 2 });
+    const firstRun = (await handle.describe()).runId;
+
+    const reopened = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.admin, body: { status: 'investigating' } });
+    expect(reopened.status).toBe(200);
+    expect(reopened.body.status).toBe('investigating');
+    const current = await svc.client.workflow.getHandle(incidentId).describe();
+    expect(current.runId).not.toBe(firstRun);
+    expect(current.status.name).toBe('RUNNING');
+    expect(await svc.client.workflow.getHandle(incidentId).query(getStateQuery)).toMatchObject({ status: 'investigating', version: 3 });
+  });
+
+  it('serialises concurrent PATCHes: every one lands once and the projection matches the workflow', async () => {
+    const { incidentId } = await createIncident();
+    const targets = ['triaging', 'investigating', 'awaiting_approval', 'remediating'] as const;
+    const results = await Promise.all(
+      targets.map((status) => svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.member, body: { status } })),
+    );
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    const state = await svc.client.workflow.getHandle(incidentId).query(getStateQuery);
+    const [row] = await svc.database.db.select().from(incidents).where(eq(incidents.id, incidentId));
+    expect(state.version).toBe(5);
+    expect(row).toMatchObject({ status: state.status, version: 5 });
+  });
+
+  it.each([{ status: 'done' }, {}, { status: null }])('rejects PATCH body %j with 400', async (body) => {
+    const { incidentId } = await createIncident();
+    const res = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.member, body });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('validation_error');
+  });
+});
+
+describe('tenant isolation', () => {
+  it("never shows, lists or changes another tenant's incident", async () => {
+    const { incidentId } = await createIncident();
+    const other = await svc.newTenant();
+    expect((await svc.api('GET', `/v1/incidents/${incidentId}`, { token: other.admin })).status).toBe(404);
+    const patch = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: other.admin, body: { status: 'closed' } });
+    expect(patch.status).toBe(404);
+    expect(patch.body.error).toBe('incident_not_found');
+    const list = await svc.api('GET', '/v1/incidents', { token: other.admin });
+    expect(list.body).toEqual({ incidents: [], count: 0, cursor: null });
+    const [row] = await svc.database.db.select().from(incidents).where(eq(incidents.id, incidentId));
+    expect(row!.status).toBe('open');
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * Once per `npm test`: a real embedded PostgreSQL with a migrated template database, a real
+ * Temporal dev server, and one workflow bundle. Each test file then makes its own database from
+ * the template and runs its own worker on its own task queue.
+ */
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import type { TestProject } from 'vitest/node';
+import { runMigrations } from '../src/db/client.js';
+import { startEmbeddedPostgres } from '../src/db/embedded.js';
+import { workflowsPath } from '../src/temporal/incident-worker.js';
+import { resolveTemporalCli, startDevServer } from '../src/temporal/dev-server.js';
+import { freePort } from './helpers/ports.js';
+
+export const TEMPLATE_DATABASE = 'iis_template';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    pgAdminUrl: string;
+    templateDatabase: string;
+    temporalAddress: string;
+    workflowBundlePath: string;
+  }
+}
+
+export default async function setup(project: TestProject) {
+  const root = mkdtempSync(path.join(tmpdir(), 'iis-test-'));
+  chmodSync(root, 0o755); // the embedded PostgreSQL runs as its own user and must reach its folder
+  const log = (message: string) => {
+    if (process.env.TEST_VERBOSE) process.stderr.write(`${message}\n`);
+  };
+  const started = Date.now();
+  const [pg, temporal, bundle] = await Promise.all([
+    freePort().then((port) =>
+      startEmbeddedPostgres({ dataDir: path.join(root, 'pg'), port, databases: [TEMPLATE_DATABASE], log }),
+    ),
+    freePort().then((port) =>
+      startDevServer({
+        cliPath: resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: (m) => process.stderr.write(`${m}\n`) }),
+        port,
+        namespace: 'default',
+        logFile: path.join(root, 'temporal.log'),
+        log,
+      }),
+    ),
+    bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } }),
+  ]);
+  await runMigrations(pg.url(TEMPLATE_DATABASE));
+  const bundlePath = path.join(root, 'workflow-bundle.js');
+  writeFileSync(bundlePath, bundle.code);
+  log(`test infrastructure ready in ${Date.now() - started} ms`);
+
+  project.provide('pgAdminUrl', pg.url('postgres'));
+  project.provide('templateDatabase', TEMPLATE_DATABASE);
+  project.provide('temporalAddress', temporal.address);
+  project.provide('workflowBundlePath', bundlePath);
+
+  return async () => {
+    await temporal.stop();
+    await pg.stop();
+    rmSync(root, { recursive: true, force: true });
+  };
+}

@@ -1,0 +1,171 @@
+import { randomBytes } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import pino from 'pino';
+import postgres from 'postgres';
+import { inject } from 'vitest';
+import { createApp } from '../../src/api/app.js';
+import type { AppDeps } from '../../src/api/context.js';
+import { createTokenVerifier, signToken, TOKEN_AUDIENCE, TOKEN_ISSUER, type Role } from '../../src/auth/tokens.js';
+import { connectDatabase, type Database } from '../../src/db/client.js';
+import { createTenant } from '../../src/db/repositories/tenants.js';
+import type { TenantSettings } from '../../src/db/schema/tenants.js';
+import type { PlanId } from '../../src/domain/plans.js';
+import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
+import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
+
+export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
+
+let runtimeInstalled = false;
+function quietTemporalRuntime() {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({ logger: new (class { log() {} trace() {} debug() {} info() {} warn() {} error() {} })() });
+}
+
+function uniqueName(prefix: string): string {
+  return `${prefix}_${randomBytes(6).toString('hex')}`;
+}
+
+/** A fresh database made from the migrated template. */
+export async function createTestDatabase(): Promise<{ url: string; name: string }> {
+  const admin = postgres(inject('pgAdminUrl'), { max: 1, onnotice: () => undefined });
+  const name = uniqueName('t');
+  try {
+    await admin.unsafe(`create database ${name} template ${inject('templateDatabase')}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(inject('pgAdminUrl'));
+  url.pathname = `/${name}`;
+  return { url: url.toString(), name };
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+export interface TestService {
+  baseUrl: string;
+  database: Database;
+  client: Client;
+  workflows: WorkflowPort;
+  taskQueue: string;
+  worker: Worker;
+  newTenant(options?: { plan?: PlanId; settings?: TenantSettings; name?: string }): Promise<{ tenantId: string; admin: string; member: string }>;
+  token(tenantId: string, role: Role, overrides?: { sub?: string; ttlSeconds?: number }): string;
+  api<T = any>(method: string, path: string, options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  stop(): Promise<void>;
+}
+
+export interface TestServiceOptions {
+  /** Override parts of the app's dependencies (a second app over the same database). */
+  jwksUrl?: string;
+  publicRateLimitPerMinute?: number;
+  /** Run without a worker on the task queue (health checks). */
+  withoutWorker?: boolean;
+}
+
+/** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
+export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
+  quietTemporalRuntime();
+  const { url } = await createTestDatabase();
+  const database = connectDatabase(url, { max: 10 });
+  const address = inject('temporalAddress');
+  const taskQueue = uniqueName('tq');
+  const logger = pino({ level: process.env.TEST_VERBOSE ? 'debug' : 'silent' });
+
+  const nativeConnection = await NativeConnection.connect({ address });
+  const worker = await createIncidentWorker({
+    connection: nativeConnection,
+    namespace: 'default',
+    taskQueue,
+    db: database.db,
+    logger,
+    workflowBundlePath: inject('workflowBundlePath'),
+  });
+  const running = options.withoutWorker ? Promise.resolve() : worker.run();
+
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection, namespace: 'default' });
+  const workflows = createTemporalWorkflowPort(client, taskQueue);
+  const deps: AppDeps = {
+    db: database.db,
+    sql: database.sql,
+    workflows,
+    tokens: createTokenVerifier({ jwtSecret: TEST_JWT_SECRET, jwksUrl: options.jwksUrl }),
+    clock: () => new Date(),
+    logger,
+    config: {
+      publicBaseUrl: 'http://api.test',
+      trustProxy: false,
+      publicRateLimitPerMinute: options.publicRateLimitPerMinute ?? 10_000,
+    },
+  };
+  const app = createApp(deps);
+  const server: ServerType = await new Promise((resolve) => {
+    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+  });
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const token: TestService['token'] = (tenantId, role, overrides = {}) =>
+    signToken({
+      secret: TEST_JWT_SECRET,
+      tenantId,
+      role,
+      sub: overrides.sub ?? `user-${role}`,
+      email: `${role}@example.test`,
+      ttlSeconds: overrides.ttlSeconds ?? 600,
+    });
+
+  return {
+    baseUrl,
+    database,
+    client,
+    workflows,
+    taskQueue,
+    worker,
+    token,
+    async newTenant(opts = {}) {
+      const tenant = await createTenant(database.db, {
+        name: opts.name ?? uniqueName('Tenant'),
+        plan: opts.plan ?? 'plan_business',
+        ...(opts.settings ? { settings: opts.settings } : {}),
+      });
+      return { tenantId: tenant.id, admin: token(tenant.id, 'admin'), member: token(tenant.id, 'member') };
+    },
+    async api(method, path, opts = {}) {
+      const headers: Record<string, string> = { ...opts.headers };
+      if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+      let body: string | undefined = opts.rawBody;
+      if (opts.body !== undefined) {
+        body = JSON.stringify(opts.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const response = await fetch(`${baseUrl}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+      const text = await response.text();
+      let parsed: unknown = text;
+      if (response.headers.get('content-type')?.includes('json') && text) parsed = JSON.parse(text);
+      return { status: response.status, headers: response.headers, body: parsed as any };
+    },
+    async stop() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+      if (!options.withoutWorker) {
+        worker.shutdown();
+        await running;
+      }
+      await nativeConnection.close();
+      await connection.close();
+      await database.close();
+    },
+  };
+}
+
+export { TOKEN_AUDIENCE, TOKEN_ISSUER };
