@@ -55,7 +55,7 @@ export interface TestService {
   client: Client;
   workflows: WorkflowPort;
   taskQueue: string;
-  worker: Worker;
+  worker: Worker | undefined;
   newTenant(options?: { plan?: PlanId; settings?: TenantSettings; name?: string }): Promise<{ tenantId: string; admin: string; member: string }>;
   token(tenantId: string, role: Role, overrides?: { sub?: string; ttlSeconds?: number }): string;
   api<T = any>(method: string, path: string, options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
@@ -80,15 +80,17 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const logger = pino({ level: process.env.TEST_VERBOSE ? 'debug' : 'silent' });
 
   const nativeConnection = await NativeConnection.connect({ address });
-  const worker = await createIncidentWorker({
-    connection: nativeConnection,
-    namespace: 'default',
-    taskQueue,
-    db: database.db,
-    logger,
-    workflowBundlePath: inject('workflowBundlePath'),
-  });
-  const running = options.withoutWorker ? Promise.resolve() : worker.run();
+  const worker = options.withoutWorker
+    ? undefined
+    : await createIncidentWorker({
+        connection: nativeConnection,
+        namespace: 'default',
+        taskQueue,
+        db: database.db,
+        logger,
+        workflowBundlePath: inject('workflowBundlePath'),
+      });
+  const running = worker ? worker.run() : Promise.resolve();
 
   const connection = await Connection.connect({ address });
   const client = new Client({ connection, namespace: 'default' });
@@ -157,7 +159,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
         server.close(() => resolve());
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
-      if (!options.withoutWorker) {
+      if (worker) {
         worker.shutdown();
         await running;
       }

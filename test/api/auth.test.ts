@@ -1,0 +1,119 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import jwt from 'jsonwebtoken';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, TEST_JWT_SECRET, TOKEN_AUDIENCE, TOKEN_ISSUER, type TestService } from '../helpers/service.js';
+
+let svc: TestService;
+let tenant: { tenantId: string; admin: string; member: string };
+let jwksServer: Server;
+let privateKey: CryptoKey;
+
+beforeAll(async () => {
+  // An external identity provider's JWKS endpoint: a real local HTTP server.
+  const pair = await generateKeyPair('RS256');
+  privateKey = pair.privateKey as CryptoKey;
+  const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'idp-key-1', alg: 'RS256', use: 'sig' };
+  jwksServer = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ keys: [jwk] }));
+  });
+  await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve));
+  const jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/.well-known/jwks.json`;
+  svc = await startTestService({ jwksUrl });
+  tenant = await svc.newTenant();
+});
+afterAll(async () => {
+  await svc?.stop();
+  await new Promise((resolve) => jwksServer?.close(resolve));
+});
+
+const claims = (tenantId: string) => ({ tenant_id: tenantId, roles: ['admin'], email: 'a@example.test' });
+function hs256(payload: object, options: jwt.SignOptions = {}, secret = TEST_JWT_SECRET): string {
+  const merged: jwt.SignOptions = { algorithm: 'HS256', issuer: TOKEN_ISSUER, audience: TOKEN_AUDIENCE, subject: 'u1', expiresIn: 600, ...options };
+  if (merged.expiresIn === undefined) delete merged.expiresIn; // a token with no exp claim
+  return jwt.sign(payload, secret, merged);
+}
+
+describe('JWT authentication', () => {
+  const unauthorizedCases: Array<[string, () => Record<string, string>]> = [
+    ['no Authorization header', () => ({})],
+    ['a non-bearer scheme', () => ({ authorization: `Basic ${Buffer.from('a:b').toString('base64')}` })],
+    ['a malformed token', () => ({ authorization: 'Bearer not.a.jwt' })],
+    ['a token signed with another secret', () => ({ authorization: `Bearer ${hs256(claims(tenant.tenantId), {}, 'another-secret-another-secret-another-secret')}` })],
+    ['an expired token', () => ({ authorization: `Bearer ${hs256({ ...claims(tenant.tenantId), exp: Math.floor(Date.now() / 1000) - 10 }, { expiresIn: undefined })}` })],
+    ['a token without expiry', () => ({ authorization: `Bearer ${hs256(claims(tenant.tenantId), { expiresIn: undefined })}` })],
+    ['a wrong issuer', () => ({ authorization: `Bearer ${hs256(claims(tenant.tenantId), { issuer: 'someone-else' })}` })],
+    ['a wrong audience', () => ({ authorization: `Bearer ${hs256(claims(tenant.tenantId), { audience: 'other-api' })}` })],
+    ['an unknown tenant', () => ({ authorization: `Bearer ${hs256(claims('ten_unknown'))}` })],
+    ['a token missing tenant_id', () => ({ authorization: `Bearer ${hs256({ roles: ['admin'] })}` })],
+    [
+      'alg none',
+      () => {
+        const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
+        const body = Buffer.from(
+          JSON.stringify({ ...claims(tenant.tenantId), sub: 'u1', iss: TOKEN_ISSUER, aud: TOKEN_AUDIENCE, exp: Math.floor(Date.now() / 1000) + 600 }),
+        ).toString('base64url');
+        return { authorization: `Bearer ${header}.${body}.` };
+      },
+    ],
+  ];
+
+  it.each(unauthorizedCases)('answers 401 unauthorized for %s', async (_name, headers) => {
+    const res = await svc.api('GET', '/v1/incidents', { headers: headers() });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ error: 'unauthorized', message: expect.any(String) });
+  });
+
+  it('accepts a valid HS256 token', async () => {
+    const res = await svc.api('GET', '/v1/incidents', { token: hs256(claims(tenant.tenantId)) });
+    expect(res.status).toBe(200);
+  });
+
+  it('accepts an RS256 token from the JWKS of an external identity provider, and rejects a forged one', async () => {
+    const token = await new SignJWT({ tenant_id: tenant.tenantId, roles: ['member'] })
+      .setProtectedHeader({ alg: 'RS256', kid: 'idp-key-1' })
+      .setSubject('idp-user')
+      .setIssuer(TOKEN_ISSUER)
+      .setAudience(TOKEN_AUDIENCE)
+      .setExpirationTime('5m')
+      .sign(privateKey);
+    expect((await svc.api('GET', '/v1/incidents', { token })).status).toBe(200);
+
+    const other = await generateKeyPair('RS256');
+    const forged = await new SignJWT({ tenant_id: tenant.tenantId, roles: ['admin'] })
+      .setProtectedHeader({ alg: 'RS256', kid: 'idp-key-1' })
+      .setSubject('attacker')
+      .setIssuer(TOKEN_ISSUER)
+      .setAudience(TOKEN_AUDIENCE)
+      .setExpirationTime('5m')
+      .sign(other.privateKey);
+    expect((await svc.api('GET', '/v1/incidents', { token: forged })).status).toBe(401);
+  });
+
+  it('answers 403 forbidden for a member on an admin route and for a token with no known role', async () => {
+    const patch = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, { token: tenant.member, body: { name: 'New name' } });
+    expect(patch.status).toBe(403);
+    expect(patch.body.error).toBe('forbidden');
+    const noRole = hs256({ tenant_id: tenant.tenantId, roles: ['viewer'] });
+    const list = await svc.api('GET', '/v1/incidents', { token: noRole });
+    expect(list.status).toBe(403);
+    expect(list.body.error).toBe('forbidden');
+  });
+
+  it('lets an admin do everything a member can', async () => {
+    const res = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.admin,
+      body: { title: 'By admin', description: 'admins are members too' },
+    });
+    expect(res.status).toBe(201);
+  });
+
+  it('keeps the public endpoints public', async () => {
+    expect((await svc.api('GET', '/v1/billing/plans')).status).toBe(200);
+    expect((await svc.api('GET', '/v1/integrations/catalog')).status).toBe(200);
+    expect((await svc.api('GET', '/health')).status).toBe(200);
+    expect((await svc.api('GET', '/openapi.json')).status).toBe(200);
+  });
+});

@@ -1,0 +1,77 @@
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+let svc: TestService;
+
+beforeAll(async () => {
+  svc = await startTestService({ publicRateLimitPerMinute: 5 });
+});
+afterAll(() => svc?.stop());
+
+/** Waits out the last seconds of a minute so one test's requests fall in one fixed window. */
+async function awayFromWindowEdge() {
+  const second = new Date().getUTCSeconds();
+  if (second >= 55) await new Promise((r) => setTimeout(r, (61 - second) * 1000));
+}
+
+describe('rate limits', () => {
+  it('sends X-RateLimit headers on every api response, per tenant and plan', async () => {
+    await awayFromWindowEdge();
+    const starter = await svc.newTenant({ plan: 'plan_starter' });
+    const pro = await svc.newTenant({ plan: 'plan_pro' });
+    const first = await svc.api('GET', '/v1/incidents', { token: starter.member });
+    expect(first.headers.get('x-ratelimit-limit')).toBe('100');
+    expect(first.headers.get('x-ratelimit-remaining')).toBe('99');
+    const reset = Number(first.headers.get('x-ratelimit-reset'));
+    const now = Math.floor(Date.now() / 1000);
+    expect(reset).toBeGreaterThan(now);
+    expect(reset).toBeLessThanOrEqual(now + 60);
+    expect(reset % 60).toBe(0);
+    const second = await svc.api('GET', `/v1/tenants/${starter.tenantId}`, { token: starter.member });
+    expect(second.headers.get('x-ratelimit-remaining')).toBe('98');
+    // Errors are counted and carry the headers too.
+    const notFound = await svc.api('GET', '/v1/incidents/inc_missing', { token: starter.member });
+    expect(notFound.status).toBe(404);
+    expect(notFound.headers.get('x-ratelimit-remaining')).toBe('97');
+    // Each tenant has its own window and its plan's limit.
+    const proRes = await svc.api('GET', '/v1/incidents', { token: pro.member });
+    expect(proRes.headers.get('x-ratelimit-limit')).toBe('500');
+    expect(proRes.headers.get('x-ratelimit-remaining')).toBe('499');
+  });
+
+  it('answers 429 rate_limit_exceeded past the plan limit, naming the retry time', async () => {
+    await awayFromWindowEdge();
+    const starter = await svc.newTenant({ plan: 'plan_starter' });
+    const statuses: number[] = [];
+    for (let i = 0; i < 100; i++) {
+      statuses.push((await svc.api('GET', '/v1/incidents?limit=1', { token: starter.member })).status);
+    }
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    const limited = await svc.api('GET', '/v1/incidents', { token: starter.member });
+    expect(limited.status).toBe(429);
+    expect(limited.body.error).toBe('rate_limit_exceeded');
+    const reset = Number(limited.headers.get('x-ratelimit-reset'));
+    expect(limited.body.message).toContain(new Date(reset * 1000).toISOString());
+    expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The window is shared through PostgreSQL, so another api process would see the same count.
+    const rows = await svc.database.db.execute(
+      sql`select count from rate_limit_windows where bucket = ${`tenant:${starter.tenantId}`}`,
+    );
+    expect(Number(rows[0]!.count)).toBe(101);
+  });
+
+  it('limits public endpoints per client address', async () => {
+    await awayFromWindowEdge();
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await svc.api('GET', '/v1/billing/plans')).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+    const limited = await svc.api('GET', '/v1/integrations/catalog');
+    expect(limited.status).toBe(429);
+    expect(limited.body.error).toBe('rate_limit_exceeded');
+    expect(limited.headers.get('x-ratelimit-limit')).toBe('5');
+    // Probes are never limited.
+    expect((await svc.api('GET', '/health')).status).toBe(200);
+  });
+});

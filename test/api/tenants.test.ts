@@ -1,0 +1,215 @@
+import { request } from 'node:http';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditLog } from '../../src/db/schema/audit.js';
+import { tenants } from '../../src/db/schema/tenants.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+let svc: TestService;
+let tenant: { tenantId: string; admin: string; member: string };
+
+beforeAll(async () => {
+  svc = await startTestService();
+  tenant = await svc.newTenant({ plan: 'plan_pro', name: 'Acme Payments' });
+});
+afterAll(() => svc?.stop());
+
+describe('GET /v1/tenants/{tenantId}', () => {
+  it("returns the caller's own tenant with default settings", async () => {
+    const res = await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.member });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      tenantId: tenant.tenantId,
+      name: 'Acme Payments',
+      slug: 'acme-payments',
+      status: 'active',
+      plan: 'plan_pro',
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+      settings: { cloudRoleArn: null, cloudExternalId: null, cloudRegion: null, autoRemediation: false },
+    });
+  });
+
+  it("answers 404 not_found for another tenant's id", async () => {
+    const other = await svc.newTenant();
+    const res = await svc.api('GET', `/v1/tenants/${other.tenantId}`, { token: tenant.admin });
+    expect(res.status).toBe(404);
+    expect(res.body.error).toBe('not_found');
+    const patch = await svc.api('PATCH', `/v1/tenants/${other.tenantId}`, { token: tenant.admin, body: { name: 'stolen' } });
+    expect(patch.status).toBe(404);
+    const [row] = await svc.database.db.select().from(tenants).where(eq(tenants.id, other.tenantId));
+    expect(row!.name).not.toBe('stolen');
+  });
+});
+
+describe('PATCH /v1/tenants/{tenantId}', () => {
+  it('merges settings, keeps omitted fields, and audits which fields changed without their values', async () => {
+    const first = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, {
+      token: tenant.admin,
+      body: { settings: { cloudRoleArn: 'arn:cloud:iam::123456789012:role/incident-reader', cloudRegion: 'eu-west-1' } },
+    });
+    expect(first.status).toBe(200);
+    const second = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, {
+      token: tenant.admin,
+      body: { name: 'Acme Payments EU', settings: { autoRemediation: true, cloudExternalId: 'ext-42' } },
+    });
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({
+      name: 'Acme Payments EU',
+      slug: 'acme-payments',
+      settings: {
+        cloudRoleArn: 'arn:cloud:iam::123456789012:role/incident-reader',
+        cloudExternalId: 'ext-42',
+        cloudRegion: 'eu-west-1',
+        autoRemediation: true,
+      },
+    });
+    const cleared = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, {
+      token: tenant.admin,
+      body: { settings: { cloudRegion: null } },
+    });
+    expect(cleared.body.settings).toMatchObject({ cloudRegion: null, autoRemediation: true });
+    const again = await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.member });
+    expect(again.body).toEqual(cleared.body);
+
+    const audit = await svc.database.db.select().from(auditLog).where(eq(auditLog.action, 'tenant.updated'));
+    const mine = audit.filter((a) => a.tenantId === tenant.tenantId);
+    expect(mine).toHaveLength(3);
+    expect(JSON.stringify(mine)).not.toContain('ext-42');
+  });
+
+  it.each([
+    [{ name: '' }],
+    [{ name: 123 }],
+    [{ settings: { autoRemediation: 'yes' } }],
+    [{ settings: { unknownSetting: true } }],
+    [{ settings: { cloudRegion: 'Not A Region!' } }],
+    [{ plan: 'plan_enterprise' }],
+    [{ settings: 'none' }],
+  ])('rejects %j with 400 validation_error', async (body) => {
+    const res = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin, body });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('validation_error');
+  });
+
+  it('is admin only', async () => {
+    const res = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, { token: tenant.member, body: { name: 'x' } });
+    expect(res.status).toBe(403);
+  });
+});
+
+describe('public catalogue endpoints', () => {
+  it('publishes the four plans exactly as the interface lists them', async () => {
+    const res = await svc.api('GET', '/v1/billing/plans');
+    expect(res.status).toBe(200);
+    expect(res.body.plans).toEqual([
+      { planId: 'plan_starter', name: 'Starter', priceMonthlyUsd: 99, features: { investigationsPerMonth: 15, eventsPerMonth: 500, apiRateLimitPerMinute: 100, customSkills: false, relayAccess: false } },
+      { planId: 'plan_pro', name: 'Pro', priceMonthlyUsd: 349, features: { investigationsPerMonth: 60, eventsPerMonth: 3000, apiRateLimitPerMinute: 500, customSkills: true, relayAccess: true } },
+      { planId: 'plan_business', name: 'Business', priceMonthlyUsd: 899, features: { investigationsPerMonth: 200, eventsPerMonth: 10000, apiRateLimitPerMinute: 2000, customSkills: true, relayAccess: true } },
+      { planId: 'plan_enterprise', name: 'Enterprise', priceMonthlyUsd: null, features: { investigationsPerMonth: 'custom', eventsPerMonth: 'custom', apiRateLimitPerMinute: 2000, customSkills: true, relayAccess: true } },
+    ]);
+  });
+
+  it('lists the integration catalog with connect URLs, filtered by category', async () => {
+    const all = await svc.api('GET', '/v1/integrations/catalog');
+    expect(all.status).toBe(200);
+    expect(all.body.total).toBe(all.body.items.length);
+    expect(all.body.total).toBeGreaterThanOrEqual(15);
+    const github = all.body.items.find((i: { provider: string }) => i.provider === 'github');
+    expect(github).toMatchObject({ category: 'code', authType: 'oauth2', connectUrl: 'http://api.test/v1/integrations/connect/github' });
+    expect(github.scopes.length).toBeGreaterThan(0);
+    const cloud = await svc.api('GET', '/v1/integrations/catalog?category=cloud');
+    expect(cloud.body.items.length).toBeGreaterThanOrEqual(3);
+    expect(cloud.body.items.every((i: { category: string }) => i.category === 'cloud')).toBe(true);
+    const bad = await svc.api('GET', '/v1/integrations/catalog?category=games');
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toBe('validation_error');
+  });
+});
+
+describe('documents, unknown routes and limits', () => {
+  it('serves the OpenAPI document generated from the validation schemas, and a docs page', async () => {
+    const doc = await svc.api('GET', '/openapi.json');
+    expect(doc.status).toBe(200);
+    expect(doc.body.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.body.paths)).toEqual(
+      expect.arrayContaining(['/v1/incidents/chat', '/v1/incidents', '/v1/incidents/{incidentId}', '/v1/tenants/{tenantId}', '/health/detailed']),
+    );
+    const create = doc.body.components.schemas.CreateIncident;
+    expect(create.properties.description).toMatchObject({ minLength: 10, maxLength: 4000 });
+    const docs = await svc.api('GET', '/docs');
+    expect(docs.status).toBe(200);
+    expect(docs.headers.get('content-type')).toContain('text/html');
+    expect(docs.body).toContain('/openapi.json');
+  });
+
+  it('answers unknown routes with 404 in the error shape', async () => {
+    const anonymous = await svc.api('GET', '/definitely/not/here');
+    expect(anonymous.status).toBe(404);
+    expect(anonymous.body).toEqual({ error: 'not_found', message: expect.any(String) });
+    const authed = await svc.api('DELETE', '/v1/incidents', { token: tenant.admin });
+    expect(authed.status).toBe(404);
+    expect(authed.body.error).toBe('not_found');
+  });
+
+  it('refuses bodies over 1 MiB with 413', async () => {
+    // node:http reads a response that arrives before the upload ends, as the server answers early.
+    const body = JSON.stringify({ title: 'x', description: 'y'.repeat(1024 * 1024) });
+    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(`${svc.baseUrl}/v1/incidents/chat`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      }, (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(res.status).toBe(413);
+    expect(JSON.parse(res.body)).toEqual({ error: 'payload_too_large', message: 'The request body exceeds 1 MiB' });
+    const justUnder = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      rawBody: JSON.stringify({ title: 'x', description: 'within bounds', padding: 'p'.repeat(1000 * 1000) }),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(justUnder.status).toBe(201);
+  });
+
+  it('echoes a caller request id, or makes one', async () => {
+    const mine = await svc.api('GET', '/health', { headers: { 'x-request-id': 'trace-abc-123' } });
+    expect(mine.headers.get('x-request-id')).toBe('trace-abc-123');
+    const made = await svc.api('GET', '/health', { headers: { 'x-request-id': 'bad id with spaces' } });
+    expect(made.headers.get('x-request-id')).toMatch(/^req_/);
+  });
+});
+
+describe('health', () => {
+  it('reports liveness and the reachability of PostgreSQL, Temporal and the workers', async () => {
+    const live = await svc.api('GET', '/health');
+    expect(live.status).toBe(200);
+    expect(live.body.status).toBe('ok');
+    const detailed = await svc.api('GET', '/health/detailed');
+    expect(detailed.status).toBe(200);
+    expect(detailed.body).toMatchObject({
+      status: 'ok',
+      checks: { postgres: { ok: true }, temporal: { ok: true }, worker: { ok: true } },
+    });
+    expect(detailed.body.checks.worker.pollers).toBeGreaterThan(0);
+    expect(typeof detailed.body.checks.postgres.latencyMs).toBe('number');
+  });
+
+  it('answers 503 when no worker polls the task queue', async () => {
+    const idle = await (await import('../helpers/service.js')).startTestService({ withoutWorker: true });
+    try {
+      const res = await idle.api('GET', '/health/detailed');
+      expect(res.status).toBe(503);
+      expect(res.body.status).toBe('degraded');
+      expect(res.body.checks.worker).toMatchObject({ ok: false, pollers: 0 });
+      expect(res.body.checks.postgres.ok).toBe(true);
+    } finally {
+      await idle.stop();
+    }
+  });
+});
