@@ -12,6 +12,7 @@ import type { RuntimeSettings } from './runtime.js';
 import { createIncidentWorker } from './temporal/incident-worker.js';
 import { createTemporalWorkflowPort } from './temporal/port.js';
 import { startReconciler } from './temporal/reconciler.js';
+import { installTemporalRuntimeLogger } from './temporal/runtime-logger.js';
 import { ensureSearchAttributes } from './temporal/search-attributes.js';
 
 export interface Stoppable {
@@ -63,6 +64,7 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
 }
 
 export async function startWorker(config: Config, settings: RuntimeSettings, logger: Logger): Promise<Stoppable> {
+  installTemporalRuntimeLogger(logger);
   const database = connectDatabase(settings.databaseUrl, { max: 10 });
   const clientConnection = await Connection.connect({ address: settings.temporalAddress });
   await ensureSearchAttributes(clientConnection, config.temporal.namespace);

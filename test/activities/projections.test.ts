@@ -7,12 +7,13 @@ import { createTenant } from '../../src/db/repositories/tenants.js';
 import { auditLog } from '../../src/db/schema/audit.js';
 import { events } from '../../src/db/schema/events.js';
 import { incidents } from '../../src/db/schema/incidents.js';
+import type { IncidentView } from '../../src/workflows/messages.js';
 import { createTestDatabase } from '../helpers/service.js';
 
 let database: Database;
 let activities: ReturnType<typeof createProjectionActivities>;
 let tenantId: string;
-const env = new MockActivityEnvironment();
+const env = new MockActivityEnvironment(undefined, { logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } });
 
 beforeAll(async () => {
   database = connectDatabase((await createTestDatabase()).url, { max: 4 });
@@ -34,8 +35,8 @@ const change = (incidentId: string, to: StatusChange['to'], version: number, fro
 describe('projectStatusChange', () => {
   it('is idempotent: a retried write records the change, its event and its audit row once', async () => {
     await newIncident('inc_proj_retry');
-    const first = await env.run(activities.projectStatusChange, change('inc_proj_retry', 'triaging', 2));
-    const retry = await env.run(activities.projectStatusChange, change('inc_proj_retry', 'triaging', 2));
+    const first: IncidentView = await env.run(activities.projectStatusChange, change('inc_proj_retry', 'triaging', 2));
+    const retry: IncidentView = await env.run(activities.projectStatusChange, change('inc_proj_retry', 'triaging', 2));
     expect(first.status).toBe('triaging');
     expect(retry).toEqual(first);
     const emitted = await database.db.select().from(events).where(and(eq(events.incidentId, 'inc_proj_retry'), eq(events.type, 'incident.status_changed')));
@@ -48,7 +49,7 @@ describe('projectStatusChange', () => {
   it('never moves a record backwards: a late write with an older version is ignored', async () => {
     await newIncident('inc_proj_late');
     await env.run(activities.projectStatusChange, change('inc_proj_late', 'investigating', 3));
-    const late = await env.run(activities.projectStatusChange, change('inc_proj_late', 'triaging', 2));
+    const late: IncidentView = await env.run(activities.projectStatusChange, change('inc_proj_late', 'triaging', 2));
     expect(late.status).toBe('investigating');
     const [row] = await database.db.select().from(incidents).where(eq(incidents.id, 'inc_proj_late'));
     expect(row).toMatchObject({ status: 'investigating', version: 3 });

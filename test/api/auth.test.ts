@@ -8,12 +8,12 @@ import { startTestService, TEST_JWT_SECRET, TOKEN_AUDIENCE, TOKEN_ISSUER, type T
 let svc: TestService;
 let tenant: { tenantId: string; admin: string; member: string };
 let jwksServer: Server;
-let privateKey: CryptoKey;
+let privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 
 beforeAll(async () => {
   // An external identity provider's JWKS endpoint: a real local HTTP server.
   const pair = await generateKeyPair('RS256');
-  privateKey = pair.privateKey as CryptoKey;
+  privateKey = pair.privateKey;
   const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'idp-key-1', alg: 'RS256', use: 'sig' };
   jwksServer = createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });

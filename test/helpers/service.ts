@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { NativeConnection, type Worker } from '@temporalio/worker';
 import pino from 'pino';
 import postgres from 'postgres';
 import { inject } from 'vitest';
@@ -15,15 +15,10 @@ import type { TenantSettings } from '../../src/db/schema/tenants.js';
 import type { PlanId } from '../../src/domain/plans.js';
 import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
+import { installTemporalRuntimeLogger } from '../../src/temporal/runtime-logger.js';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
 
-let runtimeInstalled = false;
-function quietTemporalRuntime() {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  Runtime.install({ logger: new (class { log() {} trace() {} debug() {} info() {} warn() {} error() {} })() });
-}
 
 function uniqueName(prefix: string): string {
   return `${prefix}_${randomBytes(6).toString('hex')}`;
@@ -72,12 +67,12 @@ export interface TestServiceOptions {
 
 /** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
-  quietTemporalRuntime();
   const { url } = await createTestDatabase();
   const database = connectDatabase(url, { max: 10 });
   const address = inject('temporalAddress');
   const taskQueue = uniqueName('tq');
   const logger = pino({ level: process.env.TEST_VERBOSE ? 'debug' : 'silent' });
+  installTemporalRuntimeLogger(logger);
 
   const nativeConnection = await NativeConnection.connect({ address });
   const worker = options.withoutWorker

@@ -11,6 +11,7 @@ import { reconcileIncidents } from '../../src/temporal/reconciler.js';
 import { ensureSearchAttributes } from '../../src/temporal/search-attributes.js';
 import { getStateQuery, type IncidentWorkflowInput } from '../../src/workflows/messages.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import Long from 'long';
 import pino from 'pino';
 import { randomBytes } from 'node:crypto';
 
@@ -117,7 +118,7 @@ describe('search attributes', () => {
       const namespace = `ns-${randomBytes(4).toString('hex')}`;
       await connection.workflowService.registerNamespace({
         namespace,
-        workflowExecutionRetentionPeriod: { seconds: 86_400 },
+        workflowExecutionRetentionPeriod: { seconds: Long.fromNumber(86_400) },
       });
       const before = await connection.operatorService.listSearchAttributes({ namespace });
       expect(Object.keys(before.customAttributes ?? {})).not.toContain('IncidentStatus');

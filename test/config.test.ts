@@ -1,0 +1,54 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, projectRoot } from '../src/config.js';
+
+describe('loadConfig', () => {
+  it('has sensible defaults for npm start', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      nodeEnv: 'development',
+      port: 8080,
+      host: '127.0.0.1',
+      publicBaseUrl: 'http://127.0.0.1:8080',
+      databaseUrl: undefined,
+      temporal: { address: undefined, namespace: 'default', taskQueue: 'incidents', port: 7233, uiPort: 8233 },
+      pgPort: 5433,
+      auth: { tokenTtlSeconds: 3600 },
+      dataDir: path.join(projectRoot, '.data'),
+      logLevel: 'info',
+    });
+  });
+
+  it('reads every documented variable', () => {
+    const config = loadConfig({
+      PORT: '9000', HOST: '0.0.0.0', DATABASE_URL: 'postgres://u:p@db:5432/x', TEMPORAL_ADDRESS: 'temporal:7233',
+      TEMPORAL_NAMESPACE: 'prod', TEMPORAL_CLI_PATH: '/usr/local/bin/temporal', JWT_SECRET: 'x'.repeat(32),
+      JWKS_URL: 'https://idp.example.com/.well-known/jwks.json', DATA_DIR: '/var/lib/incidents', LOG_LEVEL: 'debug',
+    });
+    expect(config).toMatchObject({
+      port: 9000, host: '0.0.0.0', publicBaseUrl: 'http://localhost:9000', databaseUrl: 'postgres://u:p@db:5432/x',
+      temporal: { address: 'temporal:7233', namespace: 'prod', cliPath: '/usr/local/bin/temporal' },
+      auth: { jwtSecret: 'x'.repeat(32), jwksUrl: 'https://idp.example.com/.well-known/jwks.json' },
+      dataDir: '/var/lib/incidents', logLevel: 'debug',
+    });
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+    [{ TEMPORAL_ADDRESS: 'http://temporal' }, 'TEMPORAL_ADDRESS'],
+    [{ JWT_SECRET: 'short' }, 'JWT_SECRET'],
+    [{ JWKS_URL: 'not a url' }, 'JWKS_URL'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ NODE_ENV: 'production' }, 'JWT_SECRET'],
+  ])('rejects %j naming %s', (env, variable) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(new RegExp(variable));
+  });
+
+  it('accepts production with a JWKS URL and no secret, and treats empty values as unset', () => {
+    expect(loadConfig({ NODE_ENV: 'production', JWKS_URL: 'https://idp.example.com/jwks' }).auth.jwtSecret).toBeUndefined();
+    expect(loadConfig({ PORT: '', DATABASE_URL: '' }).port).toBe(8080);
+  });
+});
