@@ -1,3 +1,4 @@
+import { createSecretKey } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import jwt from 'jsonwebtoken';
 import { z } from 'zod';
@@ -63,6 +64,9 @@ function toPrincipal(payload: unknown): Principal {
  * these two algorithms are ever accepted (never `none`).
  */
 export function createTokenVerifier(options: { jwtSecret?: string | undefined; jwksUrl?: string | undefined }): TokenVerifier {
+  // One KeyObject for the process: given a string, jsonwebtoken rebuilds (and first tries to
+  // parse as a public key) the key on every verification, which dominated the request's CPU.
+  const hmacKey = options.jwtSecret ? createSecretKey(Buffer.from(options.jwtSecret, 'utf8')) : undefined;
   const jwks = options.jwksUrl
     ? createRemoteJWKSet(new URL(options.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 30_000 })
     : undefined;
@@ -70,8 +74,8 @@ export function createTokenVerifier(options: { jwtSecret?: string | undefined; j
     async verify(token) {
       const header = jwt.decode(token, { complete: true })?.header;
       if (!header) throw new Error('malformed token');
-      if (header.alg === 'HS256' && options.jwtSecret) {
-        const payload = jwt.verify(token, options.jwtSecret, {
+      if (header.alg === 'HS256' && hmacKey) {
+        const payload = jwt.verify(token, hmacKey, {
           algorithms: ['HS256'],
           issuer: TOKEN_ISSUER,
           audience: TOKEN_AUDIENCE,

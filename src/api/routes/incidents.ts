@@ -44,10 +44,6 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       // Row, event, audit and quota count commit together; then the workflow starts. A crash
       // in between is repaired by the worker's reconciler, so an accepted incident is never lost.
       const { row, eventsUsed } = await deps.db.transaction(async (tx) => {
-        const used = await consumeQuota(tx, { tenantId: auth.tenantId, period, metric: 'events', limit: eventsLimit });
-        if (used === null) {
-          throw new AppError('event_quota_exceeded', `The monthly event quota of ${eventsLimit} is reached for ${period}`);
-        }
         const inserted = await tx
           .insert(incidents)
           .values({
@@ -80,6 +76,11 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
           requestId: c.get('requestId'),
           details: { title: incident.title, source: incident.source },
         });
+        // Last, so the tenant's hot counter row stays locked only until commit.
+        const used = await consumeQuota(tx, { tenantId: auth.tenantId, period, metric: 'events', limit: eventsLimit });
+        if (used === null) {
+          throw new AppError('event_quota_exceeded', `The monthly event quota of ${eventsLimit} is reached for ${period}`);
+        }
         return { row: incident, eventsUsed: used };
       });
 

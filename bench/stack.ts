@@ -1,0 +1,104 @@
+/**
+ * Runs the real service (`src/start.ts`, what `npm start` runs) as a child process on free ports
+ * with its own data folder, and hands back what a load generator needs.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { projectRoot } from '../src/config.js';
+import { embeddedDatabaseUrl } from '../src/db/embedded.js';
+import { freePort } from '../test/helpers/ports.js';
+
+export interface Stack {
+  baseUrl: string;
+  tenantId: string;
+  token: string;
+  databaseUrl: string;
+  stop(): Promise<void>;
+}
+
+export async function startStack(env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Stack> {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'iis-bench-'));
+  const pgPort = await freePort();
+  const port = await freePort();
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(projectRoot, 'src/start.ts')], {
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      PG_PORT: String(pgPort),
+      TEMPORAL_PORT: String(await freePort()),
+      TEMPORAL_UI_PORT: String(await freePort()),
+      LOG_LEVEL: 'warn',
+      JWT_TTL_SECONDS: '7200',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const printed = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('Stop with Ctrl-C.')) resolve(out);
+    });
+    child.once('exit', (code) => reject(new Error(`the service exited with ${code} before it was ready:\n${out}`)));
+  });
+  const field = (label: string) => printed.match(new RegExp(`${label}:\\s+(\\S+)`))?.[1] ?? '';
+  return {
+    baseUrl: field('API'),
+    tenantId: field('Demo tenant'),
+    token: field('Admin token'),
+    databaseUrl: embeddedDatabaseUrl(dataDir, pgPort)!,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+}
+
+/** Runs `call` with `parallel` loops until `count` calls or `durationMs` elapsed; prints a line. */
+export async function measure(
+  name: string,
+  options: { count?: number; durationMs?: number; parallel: number },
+  call: (i: number) => Promise<{ ok: boolean }>,
+): Promise<{ perSecond: number; p50: number; p99: number; done: number; errors: number }> {
+  const latencies: number[] = [];
+  let next = 0;
+  let errors = 0;
+  const started = performance.now();
+  const deadline = options.durationMs ? started + options.durationMs : Infinity;
+  const limit = options.count ?? Infinity;
+  await Promise.all(
+    Array.from({ length: options.parallel }, async () => {
+      while (next < limit && performance.now() < deadline) {
+        const i = next++;
+        const t = performance.now();
+        const res = await call(i);
+        if (!res.ok) errors++;
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const result = {
+    perSecond: latencies.length / seconds,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    done: latencies.length,
+    errors,
+  };
+  console.log(
+    `${name.padEnd(40)} n=${String(result.done).padEnd(6)} c=${String(options.parallel).padEnd(3)} ` +
+      `${result.perSecond.toFixed(1).padStart(8)} /s  p50 ${result.p50.toFixed(1)} ms  ` +
+      `p95 ${percentile(latencies, 95).toFixed(1)} ms  p99 ${result.p99.toFixed(1)} ms  errors ${errors}`,
+  );
+  return result;
+}
