@@ -11,7 +11,7 @@ import { connectDatabase } from './db/client.js';
 import type { RuntimeSettings } from './runtime.js';
 import { createIncidentWorker } from './temporal/incident-worker.js';
 import { createTemporalWorkflowPort } from './temporal/port.js';
-import { startReconciler } from './temporal/reconciler.js';
+import { startDispatcher } from './temporal/reconciler.js';
 import { installTemporalRuntimeLogger } from './temporal/runtime-logger.js';
 import { ensureSearchAttributes } from './temporal/search-attributes.js';
 
@@ -82,10 +82,10 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
     new Client({ connection: clientConnection, namespace: config.temporal.namespace }),
     config.temporal.taskQueue,
   );
-  const stopReconciler = startReconciler({ db: database.db, sql: database.sql, workflows, logger });
+  const dispatcher = startDispatcher({ db: database.db, sql: database.sql, workflows, logger });
   return {
     async stop() {
-      await stopReconciler();
+      await dispatcher.stop();
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running.catch(() => undefined);
       await connection.close();

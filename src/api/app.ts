@@ -12,6 +12,8 @@ import { registerHealthRoutes } from './routes/health.js';
 import { registerIncidentRoutes } from './routes/incidents.js';
 import { registerPublicRoutes } from './routes/public.js';
 import { registerTenantRoutes } from './routes/tenants.js';
+import { registerApiKeyRoutes } from './routes/api-keys.js';
+import { registerWebhookRoutes } from './routes/webhooks.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -71,11 +73,19 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerPublicRoutes(app, deps);
   registerIncidentRoutes(app, deps);
   registerTenantRoutes(app, deps);
+  registerApiKeyRoutes(app, deps);
+  registerWebhookRoutes(app, deps);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',
     scheme: 'bearer',
     bearerFormat: 'JWT',
+  });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'apiKey', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-API-Key',
+    description: 'A flo_… key, also accepted as Authorization: Bearer flo_…',
   });
   app.doc31('/openapi.json', {
     openapi: '3.1.0',

@@ -16,7 +16,7 @@ export interface AppDeps {
   tokens: TokenVerifier;
   clock: () => Date;
   logger: Logger;
-  config: Pick<Config, 'publicBaseUrl' | 'trustProxy' | 'publicRateLimitPerMinute'>;
+  config: Pick<Config, 'publicBaseUrl' | 'trustProxy' | 'publicRateLimitPerMinute' | 'webhookRateLimitPerMinute'>;
 }
 
 export interface AuthContext extends Principal {

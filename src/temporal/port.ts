@@ -7,9 +7,11 @@ import {
 } from '@temporalio/client';
 import { AppError } from '../errors.js';
 import {
+  alertsReceivedSignal,
   getStateQuery,
   incidentWorkflowType,
   setStatusUpdate,
+  type AlertsReceived,
   type IncidentView,
   type IncidentWorkflowInput,
   type IncidentWorkflowState,
@@ -30,6 +32,8 @@ export interface WorkflowPort {
   /** Moves an incident; a closed incident's workflow is started again from `stored` (reopen). */
   setIncidentStatus(stored: IncidentWorkflowInput, title: string, request: SetStatusRequest): Promise<IncidentView>;
   incidentState(incidentId: string): Promise<IncidentWorkflowState>;
+  /** Signals alerts to a running incident workflow; 'gone' when its workflow has completed. */
+  signalAlerts(incidentId: string, payload: AlertsReceived): Promise<'delivered' | 'gone'>;
   checkServer(): Promise<DependencyHealth>;
   checkWorkers(): Promise<DependencyHealth & { pollers: number }>;
 }
@@ -94,6 +98,16 @@ export function createTemporalWorkflowPort(client: Client, taskQueue: string): W
         return await client.workflow.getHandle(incidentId).query(getStateQuery);
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) throw new AppError('incident_not_found');
+        throw err;
+      }
+    },
+
+    async signalAlerts(incidentId, payload) {
+      try {
+        await client.workflow.getHandle(incidentId).signal(alertsReceivedSignal, payload);
+        return 'delivered';
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return 'gone';
         throw err;
       }
     },

@@ -1,8 +1,14 @@
+import { and, asc, eq, inArray, isNotNull, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type postgres from 'postgres';
 import type { Db } from '../db/client.js';
-import { findUnstartedIncidents, markWorkflowStarted, toWorkflowInput } from '../db/repositories/incidents.js';
+import { markWorkflowStarted, toWorkflowInput } from '../db/repositories/incidents.js';
 import { purgeRateLimitWindows } from '../db/repositories/rate-limits.js';
+import { incidents } from '../db/schema/incidents.js';
+import { ingestedEvents } from '../db/schema/ingestion.js';
+import { tenants } from '../db/schema/tenants.js';
+import { dispatchChannel } from '../ingest/ingest.js';
+import type { ReceivedAlert } from '../workflows/messages.js';
 import type { WorkflowPort } from './port.js';
 
 export interface ReconcilerDeps {
@@ -12,12 +18,28 @@ export interface ReconcilerDeps {
   logger: Logger;
 }
 
+/** Manual incidents are started by the api itself; only a start older than this was lost. */
+export const MANUAL_START_GRACE_MS = 10_000;
+const BATCH = 500;
+
 /**
- * Starts the workflow of every incident whose start was lost (a crash between the creating
- * transaction and the start call). Starting is idempotent, so a race with the api is harmless.
+ * Starts the workflow of every incident that has none yet: automated incidents (opened by
+ * ingestion, started here) and manual ones whose start was lost in a crash. Starting is
+ * idempotent, so a race with the api is harmless.
  */
-export async function reconcileIncidents(deps: ReconcilerDeps, options: { olderThanMs: number; batch?: number }): Promise<number> {
-  const rows = await findUnstartedIncidents(deps.db, options.olderThanMs, options.batch ?? 100);
+export async function reconcileIncidents(deps: ReconcilerDeps, options: { olderThanMs?: number } = {}): Promise<number> {
+  const graceSeconds = (options.olderThanMs ?? MANUAL_START_GRACE_MS) / 1000;
+  const rows = await deps.db
+    .select()
+    .from(incidents)
+    .where(
+      and(
+        isNull(incidents.workflowStartedAt),
+        or(eq(incidents.source, 'automated'), lt(incidents.createdAt, sql`now() - make_interval(secs => ${graceSeconds})`)),
+      ),
+    )
+    .orderBy(asc(incidents.createdAt))
+    .limit(BATCH);
   let started = 0;
   for (const row of rows) {
     try {
@@ -25,25 +47,122 @@ export async function reconcileIncidents(deps: ReconcilerDeps, options: { olderT
       await markWorkflowStarted(deps.db, row.id);
       started++;
     } catch (err) {
-      deps.logger.warn({ err, incidentId: row.id }, 'reconciler could not start the incident workflow');
+      deps.logger.warn({ err, incidentId: row.id }, 'could not start the incident workflow; will retry');
+      break; // Temporal is likely unavailable: leave the rest for the next pass
     }
   }
-  if (started > 0) deps.logger.info({ started }, 'reconciler started lost incident workflows');
   return started;
 }
 
-/** Runs the reconciler and housekeeping every `intervalMs` until stopped. */
-export function startReconciler(deps: ReconcilerDeps, intervalMs = 15_000): () => Promise<void> {
-  let running: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    running = Promise.all([
-      reconcileIncidents(deps, { olderThanMs: 10_000 }),
-      purgeRateLimitWindows(deps.sql),
-    ]).catch((err: unknown) => deps.logger.warn({ err }, 'reconciler pass failed'));
-  }, intervalMs);
+/**
+ * Signals every stored alert that attached to an already open incident to that incident's
+ * workflow, one signal per incident carrying all its waiting alerts in order. At-least-once:
+ * the workflow ignores event ids it has seen.
+ */
+export async function deliverPendingAlerts(deps: ReconcilerDeps): Promise<number> {
+  const rows = await deps.db
+    .select({
+      eventId: ingestedEvents.id,
+      incidentId: ingestedEvents.incidentId,
+      status: ingestedEvents.status,
+      occurredAt: ingestedEvents.occurredAt,
+      autoResolve: sql<boolean>`coalesce((${tenants.settings}->>'autoResolve')::boolean, false)`,
+    })
+    .from(ingestedEvents)
+    .innerJoin(incidents, eq(incidents.id, ingestedEvents.incidentId))
+    .innerJoin(tenants, eq(tenants.id, ingestedEvents.tenantId))
+    .where(and(isNull(ingestedEvents.deliveredAt), isNotNull(ingestedEvents.incidentId), isNotNull(incidents.workflowStartedAt)))
+    .orderBy(asc(ingestedEvents.receivedAt), asc(ingestedEvents.id))
+    .limit(BATCH);
+  const byIncident = new Map<string, { alerts: ReceivedAlert[]; autoResolve: boolean }>();
+  for (const row of rows) {
+    const group = byIncident.get(row.incidentId!) ?? { alerts: [], autoResolve: row.autoResolve };
+    group.alerts.push({ eventId: row.eventId, status: row.status ?? 'firing', occurredAt: row.occurredAt.toISOString() });
+    group.autoResolve = row.autoResolve;
+    byIncident.set(row.incidentId!, group);
+  }
+  let delivered = 0;
+  for (const [incidentId, group] of byIncident) {
+    try {
+      await deps.workflows.signalAlerts(incidentId, group); // 'gone': the incident was closed since
+      await deps.db
+        .update(ingestedEvents)
+        .set({ deliveredAt: sql`now()` })
+        .where(inArray(ingestedEvents.id, group.alerts.map((a) => a.eventId)));
+      delivered += group.alerts.length;
+    } catch (err) {
+      deps.logger.warn({ err, incidentId }, 'could not signal the incident workflow; will retry');
+      break;
+    }
+  }
+  return delivered;
+}
+
+export interface Dispatcher {
+  /** One full pass: starts, then signals. Resolves with what it did. */
+  runOnce(): Promise<{ started: number; delivered: number }>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs passes when ingestion NOTIFYs, and every `intervalMs` as a safety net (lost
+ * notifications, Temporal back after an outage, crashed api processes). Passes never overlap;
+ * a wake-up during a pass schedules one more.
+ */
+export function startDispatcher(deps: ReconcilerDeps, options: { intervalMs?: number; listen?: boolean } = {}): Dispatcher {
+  let running: Promise<unknown> | null = null;
+  let again = false;
+  let stopped = false;
+  let lastPurge = 0;
+
+  const runOnce = async () => {
+    const started = await reconcileIncidents(deps);
+    const delivered = await deliverPendingAlerts(deps);
+    if (Date.now() - lastPurge > 60_000) {
+      lastPurge = Date.now();
+      await purgeRateLimitWindows(deps.sql);
+    }
+    return { started, delivered };
+  };
+
+  const wake = (): void => {
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = runOnce()
+      .then(({ started, delivered }) => {
+        if (started + delivered >= BATCH) again = true; // more waiting
+      })
+      .catch((err: unknown) => deps.logger.warn({ err }, 'dispatch pass failed'))
+      .finally(() => {
+        running = null;
+        if (again) {
+          again = false;
+          wake();
+        }
+      });
+  };
+
+  const timer = setInterval(wake, options.intervalMs ?? 5_000);
   timer.unref();
-  return async () => {
-    clearInterval(timer);
-    await running;
+  const listening =
+    options.listen === false
+      ? Promise.resolve(null)
+      : deps.sql.listen(dispatchChannel, () => wake(), wake).catch((err: unknown) => {
+          deps.logger.warn({ err }, 'LISTEN failed; dispatching on the interval only');
+          return null;
+        });
+
+  return {
+    runOnce,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      const listener = await listening;
+      await listener?.unlisten();
+      await running;
+    },
   };
 }

@@ -15,8 +15,11 @@ import type { IncidentActivities } from '../activities/index.js';
 import type { IncidentStatus } from '../db/schema/incidents.js';
 import { isIncidentStatus, isTerminal } from './lifecycle.js';
 import {
+  alertsReceivedSignal,
   getStateQuery,
   setStatusUpdate,
+  type Actor,
+  type ReceivedAlert,
   type IncidentView,
   type IncidentWorkflowInput,
   type IncidentWorkflowState,
@@ -54,30 +57,33 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
 
   setHandler(getStateQuery, () => ({ ...state }));
 
+  /** Moves the incident to `target` (projection first, then the workflow's own state). */
+  async function transition(target: IncidentStatus, actor: Actor): Promise<IncidentView> {
+    if (target === state.status) {
+      return projections.readIncident({ incidentId: state.incidentId, tenantId: state.tenantId });
+    }
+    const version = state.version + 1;
+    const view = await projections.projectStatusChange({
+      incidentId: state.incidentId,
+      tenantId: state.tenantId,
+      from: state.status,
+      to: target,
+      version,
+      actor,
+      workflowId: workflowInfo().workflowId,
+    });
+    state.status = target;
+    state.version = version;
+    upsertSearchAttributes([{ key: IncidentStatusKey, value: target }]);
+    return view;
+  }
+
   setHandler(
     setStatusUpdate,
     (request: SetStatusRequest): Promise<IncidentView> =>
       exclusive(async () => {
-        const target: IncidentStatus = request.status;
-        let view: IncidentView;
-        if (target === state.status) {
-          view = await projections.readIncident({ incidentId: state.incidentId, tenantId: state.tenantId });
-        } else {
-          const version = state.version + 1;
-          view = await projections.projectStatusChange({
-            incidentId: state.incidentId,
-            tenantId: state.tenantId,
-            from: state.status,
-            to: target,
-            version,
-            actor: request.actor,
-            workflowId: workflowInfo().workflowId,
-          });
-          state.status = target;
-          state.version = version;
-          upsertSearchAttributes([{ key: IncidentStatusKey, value: target }]);
-        }
-        if (isTerminal(target)) closeRequested = true;
+        const view = await transition(request.status, request.actor);
+        if (isTerminal(request.status)) closeRequested = true;
         return view;
       }),
     {
@@ -89,8 +95,38 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     },
   );
 
+  // Alerts that attached after opening. The dispatcher may deliver one twice (at-least-once), so
+  // event ids seen by this run are remembered.
+  const pendingAlerts: ReceivedAlert[] = [];
+  const seenEventIds = new Set<string>();
+  let autoResolve = false;
+  setHandler(alertsReceivedSignal, ({ alerts, autoResolve: enabled }) => {
+    autoResolve = enabled;
+    for (const alert of alerts) {
+      if (seenEventIds.has(alert.eventId)) continue;
+      seenEventIds.add(alert.eventId);
+      pendingAlerts.push(alert);
+    }
+  });
+
+  async function processAlerts(): Promise<void> {
+    const batch = pendingAlerts.splice(0, pendingAlerts.length);
+    const last = batch.at(-1);
+    if (!last) return;
+    state.alertsReceived = (state.alertsReceived ?? 0) + batch.length;
+    state.lastAlertStatus = last.status;
+    // Last status wins: every alert of the incident has recovered when the latest one says so.
+    if (last.status === 'resolved' && autoResolve && state.status !== 'resolved' && state.status !== 'closed') {
+      await transition('resolved', { type: 'system', id: 'auto-resolve' });
+    }
+  }
+
   for (;;) {
-    await condition(() => closeRequested || workflowInfo().continueAsNewSuggested);
+    await condition(() => closeRequested || pendingAlerts.length > 0 || workflowInfo().continueAsNewSuggested);
+    if (pendingAlerts.length > 0) {
+      await exclusive(processAlerts);
+      continue;
+    }
     await condition(allHandlersFinished);
     if (closeRequested && isTerminal(state.status)) return state;
     closeRequested = false;

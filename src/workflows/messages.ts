@@ -2,7 +2,7 @@
  * The incident workflow's message contract: the one module the api imports to talk to a
  * workflow. It holds definitions and types only, never workflow implementation.
  */
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { IncidentSource, IncidentStatus, Severity } from '../db/schema/incidents.js';
 
 export const incidentWorkflowType = 'incidentWorkflow';
@@ -30,6 +30,9 @@ export interface IncidentWorkflowState {
   status: IncidentStatus;
   severity: Severity;
   version: number;
+  /** Alerts signalled to this run (repeats and resolutions after the opening one). */
+  alertsReceived?: number;
+  lastAlertStatus?: 'firing' | 'resolved';
 }
 
 /** The incident as projected to PostgreSQL, returned by updates (read-your-writes). */
@@ -52,5 +55,19 @@ export interface SetStatusRequest {
   actor: Actor;
 }
 
+export interface ReceivedAlert {
+  eventId: string;
+  status: 'firing' | 'resolved';
+  occurredAt: string;
+}
+
+/** Alerts that attached to this incident after it opened, in the order they were received. */
+export interface AlertsReceived {
+  alerts: ReceivedAlert[];
+  /** The tenant's `autoResolve` setting when the alerts were dispatched. */
+  autoResolve: boolean;
+}
+
 export const setStatusUpdate = defineUpdate<IncidentView, [SetStatusRequest]>('setStatus');
+export const alertsReceivedSignal = defineSignal<[AlertsReceived]>('alertsReceived');
 export const getStateQuery = defineQuery<IncidentWorkflowState>('getState');

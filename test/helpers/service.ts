@@ -15,6 +15,7 @@ import type { TenantSettings } from '../../src/db/schema/tenants.js';
 import type { PlanId } from '../../src/domain/plans.js';
 import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
+import { startDispatcher, type Dispatcher } from '../../src/temporal/reconciler.js';
 import { installTemporalRuntimeLogger } from '../../src/temporal/runtime-logger.js';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
@@ -51,6 +52,7 @@ export interface TestService {
   workflows: WorkflowPort;
   taskQueue: string;
   worker: Worker | undefined;
+  dispatcher: Dispatcher | undefined;
   newTenant(options?: { plan?: PlanId; settings?: TenantSettings; name?: string }): Promise<{ tenantId: string; admin: string; member: string }>;
   token(tenantId: string, role: Role, overrides?: { sub?: string; ttlSeconds?: number }): string;
   api<T = any>(method: string, path: string, options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
@@ -63,6 +65,8 @@ export interface TestServiceOptions {
   publicRateLimitPerMinute?: number;
   /** Run without a worker on the task queue (health checks). */
   withoutWorker?: boolean;
+  /** Run without the background dispatcher (tests that drive passes themselves). */
+  withoutDispatcher?: boolean;
 }
 
 /** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
@@ -101,8 +105,10 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       publicBaseUrl: 'http://api.test',
       trustProxy: false,
       publicRateLimitPerMinute: options.publicRateLimitPerMinute ?? 10_000,
+      webhookRateLimitPerMinute: 1_000_000,
     },
   };
+  const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000 }) : undefined;
   const app = createApp(deps);
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
@@ -126,6 +132,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     workflows,
     taskQueue,
     worker,
+    dispatcher,
     token,
     async newTenant(opts = {}) {
       const tenant = await createTenant(database.db, {
@@ -154,6 +161,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
         server.close(() => resolve());
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
+      await dispatcher?.stop();
       if (worker) {
         worker.shutdown();
         await running;

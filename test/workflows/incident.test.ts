@@ -22,7 +22,7 @@ let svc: TestService;
 let tenant: { tenantId: string; admin: string; member: string };
 
 beforeAll(async () => {
-  svc = await startTestService();
+  svc = await startTestService({ withoutDispatcher: true });
   tenant = await svc.newTenant();
 });
 afterAll(() => svc?.stop());

@@ -44,6 +44,8 @@ export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
       return next();
     }
     if (!path.startsWith('/v1/') && !path.startsWith('/api/v1/')) return next(); // falls to 404
+    // Webhooks authenticate with an API key (and optional signature) in their own route.
+    if (path.startsWith('/v1/webhooks/')) return next();
 
     const token = bearerToken(c.req.header('authorization'));
     if (!token) throw new AppError('unauthorized', 'A bearer token is required');

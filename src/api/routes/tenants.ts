@@ -21,6 +21,8 @@ export function toTenantView(row: TenantRow) {
       cloudExternalId: row.settings.cloudExternalId ?? null,
       cloudRegion: row.settings.cloudRegion ?? null,
       autoRemediation: row.settings.autoRemediation ?? false,
+      requireWebhookSignature: row.settings.requireWebhookSignature ?? false,
+      autoResolve: row.settings.autoResolve ?? false,
     },
   };
 }

@@ -6,6 +6,8 @@ export const TenantSettingsSchema = z.object({
   cloudExternalId: z.string().nullable(),
   cloudRegion: z.string().nullable(),
   autoRemediation: z.boolean(),
+  requireWebhookSignature: z.boolean(),
+  autoResolve: z.boolean(),
 });
 
 export const Tenant = z
@@ -36,6 +38,8 @@ export const UpdateTenantBody = z
           .nullable()
           .optional(),
         autoRemediation: z.boolean().optional(),
+        requireWebhookSignature: z.boolean().optional(),
+        autoResolve: z.boolean().optional(),
       })
       .strict()
       .optional(),

@@ -23,7 +23,7 @@ export async function appendEvent(tx: Executor, event: NewEvent): Promise<void> 
   const inserted = await tx
     .insert(events)
     .values({
-      id: newId('evt'),
+      id: newId('oev'),
       tenantId: event.tenantId,
       type: event.type,
       incidentId: event.incidentId ?? null,

@@ -88,18 +88,3 @@ export async function markWorkflowStarted(db: Db, incidentId: string): Promise<v
     .set({ workflowStartedAt: sql`now()` })
     .where(and(eq(incidents.id, incidentId), isNull(incidents.workflowStartedAt)));
 }
-
-/** Incidents accepted more than `olderThanMs` ago whose workflow start was never confirmed. */
-export async function findUnstartedIncidents(db: Db, olderThanMs: number, limit: number): Promise<IncidentRow[]> {
-  return db
-    .select()
-    .from(incidents)
-    .where(
-      and(
-        isNull(incidents.workflowStartedAt),
-        lt(incidents.createdAt, sql`now() - make_interval(secs => ${olderThanMs / 1000})`),
-      ),
-    )
-    .orderBy(asc(incidents.createdAt))
-    .limit(limit);
-}

@@ -29,6 +29,13 @@ export const incidents = pgTable(
     rootCause: text('root_cause'),
     recommendedActions: jsonb('recommended_actions').$type<string[]>().notNull().default([]),
     version: integer('version').notNull().default(1),
+    /** Alert identity of an automated incident; repeats attach while it is not resolved/closed. */
+    fingerprint: text('fingerprint'),
+    service: text('service'),
+    occurrenceCount: integer('occurrence_count').notNull().default(1),
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true, precision: 3 }),
+    /** When the alerts behind the incident reported resolved; null while any fires. */
+    recoveredAt: timestamp('recovered_at', { withTimezone: true, precision: 3 }),
     /** Set once the incident's workflow is known to exist; the reconciler starts the others. */
     workflowStartedAt: timestamp('workflow_started_at', { withTimezone: true, precision: 3 }),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
@@ -38,6 +45,9 @@ export const incidents = pgTable(
     index('incidents_tenant_created_idx').on(t.tenantId, t.createdAt, t.id),
     index('incidents_tenant_status_created_idx').on(t.tenantId, t.status, t.createdAt, t.id),
     index('incidents_tenant_severity_created_idx').on(t.tenantId, t.severity, t.createdAt, t.id),
+    index('incidents_open_fingerprint_idx')
+      .on(t.tenantId, t.fingerprint)
+      .where(sql`${t.fingerprint} is not null and ${t.status} not in ('resolved', 'closed')`),
     index('incidents_unstarted_idx').on(t.createdAt).where(sql`${t.workflowStartedAt} is null`),
   ],
 );

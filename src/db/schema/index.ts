@@ -3,3 +3,4 @@ export * from './incidents.js';
 export * from './events.js';
 export * from './audit.js';
 export * from './limits.js';
+export * from './ingestion.js';

@@ -5,6 +5,10 @@ export interface TenantSettings {
   cloudExternalId?: string | null;
   cloudRegion?: string | null;
   autoRemediation?: boolean;
+  /** Webhooks must carry a valid X-Webhook-Signature. */
+  requireWebhookSignature?: boolean;
+  /** A resolved notification for the alerts of an automated incident moves it to resolved. */
+  autoResolve?: boolean;
   /** Enterprise custom quotas; unlimited when unset. */
   quotas?: { investigationsPerMonth?: number; eventsPerMonth?: number; chatMessagesPerMonth?: number };
   rateLimitPerMinute?: number;

@@ -1,0 +1,122 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { and, eq, sql } from 'drizzle-orm';
+import { generateApiKey, generateSigningSecret } from '../../auth/api-keys.js';
+import { appendAudit } from '../../db/repositories/audit.js';
+import { countActiveKeys, listApiKeys, MAX_ACTIVE_KEYS_PER_TENANT, toApiKeyView } from '../../db/repositories/api-keys.js';
+import { apiKeys } from '../../db/schema/ingestion.js';
+import { AppError } from '../../errors.js';
+import { newId } from '../../ids.js';
+import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { decodeCursor, encodeCursor } from '../cursor.js';
+import { ApiKeyList, CreateApiKeyBody, CreatedApiKey, KeyIdParam, ListApiKeysQuery } from '../schemas/api-keys.js';
+import { bearerSecurity, errorResponses } from '../schemas/common.js';
+
+const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
+
+export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/api-keys',
+      tags: ['api keys'],
+      summary: 'Create a webhook API key (the key and its signing secret are shown only here)',
+      security: bearerSecurity,
+      request: { body: { required: true, content: { 'application/json': { schema: CreateApiKeyBody } } } },
+      responses: { 201: json(CreatedApiKey, 'The new key'), ...errorResponses(400, 401, 403, 409) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'admin');
+      const { name } = c.req.valid('json');
+      const { key, keyHash, prefix } = generateApiKey();
+      const signingSecret = generateSigningSecret();
+      const row = await deps.db.transaction(async (tx) => {
+        // Serialise key creation per tenant so the cap holds under concurrent requests.
+        await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`api-keys:${auth.tenantId}`}))`);
+        if ((await countActiveKeys(tx, auth.tenantId)) >= MAX_ACTIVE_KEYS_PER_TENANT) {
+          throw new AppError('conflict', `A tenant can have at most ${MAX_ACTIVE_KEYS_PER_TENANT} active API keys; revoke one first`);
+        }
+        const [created] = await tx
+          .insert(apiKeys)
+          .values({ id: newId('key'), tenantId: auth.tenantId, name, keyHash, prefix, signingSecret })
+          .returning();
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'api_key.created',
+          targetType: 'api_key',
+          targetId: created!.id,
+          requestId: c.get('requestId'),
+          details: { name, prefix },
+        });
+        return created!;
+      });
+      return c.json(
+        { keyId: row.id, name: row.name, key, signingSecret, prefix: row.prefix, createdAt: row.createdAt.toISOString() },
+        201,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/api-keys',
+      tags: ['api keys'],
+      summary: 'List API keys (never their secrets), newest first',
+      security: bearerSecurity,
+      request: { query: ListApiKeysQuery },
+      responses: { 200: json(ApiKeyList, 'A page of keys'), ...errorResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'admin');
+      const query = c.req.valid('query');
+      const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
+      const page = await listApiKeys(deps.db, auth.tenantId, query.limit, after);
+      const last = page.rows.at(-1);
+      return c.json(
+        {
+          items: page.rows.map(toApiKeyView),
+          nextCursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'desc' }) : null,
+        },
+        200,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/v1/api-keys/{keyId}',
+      tags: ['api keys'],
+      summary: 'Revoke an API key, effective immediately',
+      security: bearerSecurity,
+      request: { params: KeyIdParam },
+      responses: { 204: { description: 'Revoked' }, ...errorResponses(401, 403, 404, 409) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'admin');
+      const { keyId } = c.req.valid('param');
+      await deps.db.transaction(async (tx) => {
+        const [row] = await tx
+          .select({ revokedAt: apiKeys.revokedAt })
+          .from(apiKeys)
+          .where(and(eq(apiKeys.id, keyId), eq(apiKeys.tenantId, auth.tenantId)))
+          .for('update');
+        if (!row) throw new AppError('not_found', 'No API key has that identifier');
+        if (row.revokedAt) throw new AppError('conflict', 'The API key is already revoked');
+        await tx.update(apiKeys).set({ revokedAt: sql`now()` }).where(eq(apiKeys.id, keyId));
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'api_key.revoked',
+          targetType: 'api_key',
+          targetId: keyId,
+          requestId: c.get('requestId'),
+        });
+      });
+      return c.body(null, 204);
+    },
+  );
+}

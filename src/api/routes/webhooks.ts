@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto';
+import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
+import { hashApiKey, presentedApiKey, verifySignature } from '../../auth/api-keys.js';
+import { findWebhookCredential, touchApiKey } from '../../db/repositories/api-keys.js';
+import { countRequest } from '../../db/repositories/rate-limits.js';
+import { AppError } from '../../errors.js';
+import { ingestDelivery } from '../../ingest/ingest.js';
+import { findProvider, providers } from '../../ingest/providers/index.js';
+import { PayloadError } from '../../ingest/types.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { applyRateLimit } from '../middleware/rate-limit.js';
+import { errorResponses } from '../schemas/common.js';
+
+const IngestResponse = z
+  .object({
+    eventIds: z.array(z.string()),
+    incidentIds: z.array(z.string()),
+    deduplicated: z.boolean(),
+    ignored: z.string().optional(),
+  })
+  .openapi('IngestResult');
+
+const deliveryIdPattern = /^[\w.:-]{1,200}$/;
+
+export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/webhooks/{tenantId}/{provider}',
+      tags: ['ingestion'],
+      summary: 'Ingest a monitoring, CI or VCS webhook (API key; optional HMAC signature)',
+      description: `Providers: ${Object.keys(providers).join(', ')}. Authenticate with \`Authorization: Bearer flo_…\` or \`X-API-Key\`; when \`X-Webhook-Signature: sha256=<hex>\` is sent it must be the HMAC-SHA256 of the raw body with the key's signing secret.`,
+      security: [{ apiKey: [] }],
+      request: {
+        params: z.object({
+          tenantId: z.string().min(1).max(64).openapi({ param: { name: 'tenantId', in: 'path' } }),
+          provider: z.string().min(1).max(40).openapi({ param: { name: 'provider', in: 'path' } }),
+        }),
+      },
+      responses: {
+        202: { description: 'Stored; workflows are started or signalled right after', content: { 'application/json': { schema: IngestResponse } } },
+        ...errorResponses(400, 401, 404, 413, 429),
+      },
+    }),
+    async (c) => {
+      const { tenantId, provider: providerName } = c.req.valid('param');
+      const provider = findProvider(providerName);
+      if (!provider) throw new AppError('not_found', `Unknown provider ${providerName}; one of ${Object.keys(providers).join(', ')}`);
+
+      const key = presentedApiKey(c.req.header('authorization'), c.req.header('x-api-key'));
+      if (!key) throw new AppError('unauthorized', 'An API key (flo_…) is required in Authorization: Bearer or X-API-Key');
+      const [credential, rawBody] = await Promise.all([
+        findWebhookCredential(deps.sql, tenantId, hashApiKey(key)),
+        c.req.arrayBuffer().then((b) => new Uint8Array(b)),
+      ]);
+      if (!credential || credential.tenantStatus !== 'active') {
+        throw new AppError('unauthorized', 'The API key is invalid, revoked, or not for this tenant');
+      }
+      const signature = c.req.header('x-webhook-signature');
+      if (signature !== undefined) {
+        if (!verifySignature(credential.signingSecret, rawBody, signature)) {
+          throw new AppError('unauthorized', 'X-Webhook-Signature does not match the body');
+        }
+      } else if (credential.settings.requireWebhookSignature) {
+        throw new AppError('unauthorized', 'This tenant requires X-Webhook-Signature on webhooks');
+      }
+      applyRateLimit(c, await countRequest(deps.sql, `webhook:${tenantId}`, deps.config.webhookRateLimitPerMinute), deps.clock());
+
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.from(rawBody).toString('utf8'));
+      } catch {
+        throw new AppError('validation_error', 'Malformed JSON in request body');
+      }
+      let parsed;
+      try {
+        parsed = provider.parse(body, (name) => c.req.header(name));
+      } catch (err) {
+        if (err instanceof PayloadError) throw new AppError('validation_error', err.message, err.details);
+        throw err;
+      }
+      const deliveryId = parsed.deliveryId && deliveryIdPattern.test(parsed.deliveryId) ? parsed.deliveryId : undefined;
+      const deliveryKey = deliveryId ? `id:${deliveryId}` : `body:${createHash('sha256').update(rawBody).digest('hex')}`;
+
+      const { result, replayed } = await ingestDelivery(
+        deps.db,
+        {
+          tenant: { id: tenantId, plan: credential.plan as never, settings: credential.settings },
+          provider: provider.name,
+          keyId: credential.keyId,
+          deliveryKey,
+          events: parsed.events,
+          ...(parsed.ignored ? { ignored: parsed.ignored } : {}),
+          requestId: c.get('requestId'),
+        },
+        deps.clock(),
+      );
+      if (credential.touchDue) {
+        touchApiKey(deps.db, credential.keyId).catch((err: unknown) => c.get('logger').warn({ err }, 'could not record key use'));
+      }
+      if (replayed) c.header('Idempotent-Replayed', 'true');
+      return c.json(result, 202);
+    },
+  );
+}

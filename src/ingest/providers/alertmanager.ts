@@ -1,0 +1,129 @@
+/**
+ * Prometheus Alertmanager webhook receiver (`webhook_configs`), payload `version: "4"`.
+ * https://prometheus.io/docs/alerting/latest/configuration/#webhook_config
+ *
+ * One alert event per entry of `alerts`. Alertmanager's per-alert `fingerprint` (a hash of the
+ * alert's labels) is the same while the alert fires and when it resolves, so it is used as is.
+ * Alertmanager sends no delivery id (`groupKey` names the group, not the notification).
+ */
+import { z } from 'zod';
+import {
+  hashFingerprint,
+  makeDescription,
+  makeTitle,
+  MAX_ALERTS_PER_DELIVERY,
+  mapSeverity,
+  nonEmpty,
+  parseTime,
+  parseWith,
+  serviceFromLabels,
+  toolFingerprint,
+} from '../normalize.js';
+import type { NormalizedAlert, WebhookProvider } from '../types.js';
+
+const stringRecord = z.record(z.string(), z.string());
+
+/** One alert as Alertmanager (and Grafana, which reuses the format) sends it. */
+export const alertmanagerAlertSchema = z.looseObject({
+  status: z.enum(['firing', 'resolved']),
+  labels: z
+    .object({
+      alertname: z
+        .string({ error: 'labels.alertname is required' })
+        .trim()
+        .min(1, 'labels.alertname must not be empty'),
+    })
+    .catchall(z.string()),
+  annotations: stringRecord.default({}),
+  startsAt: z.string().optional(),
+  endsAt: z.string().optional(),
+  generatorURL: z.string().optional(),
+  fingerprint: z.string().optional(),
+});
+export type AlertmanagerAlert = z.output<typeof alertmanagerAlertSchema>;
+
+export function alertsArray<T extends z.ZodType>(alert: T) {
+  return z
+    .array(alert)
+    .max(MAX_ALERTS_PER_DELIVERY, `at most ${MAX_ALERTS_PER_DELIVERY} alerts per delivery`);
+}
+
+/** Group-level fields shared by Alertmanager and Grafana. */
+export const alertmanagerGroupShape = {
+  receiver: z.string(),
+  status: z.enum(['firing', 'resolved']),
+  groupLabels: stringRecord.optional(),
+  commonLabels: stringRecord.optional(),
+  commonAnnotations: stringRecord.optional(),
+  externalURL: z.string().optional(),
+  groupKey: z.string().optional(),
+  truncatedAlerts: z.number().int().nonnegative().optional(),
+};
+
+const alertmanagerPayloadSchema = z.looseObject({
+  version: z.literal('4', { error: 'unsupported Alertmanager webhook version (expected "4")' }),
+  ...alertmanagerGroupShape,
+  alerts: alertsArray(alertmanagerAlertSchema),
+});
+
+/**
+ * Maps one Alertmanager-format alert onto a NormalizedAlert. `extraParts` are added to the
+ * description after the annotations (Grafana adds values and dashboard links).
+ */
+export function normalizeAlertmanagerAlert(
+  provider: string,
+  alert: AlertmanagerAlert,
+  raw: unknown,
+  extraParts: Array<string | undefined> = [],
+): NormalizedAlert {
+  const labels: Record<string, string> = { ...alert.labels };
+  const alertName = alert.labels.alertname;
+  const service = serviceFromLabels(labels);
+  const summary = nonEmpty(alert.annotations.summary);
+  const description = nonEmpty(alert.annotations.description);
+  const runbook = nonEmpty(alert.annotations.runbook_url);
+  const source = nonEmpty(alert.generatorURL);
+  const fingerprint = nonEmpty(alert.fingerprint);
+  const now = new Date();
+  return {
+    kind: 'alert',
+    status: alert.status,
+    fingerprint: fingerprint
+      ? toolFingerprint(provider, fingerprint)
+      : hashFingerprint(provider, alertName, service, labels),
+    alertName,
+    service,
+    severity: mapSeverity(labels.severity),
+    title: makeTitle(alertName, summary),
+    description: makeDescription(
+      [
+        summary,
+        description,
+        runbook && `Runbook: ${runbook}`,
+        ...extraParts,
+        source && `Source: ${source}`,
+      ],
+      labels,
+    ),
+    labels,
+    occurredAt: alert.status === 'resolved' ? parseTime(alert.endsAt, now) : parseTime(alert.startsAt, now),
+    raw,
+  };
+}
+
+/** The original (unparsed) alert objects, kept as evidence. */
+export function rawAlerts(body: unknown): unknown[] {
+  const alerts = (body as { alerts?: unknown }).alerts;
+  return Array.isArray(alerts) ? alerts : [];
+}
+
+export const alertmanagerProvider: WebhookProvider = {
+  name: 'alertmanager',
+  parse(body) {
+    const payload = parseWith(alertmanagerPayloadSchema, body, 'alertmanager');
+    const raw = rawAlerts(body);
+    return {
+      events: payload.alerts.map((alert, i) => normalizeAlertmanagerAlert('alertmanager', alert, raw[i] ?? alert)),
+    };
+  },
+};

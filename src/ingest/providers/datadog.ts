@@ -1,0 +1,202 @@
+/**
+ * Datadog Webhooks integration. https://docs.datadoghq.com/integrations/webhooks/
+ *
+ * Datadog's webhook body is whatever payload template the webhook is configured with; Datadog
+ * fills in `$VARIABLES`. Configure the webhook (Integrations → Webhooks → New, "Payload") with
+ * exactly this template:
+ *
+ * ```json
+ * {
+ *   "id": "$ID",
+ *   "title": "$EVENT_TITLE",
+ *   "body": "$EVENT_MSG",
+ *   "event_type": "$EVENT_TYPE",
+ *   "date": "$DATE",
+ *   "last_updated": "$LAST_UPDATED",
+ *   "alert_id": "$ALERT_ID",
+ *   "alert_title": "$ALERT_TITLE",
+ *   "alert_status": "$ALERT_STATUS",
+ *   "alert_transition": "$ALERT_TRANSITION",
+ *   "alert_priority": "$ALERT_PRIORITY",
+ *   "aggreg_key": "$AGGREG_KEY",
+ *   "alert_metric": "$ALERT_METRIC",
+ *   "alert_scope": "$ALERT_SCOPE",
+ *   "hostname": "$HOSTNAME",
+ *   "tags": "$TAGS",
+ *   "link": "$LINK",
+ *   "org": { "id": "$ORG_ID", "name": "$ORG_NAME" }
+ * }
+ * ```
+ *
+ * Mapping:
+ * - `title` or `alert_title` is required. The alert name is `alert_title` (else `title`) without
+ *   Datadog's leading `[Triggered on {…}]` / `[Recovered]` / `[P1]` brackets, so it is the same
+ *   for every notification of a monitor.
+ * - `alert_transition` `Recovered` (any case) → resolved; everything else (Triggered, Re-Triggered,
+ *   Warn, Re-Warn, No Data, Re-No Data, Renotify) → firing. When `alert_transition` is empty, a
+ *   `[Recovered …]` title prefix means resolved.
+ * - `tags` (`a:b, c:d`; a tag without `:` becomes a label with an empty value) → labels; the service
+ *   is the `service` tag (then the usual fallbacks: service_name, app, application, job, component).
+ * - Severity: `alert_priority` P1…P5 when set; else Warn / Re-Warn → medium; else high.
+ * - Fingerprint: `datadog:<aggreg_key>` (stable from trigger to recovery); else
+ *   `datadog:<alert_id>:<sorted alert_scope>`; else a hash of the alert name, service and labels.
+ * - `occurredAt` = `date` (epoch ms), else `last_updated`, else now.
+ * - No delivery id: `$ID` is the id of the Datadog event, which changes with every notification;
+ *   it is not a delivery id.
+ */
+import { z } from 'zod';
+import type { Severity } from '../../db/schema/incidents.js';
+import {
+  hashFingerprint,
+  makeDescription,
+  makeTitle,
+  mapSeverity,
+  nonEmpty,
+  parseTime,
+  parseWith,
+  serviceFromLabels,
+  toolFingerprint,
+} from '../normalize.js';
+import type { WebhookProvider } from '../types.js';
+
+/** A templated value: Datadog substitutes strings, but a hand-written template may leave numbers unquoted. */
+const text = z
+  .union([z.string(), z.number()])
+  .transform((value) => String(value))
+  .nullish();
+
+const datadogPayloadSchema = z
+  .looseObject({
+    id: text,
+    title: text,
+    body: text,
+    event_type: text,
+    date: text,
+    last_updated: text,
+    alert_id: text,
+    alert_title: text,
+    alert_status: text,
+    alert_transition: text,
+    alert_priority: text,
+    aggreg_key: text,
+    alert_metric: text,
+    alert_scope: text,
+    hostname: text,
+    tags: z.union([z.string(), z.array(z.string())]).nullish(),
+    link: text,
+    org: z.looseObject({ id: text, name: text }).nullish(),
+  })
+  .superRefine((payload, ctx) => {
+    if (!nonEmpty(payload.title) && !nonEmpty(payload.alert_title)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['alert_title'],
+        message: 'title or alert_title is required (use "$EVENT_TITLE" / "$ALERT_TITLE" in the payload template)',
+      });
+    }
+  });
+
+const transitionPrefix =
+  /^\s*\[(?:P[1-5]|Triggered|Re-Triggered|Recovered|Warn|Re-Warn|No Data|Re-No Data|Renotify|Notify)\b[^\]]*\]\s*/i;
+
+/** `[P1] [Triggered on {service:checkout}] High error rate` → `High error rate` and its bracketed prefixes. */
+export function splitDatadogTitle(title: string): { name: string; prefixes: string[] } {
+  const prefixes: string[] = [];
+  let rest = title;
+  for (let match = transitionPrefix.exec(rest); match; match = transitionPrefix.exec(rest)) {
+    prefixes.push(match[0].trim());
+    rest = rest.slice(match[0].length);
+  }
+  return { name: rest.trim() === '' ? title.trim() : rest.trim(), prefixes };
+}
+
+/** `env:prod, service:checkout, monitor` → `{ env: 'prod', service: 'checkout', monitor: '' }`. */
+export function parseDatadogTags(tags: string | string[] | null | undefined): Record<string, string> {
+  const list = Array.isArray(tags) ? tags : (tags ?? '').split(',');
+  const labels: Record<string, string> = {};
+  for (const tag of list) {
+    const trimmed = tag.trim();
+    if (trimmed === '') continue;
+    const colon = trimmed.indexOf(':');
+    if (colon <= 0) labels[trimmed] = labels[trimmed] ?? '';
+    else labels[trimmed.slice(0, colon).trim()] = trimmed.slice(colon + 1).trim();
+  }
+  return labels;
+}
+
+function normalizeScope(scope: string): string {
+  return scope
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+    .sort()
+    .join(',');
+}
+
+/** Datadog wraps markdown bodies in `%%%` lines. */
+function cleanBody(body: string | undefined): string | undefined {
+  return nonEmpty(body?.replace(/^\s*%%%\s*$/gm, ''));
+}
+
+export const datadogProvider: WebhookProvider = {
+  name: 'datadog',
+  parse(body) {
+    const payload = parseWith(datadogPayloadSchema, body, 'datadog');
+    const rawTitle = nonEmpty(payload.alert_title) ?? nonEmpty(payload.title) ?? '';
+    const { name: alertName, prefixes } = splitDatadogTitle(rawTitle);
+    const transition = nonEmpty(payload.alert_transition);
+    // Without $ALERT_TRANSITION, fall back to the `[Recovered …]` prefix Datadog puts on titles.
+    const recovered =
+      transition !== undefined
+        ? transition.toLowerCase() === 'recovered'
+        : prefixes.some((prefix) => /^\[recovered\b/i.test(prefix));
+    const labels = parseDatadogTags(payload.tags);
+    const service = serviceFromLabels(labels);
+    const transitionSeverity: Severity = transition && /warn/i.test(transition) ? 'medium' : 'high';
+    const severity = mapSeverity(nonEmpty(payload.alert_priority), transitionSeverity);
+
+    const aggregKey = nonEmpty(payload.aggreg_key);
+    const alertId = nonEmpty(payload.alert_id);
+    const scope = normalizeScope(payload.alert_scope ?? '');
+    const fingerprint = aggregKey
+      ? toolFingerprint('datadog', aggregKey)
+      : alertId
+        ? toolFingerprint('datadog', scope ? `${alertId}:${scope}` : alertId)
+        : hashFingerprint('datadog', alertName, service, labels);
+
+    const status = nonEmpty(payload.alert_status);
+    const metric = nonEmpty(payload.alert_metric);
+    const host = nonEmpty(payload.hostname);
+    const priority = nonEmpty(payload.alert_priority);
+    const link = nonEmpty(payload.link);
+    const now = new Date();
+    return {
+      events: [
+        {
+          kind: 'alert',
+          status: recovered ? 'resolved' : 'firing',
+          fingerprint,
+          alertName,
+          service,
+          severity,
+          title: makeTitle(alertName, status),
+          description: makeDescription(
+            [
+              cleanBody(payload.body ?? undefined),
+              status && `Status: ${status}`,
+              transition && `Transition: ${transition}${priority ? ` (${priority})` : ''}`,
+              metric && `Metric: ${metric}`,
+              scope && `Scope: ${scope}`,
+              host && `Host: ${host}`,
+              link && `Link: ${link}`,
+            ],
+            labels,
+          ),
+          labels,
+          occurredAt: parseTime(payload.date, parseTime(payload.last_updated, now)),
+          raw: body,
+        },
+      ],
+    };
+  },
+};

@@ -1,0 +1,118 @@
+/**
+## Generic webhook
+
+For tools without a dedicated integration. `POST` JSON to the generic webhook URL.
+
+The body is either **one alert object** or **`{ "alerts": [ ... ] }`** with 1–500 alert objects.
+
+| Field         | Type                        | Required | Notes |
+|---------------|-----------------------------|----------|-------|
+| `name`        | string, 1–200 characters    | yes      | The alert's name, e.g. `HighErrorRate`. |
+| `status`      | `"firing"` \| `"resolved"`  | no       | Default `"firing"`. |
+| `severity`    | string                      | no       | `critical`/`crit`/`fatal`/`emergency`/`page`/`p1`/`sev1`/`disaster` → critical; `high`/`error`/`err`/`major`/`p2`/`sev2` → high; `warning`/`warn`/`medium`/`moderate`/`average`/`p3`/`sev3` → medium; `low`/`info`/`informational`/`minor`/`debug`/`notice`/`p4`/`p5`/`sev4`/`sev5` → low (any case). Anything else, or none → medium. |
+| `service`     | string, 1–200 characters    | no       | Default: the first of the labels `service`, `service_name`, `app`, `application`, `job`, `component`. |
+| `summary`     | string                      | no       | One line; the incident title becomes `[name] summary`. |
+| `description` | string                      | no       | Free text. |
+| `labels`      | object of string → string   | no       | Kept with the alert and listed in its description. |
+| `fingerprint` | string, 1–200 characters    | no       | Identifies the alert across notifications: send the same value when it resolves. Default: a hash of `name`, `service` and `labels`. |
+| `startsAt`    | timestamp                   | no       | When the alert started. Default: the time of receipt. |
+| `endsAt`      | timestamp                   | no       | When a `resolved` alert ended. Default: the time of receipt. |
+
+Timestamps are ISO-8601 strings (`2024-05-14T09:30:00Z`) or Unix epoch seconds or milliseconds
+(as a number or a numeric string). Other fields are accepted and kept as evidence.
+
+Send a delivery id in the `X-Delivery-Id` (or `Idempotency-Key`) header, the same on every retry
+of one delivery, so that retries can be recognised.
+
+```json
+{
+  "name": "HighErrorRate",
+  "severity": "critical",
+  "service": "checkout",
+  "summary": "5xx rate above 5% for 10 minutes",
+  "labels": { "env": "production", "region": "eu-west-1" },
+  "fingerprint": "checkout-high-error-rate",
+  "startsAt": "2024-05-14T09:30:00Z"
+}
+```
+
+An invalid body is rejected with a list of `{ "path", "message" }` naming each bad field.
+*/
+import { z } from 'zod';
+import {
+  hashFingerprint,
+  makeDescription,
+  makeTitle,
+  MAX_ALERTS_PER_DELIVERY,
+  mapSeverity,
+  nonEmpty,
+  parseTime,
+  parseWith,
+  serviceFromLabels,
+  toDate,
+  toolFingerprint,
+} from '../normalize.js';
+import type { NormalizedAlert, WebhookProvider } from '../types.js';
+
+const timestamp = z
+  .union([z.string(), z.number()])
+  .refine((value) => toDate(value) !== null, 'must be an ISO-8601 timestamp or Unix epoch seconds / milliseconds');
+
+const genericAlertSchema = z.looseObject({
+  name: z.string({ error: 'name is required' }).trim().min(1).max(200),
+  status: z.enum(['firing', 'resolved']).default('firing'),
+  severity: z.string().optional(),
+  service: z.string().trim().min(1).max(200).optional(),
+  summary: z.string().optional(),
+  description: z.string().optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  fingerprint: z.string().trim().min(1).max(200).optional(),
+  startsAt: timestamp.optional(),
+  endsAt: timestamp.optional(),
+});
+type GenericAlert = z.output<typeof genericAlertSchema>;
+
+const genericBatchSchema = z.looseObject({
+  alerts: z
+    .array(genericAlertSchema)
+    .min(1, 'alerts must contain at least one alert')
+    .max(MAX_ALERTS_PER_DELIVERY, `at most ${MAX_ALERTS_PER_DELIVERY} alerts per delivery`),
+});
+
+function normalize(alert: GenericAlert, raw: unknown): NormalizedAlert {
+  const labels = alert.labels ?? {};
+  const service = alert.service ?? serviceFromLabels(labels);
+  const summary = nonEmpty(alert.summary);
+  const now = new Date();
+  return {
+    kind: 'alert',
+    status: alert.status,
+    fingerprint: alert.fingerprint
+      ? toolFingerprint('generic', alert.fingerprint)
+      : hashFingerprint('generic', alert.name, service, labels),
+    alertName: alert.name,
+    service,
+    severity: mapSeverity(alert.severity),
+    title: makeTitle(alert.name, summary),
+    description: makeDescription([summary, alert.description], labels),
+    labels,
+    occurredAt: parseTime(alert.status === 'resolved' ? alert.endsAt : alert.startsAt, now),
+    raw,
+  };
+}
+
+export const genericProvider: WebhookProvider = {
+  name: 'generic',
+  parse(body, header) {
+    const deliveryId = nonEmpty(header('x-delivery-id')) ?? nonEmpty(header('idempotency-key'));
+    let events: NormalizedAlert[];
+    if (typeof body === 'object' && body !== null && !Array.isArray(body) && 'alerts' in body) {
+      const payload = parseWith(genericBatchSchema, body, 'generic');
+      const raw = (body as { alerts: unknown[] }).alerts;
+      events = payload.alerts.map((alert, i) => normalize(alert, raw[i] ?? alert));
+    } else {
+      events = [normalize(parseWith(genericAlertSchema, body, 'generic'), body)];
+    }
+    return deliveryId ? { events, deliveryId } : { events };
+  },
+};

@@ -1,0 +1,125 @@
+import { eq, inArray } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { incidents } from '../../src/db/schema/incidents.js';
+import { ingestedEvents } from '../../src/db/schema/ingestion.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { createKey, eventually, fixture, postWebhook, type WebhookKey } from '../helpers/webhooks.js';
+
+let svc: TestService;
+let tenant: { tenantId: string; admin: string; member: string };
+let key: WebhookKey;
+
+beforeAll(async () => {
+  svc = await startTestService();
+  tenant = await svc.newTenant();
+  key = await createKey(svc, tenant.admin);
+});
+afterAll(() => svc?.stop());
+
+async function incidentsOf(ids: string[]) {
+  return ids.length ? svc.database.db.select().from(incidents).where(inArray(incidents.id, ids)) : [];
+}
+
+describe('real payloads of every provider, end to end', () => {
+  it('alertmanager: two firing alerts open two incidents; the resolved notification attaches to both', async () => {
+    const firing = await postWebhook(svc, tenant.tenantId, 'alertmanager', fixture('alertmanager-firing.json'), { key: key.key, sign: key.signingSecret });
+    expect(firing.status).toBe(202);
+    expect(firing.body.eventIds).toHaveLength(2);
+    expect(firing.body.incidentIds).toHaveLength(2);
+    const opened = await incidentsOf(firing.body.incidentIds);
+    expect(opened.every((i) => i.source === 'automated' && i.status === 'open' && i.fingerprint?.startsWith('alertmanager:'))).toBe(true);
+    const resolved = await postWebhook(svc, tenant.tenantId, 'alertmanager', fixture('alertmanager-resolved.json'), { key: key.key });
+    expect(resolved.status).toBe(202);
+    expect(resolved.body.deduplicated).toBe(true);
+    expect([...resolved.body.incidentIds].sort()).toEqual([...firing.body.incidentIds].sort());
+    const after = await incidentsOf(firing.body.incidentIds);
+    expect(after.every((i) => i.recoveredAt !== null && i.occurrenceCount === 1)).toBe(true);
+  });
+
+  it('grafana: a unified-alerting notification opens an incident with the mapped severity', async () => {
+    const res = await postWebhook(svc, tenant.tenantId, 'grafana', fixture('grafana-firing.json'), { key: key.key });
+    expect(res.status).toBe(202);
+    const [incident] = await incidentsOf(res.body.incidentIds);
+    expect(incident).toMatchObject({ source: 'automated', status: 'open' });
+    expect(incident!.fingerprint).toMatch(/^grafana:/);
+  });
+
+  it('datadog: triggered opens, recovered attaches and records the recovery', async () => {
+    const triggered = await postWebhook(svc, tenant.tenantId, 'datadog', fixture('datadog-triggered.json'), { key: key.key });
+    expect(triggered.status).toBe(202);
+    expect(triggered.body.incidentIds).toHaveLength(1);
+    const recovered = await postWebhook(svc, tenant.tenantId, 'datadog', fixture('datadog-recovered.json'), { key: key.key });
+    expect(recovered.body).toMatchObject({ incidentIds: triggered.body.incidentIds, deduplicated: true });
+    const [incident] = await incidentsOf(triggered.body.incidentIds);
+    expect(incident!.recoveredAt).not.toBeNull();
+  });
+
+  it('sentry: the integration-platform issue alert and the legacy webhook both open incidents', async () => {
+    const platform = await postWebhook(svc, tenant.tenantId, 'sentry', fixture('sentry-event-alert.json'), {
+      key: key.key,
+      headers: { 'sentry-hook-resource': 'event_alert', 'request-id': 'sentry-req-1' },
+    });
+    expect(platform.status).toBe(202);
+    expect(platform.body.incidentIds).toHaveLength(1);
+    const legacy = await postWebhook(svc, tenant.tenantId, 'sentry', fixture('sentry-legacy.json'), { key: key.key });
+    expect(legacy.status).toBe(202);
+    expect(legacy.body.incidentIds).toHaveLength(1);
+    const [a, b] = await incidentsOf([...platform.body.incidentIds, ...legacy.body.incidentIds]);
+    expect(a!.fingerprint).toMatch(/^sentry:/);
+    expect(b!.fingerprint).toMatch(/^sentry:/);
+  });
+
+  it('github: deployment_status and push are recorded as deployment and code-change events, not incidents', async () => {
+    const deployment = await postWebhook(svc, tenant.tenantId, 'github', fixture('github-deployment-status.json'), {
+      key: key.key,
+      headers: { 'x-github-event': 'deployment_status', 'x-github-delivery': '72d3162e-cc78-11e3-81ab-4c9367dc0958' },
+    });
+    const push = await postWebhook(svc, tenant.tenantId, 'github', fixture('github-push.json'), {
+      key: key.key,
+      headers: { 'x-github-event': 'push', 'x-github-delivery': '8b4f9a2e-cc78-11e3-81ab-4c9367dc0958' },
+    });
+    expect(deployment.status).toBe(202);
+    expect(push.status).toBe(202);
+    expect(deployment.body.incidentIds).toEqual([]);
+    expect(push.body.incidentIds).toEqual([]);
+    const stored = await svc.database.db
+      .select()
+      .from(ingestedEvents)
+      .where(inArray(ingestedEvents.id, [...deployment.body.eventIds, ...push.body.eventIds]));
+    expect(stored.map((e) => e.kind).sort()).toEqual(['code_change', 'deployment']);
+    expect(stored.every((e) => e.incidentId === null && e.deliveredAt !== null)).toBe(true);
+    const ping = await postWebhook(svc, tenant.tenantId, 'github', { zen: 'Keep it logically awesome.', hook_id: 1 }, {
+      key: key.key,
+      headers: { 'x-github-event': 'ping', 'x-github-delivery': 'ping-1' },
+    });
+    expect(ping.status).toBe(202);
+    expect(ping.body).toMatchObject({ eventIds: [], incidentIds: [], ignored: 'ping' });
+    const retried = await postWebhook(svc, tenant.tenantId, 'github', fixture('github-push.json'), {
+      key: key.key,
+      headers: { 'x-github-event': 'push', 'x-github-delivery': '8b4f9a2e-cc78-11e3-81ab-4c9367dc0958' },
+    });
+    expect(retried.body).toEqual(push.body);
+  });
+
+  it('generic: a single alert and a batch', async () => {
+    const single = await postWebhook(svc, tenant.tenantId, 'generic', fixture('generic-single.json'), { key: key.key });
+    expect(single.status).toBe(202);
+    expect(single.body.incidentIds).toHaveLength(1);
+    const batch = await postWebhook(svc, tenant.tenantId, 'generic', fixture('generic-batch.json'), { key: key.key });
+    expect(batch.status).toBe(202);
+    expect(batch.body.eventIds).toHaveLength(3);
+  });
+
+  it('starts a workflow for every automated incident it opened', async () => {
+    const rows = await svc.database.db.select().from(incidents).where(eq(incidents.tenantId, tenant.tenantId));
+    expect(rows.length).toBeGreaterThanOrEqual(7);
+    await eventually(async () => {
+      const fresh = await svc.database.db.select().from(incidents).where(eq(incidents.tenantId, tenant.tenantId));
+      return fresh.every((r) => r.workflowStartedAt !== null);
+    });
+    for (const row of rows) {
+      const description = await svc.client.workflow.getHandle(row.id).describe();
+      expect(description.typedSearchAttributes.getAll().find((p) => p.key.name === 'TenantId')?.value).toBe(tenant.tenantId);
+    }
+  });
+});

@@ -1,0 +1,333 @@
+import { request } from 'node:http';
+import { Client, Connection } from '@temporalio/client';
+import { and, eq, inArray } from 'drizzle-orm';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { events } from '../../src/db/schema/events.js';
+import { incidents } from '../../src/db/schema/incidents.js';
+import { ingestedEvents, webhookDeliveries } from '../../src/db/schema/ingestion.js';
+import { usageCounters } from '../../src/db/schema/limits.js';
+import { usagePeriod } from '../../src/domain/plans.js';
+import { createTemporalWorkflowPort } from '../../src/temporal/port.js';
+import { deliverPendingAlerts, reconcileIncidents } from '../../src/temporal/reconciler.js';
+import { getStateQuery } from '../../src/workflows/messages.js';
+import { freePort } from '../helpers/ports.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { createKey, eventually, postWebhook, type WebhookKey } from '../helpers/webhooks.js';
+
+let svc: TestService;
+let tenant: { tenantId: string; admin: string; member: string };
+let key: WebhookKey;
+
+beforeAll(async () => {
+  svc = await startTestService();
+  tenant = await svc.newTenant({ plan: 'plan_business' });
+  key = await createKey(svc, tenant.admin);
+});
+afterAll(() => svc?.stop());
+
+let counter = 0;
+function uniqueAlert(extra: Record<string, unknown> = {}) {
+  counter++;
+  return { name: `HighErrorRate${counter}`, severity: 'critical', service: 'checkout', summary: `5xx above 5% (${counter})`, ...extra };
+}
+
+async function incidentRow(id: string) {
+  const [row] = await svc.database.db.select().from(incidents).where(eq(incidents.id, id));
+  return row!;
+}
+
+async function workflowRunning(id: string) {
+  return eventually(async () => (await svc.client.workflow.getHandle(id).describe().catch(() => undefined))?.status.name === 'RUNNING');
+}
+
+describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
+  it('opens an automated incident from an alert, answers 202 after commit, and starts its workflow', async () => {
+    const alert = uniqueAlert({ description: 'error budget burning fast', labels: { region: 'eu-west-1' } });
+    const res = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ eventIds: [expect.stringMatching(/^evt_/)], incidentIds: [expect.stringMatching(/^inc_/)], deduplicated: false });
+    const incident = await incidentRow(res.body.incidentIds[0]);
+    expect(incident).toMatchObject({
+      tenantId: tenant.tenantId,
+      source: 'automated',
+      status: 'open',
+      severity: 'critical',
+      service: 'checkout',
+      occurrenceCount: 1,
+      title: `[${alert.name}] ${alert.summary}`,
+    });
+    expect(incident.description).toContain('error budget burning fast');
+    const [stored] = await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.id, res.body.eventIds[0]));
+    expect(stored).toMatchObject({ kind: 'alert', status: 'firing', provider: 'generic', incidentId: incident.id, alertName: alert.name });
+    await workflowRunning(incident.id);
+    const description = await svc.client.workflow.getHandle(incident.id).describe();
+    expect(description.typedSearchAttributes.getAll().find((p) => p.key.name === 'Source')?.value).toBe('automated');
+    expect((await incidentRow(incident.id)).workflowStartedAt).not.toBeNull();
+    const created = await svc.database.db.select().from(events).where(and(eq(events.incidentId, incident.id), eq(events.type, 'incident.created')));
+    expect(created[0]!.payload).toMatchObject({ source: 'automated', provider: 'generic' });
+  });
+
+  it('deduplicates: 100 repeats of one alert make one incident with occurrence count 100', async () => {
+    const alert = uniqueAlert();
+    const first = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });
+    const incidentId = first.body.incidentIds[0];
+    // 99 repeats, 10 at a time, each a distinct delivery (the tool re-sends with a new timestamp).
+    const repeats = Array.from({ length: 99 }, (_, i) => ({ ...alert, startsAt: new Date(Date.now() + i * 1000).toISOString() }));
+    const responses = [];
+    for (let i = 0; i < repeats.length; i += 10) {
+      responses.push(...(await Promise.all(repeats.slice(i, i + 10).map((r) => postWebhook(svc, tenant.tenantId, 'generic', r, { key: key.key })))));
+    }
+    expect(responses.every((r) => r.status === 202 && r.body.deduplicated === true && r.body.incidentIds[0] === incidentId)).toBe(true);
+    const open = await svc.database.db.select().from(incidents).where(and(eq(incidents.tenantId, tenant.tenantId), eq(incidents.title, `[${alert.name}] ${alert.summary}`)));
+    expect(open).toHaveLength(1);
+    expect(open[0]!.occurrenceCount).toBe(100);
+    // Every repeat reaches the workflow as a signal, coalesced per incident by the dispatcher.
+    const state = await eventually(async () => {
+      const s = await svc.client.workflow.getHandle(incidentId).query(getStateQuery);
+      return s.alertsReceived === 99 ? s : undefined;
+    });
+    expect(state.lastAlertStatus).toBe('firing');
+    const undelivered = await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.incidentId, incidentId));
+    expect(undelivered.every((e) => e.deliveredAt !== null)).toBe(true);
+  });
+
+  it('opens a new incident for the same alert once the previous one is resolved', async () => {
+    const alert = uniqueAlert();
+    const first = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });
+    const id = first.body.incidentIds[0];
+    await workflowRunning(id);
+    expect((await svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'resolved' } })).status).toBe(200);
+    const again = await postWebhook(svc, tenant.tenantId, 'generic', { ...alert, startsAt: new Date().toISOString() }, { key: key.key });
+    expect(again.body.deduplicated).toBe(false);
+    expect(again.body.incidentIds[0]).not.toBe(id);
+  });
+
+  it('records recovery when the alert resolves, and leaves the incident open without autoResolve', async () => {
+    const alert = uniqueAlert();
+    const first = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });
+    const id = first.body.incidentIds[0];
+    const resolved = await postWebhook(svc, tenant.tenantId, 'generic', { ...alert, status: 'resolved' }, { key: key.key });
+    expect(resolved.status).toBe(202);
+    expect(resolved.body).toMatchObject({ incidentIds: [id], deduplicated: true });
+    expect((await incidentRow(id)).recoveredAt).not.toBeNull();
+    await eventually(async () => (await svc.client.workflow.getHandle(id).query(getStateQuery)).lastAlertStatus === 'resolved');
+    expect((await incidentRow(id)).status).toBe('open');
+    // Firing again clears the recovery.
+    await postWebhook(svc, tenant.tenantId, 'generic', { ...alert, startsAt: new Date().toISOString() }, { key: key.key });
+    expect((await incidentRow(id)).recoveredAt).toBeNull();
+  });
+
+  it('moves the incident to resolved on recovery when the tenant enables autoResolve', async () => {
+    const auto = await svc.newTenant();
+    const autoKey = await createKey(svc, auto.admin);
+    expect((await svc.api('PATCH', `/v1/tenants/${auto.tenantId}`, { token: auto.admin, body: { settings: { autoResolve: true } } })).status).toBe(200);
+    const alert = uniqueAlert();
+    const first = await postWebhook(svc, auto.tenantId, 'generic', alert, { key: autoKey.key });
+    const id = first.body.incidentIds[0];
+    await postWebhook(svc, auto.tenantId, 'generic', { ...alert, status: 'resolved' }, { key: autoKey.key });
+    const row = await eventually(async () => {
+      const r = await incidentRow(id);
+      return r.status === 'resolved' ? r : undefined;
+    });
+    expect(row.recoveredAt).not.toBeNull();
+    const changes = await svc.database.db.select().from(events).where(and(eq(events.incidentId, id), eq(events.type, 'incident.status_changed')));
+    expect(changes[0]!.payload).toMatchObject({ to: 'resolved', actorType: 'system', actorId: 'auto-resolve' });
+  });
+
+  it('stores a resolved notification with no open incident without opening one', async () => {
+    const res = await postWebhook(svc, tenant.tenantId, 'generic', uniqueAlert({ status: 'resolved' }), { key: key.key });
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ incidentIds: [], deduplicated: false });
+    expect(res.body.eventIds).toHaveLength(1);
+  });
+
+  it('answers a retried delivery with the same result and stores it once (delivery id, then same body)', async () => {
+    const alert = uniqueAlert();
+    const headers = { 'x-delivery-id': `delivery-${counter}` };
+    const first = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key, headers });
+    const retry = await postWebhook(svc, tenant.tenantId, 'generic', { ...alert, summary: 'changed body, same delivery id' }, { key: key.key, headers });
+    expect(retry.status).toBe(202);
+    expect(retry.body).toEqual(first.body);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    const sameBody = uniqueAlert();
+    const a = await postWebhook(svc, tenant.tenantId, 'generic', sameBody, { key: key.key });
+    const [b, c] = await Promise.all([
+      postWebhook(svc, tenant.tenantId, 'generic', sameBody, { key: key.key }),
+      postWebhook(svc, tenant.tenantId, 'generic', sameBody, { key: key.key }),
+    ]);
+    expect(b.body).toEqual(a.body);
+    expect(c.body).toEqual(a.body);
+    const stored = await svc.database.db.select().from(ingestedEvents).where(inArray(ingestedEvents.id, [...first.body.eventIds, ...a.body.eventIds]));
+    expect(stored).toHaveLength(2);
+    const opened = await svc.database.db.select().from(incidents).where(eq(incidents.title, `[${sameBody.name}] ${sameBody.summary}`));
+    expect(opened).toHaveLength(1);
+  });
+
+  it('treats the same body after the 10-minute window as a new delivery', async () => {
+    const alert = uniqueAlert();
+    const first = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });
+    await svc.database.db
+      .update(webhookDeliveries)
+      .set({ createdAt: new Date(Date.now() - 11 * 60 * 1000) })
+      .where(eq(webhookDeliveries.tenantId, tenant.tenantId));
+    const later = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });
+    expect(later.body.eventIds[0]).not.toBe(first.body.eventIds[0]);
+    expect(later.body).toMatchObject({ incidentIds: first.body.incidentIds, deduplicated: true });
+  });
+});
+
+describe('webhook authentication', () => {
+  const body = () => uniqueAlert();
+
+  it('accepts the key as Bearer or X-API-Key, and a valid signature over the raw body', async () => {
+    expect((await postWebhook(svc, tenant.tenantId, 'generic', body(), { key: key.key, via: 'x-api-key' })).status).toBe(202);
+    expect((await postWebhook(svc, tenant.tenantId, 'generic', body(), { key: key.key, sign: key.signingSecret })).status).toBe(202);
+  });
+
+  it.each([
+    ['no key', () => ({})],
+    ['an unknown key', () => ({ key: 'flo_' + 'A'.repeat(43) })],
+    ['a wrong signature', () => ({ key: key.key, signature: `sha256=${'0'.repeat(64)}` })],
+    ['a malformed signature header', () => ({ key: key.key, signature: 'md5=abc' })],
+    ['a signature made with another secret', () => ({ key: key.key, sign: 'whsec_not-the-secret' })],
+  ])('answers 401 for %s', async (_name, options) => {
+    const res = await postWebhook(svc, tenant.tenantId, 'generic', body(), options());
+    expect(res.status).toBe(401);
+    expect(res.body.error).toBe('unauthorized');
+  });
+
+  it('answers 401 for a tampered body whose signature was made for the original', async () => {
+    const original = JSON.stringify(body());
+    const { signBody } = await import('../../src/auth/api-keys.js');
+    const signature = signBody(key.signingSecret, Buffer.from(original));
+    const tampered = original.replace('critical', 'low');
+    const res = await postWebhook(svc, tenant.tenantId, 'generic', tampered, { key: key.key, signature });
+    expect(res.status).toBe(401);
+  });
+
+  it('requires the signature when the tenant says so', async () => {
+    const strict = await svc.newTenant();
+    const strictKey = await createKey(svc, strict.admin);
+    await svc.api('PATCH', `/v1/tenants/${strict.tenantId}`, { token: strict.admin, body: { settings: { requireWebhookSignature: true } } });
+    const unsigned = await postWebhook(svc, strict.tenantId, 'generic', body(), { key: strictKey.key });
+    expect(unsigned.status).toBe(401);
+    expect(unsigned.body.message).toContain('X-Webhook-Signature');
+    expect((await postWebhook(svc, strict.tenantId, 'generic', body(), { key: strictKey.key, sign: strictKey.signingSecret })).status).toBe(202);
+  });
+
+  it("answers 401 for a key used on another tenant's path, and stores nothing", async () => {
+    const other = await svc.newTenant();
+    const alert = body();
+    const res = await postWebhook(svc, other.tenantId, 'generic', alert, { key: key.key });
+    expect(res.status).toBe(401);
+    const stored = await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.tenantId, other.tenantId));
+    expect(stored).toHaveLength(0);
+  });
+
+  it('answers 404 for an unknown provider and 400 with details for an invalid payload', async () => {
+    const unknown = await postWebhook(svc, tenant.tenantId, 'nagios', body(), { key: key.key });
+    expect(unknown.status).toBe(404);
+    const invalid = await postWebhook(svc, tenant.tenantId, 'generic', { severity: 'high' }, { key: key.key });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.error).toBe('validation_error');
+    expect(invalid.body.details.length).toBeGreaterThan(0);
+    const malformed = await postWebhook(svc, tenant.tenantId, 'generic', '{"name":', { key: key.key });
+    expect(malformed.status).toBe(400);
+  });
+
+  it('answers 413 for a body over 1 MiB', async () => {
+    const big = JSON.stringify({ ...body(), description: 'x'.repeat(1024 * 1024) });
+    const res = await new Promise<number>((resolve, reject) => {
+      const req = request(`${svc.baseUrl}/v1/webhooks/${tenant.tenantId}/generic`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(big) },
+      }, (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end(big);
+    });
+    expect(res).toBe(413);
+  });
+});
+
+describe('event quota', () => {
+  it('counts every alert, refuses past the quota with 429 event_quota_exceeded, and warns at 80% and 100% once', async () => {
+    const starter = await svc.newTenant({ plan: 'plan_starter' });
+    const starterKey = await createKey(svc, starter.admin);
+    const period = usagePeriod(new Date());
+    await svc.database.db.insert(usageCounters).values({ tenantId: starter.tenantId, period, metric: 'events', count: 398 });
+    // 2 alerts: 398 → 400 = 80% of 500.
+    const two = { alerts: [uniqueAlert(), uniqueAlert()] };
+    expect((await postWebhook(svc, starter.tenantId, 'generic', two, { key: starterKey.key })).status).toBe(202);
+    await svc.database.db.update(usageCounters).set({ count: 498 }).where(eq(usageCounters.tenantId, starter.tenantId));
+    // 3 alerts do not fit in the 2 left: the whole delivery is refused and nothing is stored.
+    const three = { alerts: [uniqueAlert(), uniqueAlert(), uniqueAlert()] };
+    const refused = await postWebhook(svc, starter.tenantId, 'generic', three, { key: starterKey.key });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toBe('event_quota_exceeded');
+    expect((await postWebhook(svc, starter.tenantId, 'generic', { alerts: [uniqueAlert(), uniqueAlert()] }, { key: starterKey.key })).status).toBe(202);
+    expect((await postWebhook(svc, starter.tenantId, 'generic', uniqueAlert(), { key: starterKey.key })).status).toBe(429);
+    const [usage] = await svc.database.db.select().from(usageCounters).where(eq(usageCounters.tenantId, starter.tenantId));
+    expect(usage!.count).toBe(500);
+    const stored = await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.tenantId, starter.tenantId));
+    expect(stored).toHaveLength(4);
+    const warnings = await svc.database.db.select().from(events).where(and(eq(events.tenantId, starter.tenantId), eq(events.type, 'system.quota_warning')));
+    expect(warnings.map((w) => w.payload.percent).sort()).toEqual([100, 80]);
+    // The same refused retry does not leave a delivery record behind: it works once quota allows.
+    await svc.database.db.update(usageCounters).set({ count: 0 }).where(eq(usageCounters.tenantId, starter.tenantId));
+    expect((await postWebhook(svc, starter.tenantId, 'generic', three, { key: starterKey.key })).status).toBe(202);
+  });
+});
+
+describe('Temporal unavailable during ingestion', () => {
+  it('keeps the event, answers 202, and opens the incident exactly once when Temporal is back', async () => {
+    const isolated = await startTestService({ withoutDispatcher: true });
+    try {
+      const t = await isolated.newTenant();
+      const k = await createKey(isolated, t.admin);
+      const alert = uniqueAlert();
+      const accepted = await postWebhook(isolated, t.tenantId, 'generic', alert, { key: k.key });
+      expect(accepted.status).toBe(202);
+      const repeat = await postWebhook(isolated, t.tenantId, 'generic', { ...alert, startsAt: new Date().toISOString() }, { key: k.key });
+      expect(repeat.body.incidentIds).toEqual(accepted.body.incidentIds);
+      const id = accepted.body.incidentIds[0];
+
+      // A dispatcher whose Temporal is unreachable: a real client to a port nobody listens on.
+      const deadAddress = `127.0.0.1:${await freePort()}`;
+      const deadConnection = Connection.lazy({ address: deadAddress, connectTimeout: 500 });
+      const dead = {
+        db: isolated.database.db,
+        sql: isolated.database.sql,
+        workflows: createTemporalWorkflowPort(new Client({ connection: deadConnection }), isolated.taskQueue),
+        logger: pino({ level: 'silent' }),
+      };
+      expect(await reconcileIncidents(dead)).toBe(0);
+      expect(await deliverPendingAlerts(dead)).toBe(0);
+      const [row] = await isolated.database.db.select().from(incidents).where(eq(incidents.id, id));
+      expect(row!.workflowStartedAt).toBeNull();
+      const waiting = await isolated.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.incidentId, id));
+      expect(waiting.filter((e) => e.deliveredAt === null)).toHaveLength(1);
+      await deadConnection.close().catch(() => undefined);
+
+      // Temporal is back.
+      const live = { db: isolated.database.db, sql: isolated.database.sql, workflows: isolated.workflows, logger: pino({ level: 'silent' }) };
+      expect(await reconcileIncidents(live)).toBe(1);
+      expect(await deliverPendingAlerts(live)).toBe(1);
+      expect(await reconcileIncidents(live)).toBe(0);
+      expect(await deliverPendingAlerts(live)).toBe(0);
+      const handle = isolated.client.workflow.getHandle(id);
+      const state = await eventually(async () => {
+        const s = await handle.query(getStateQuery);
+        return s.alertsReceived === 1 ? s : undefined;
+      });
+      expect(state.status).toBe('open');
+      const all = await isolated.database.db.select().from(incidents).where(eq(incidents.tenantId, t.tenantId));
+      expect(all).toHaveLength(1);
+    } finally {
+      await isolated.stop();
+    }
+  });
+});
