@@ -35,6 +35,7 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
   const app = createApp({
     db: database.db,
     sql: database.sql,
+    relaxedSql: database.relaxedSql,
     workflows: createTemporalWorkflowPort(client, config.temporal.taskQueue),
     tokens: createTokenVerifier({ jwtSecret: settings.jwtSecret, jwksUrl: config.auth.jwksUrl }),
     clock: () => new Date(),

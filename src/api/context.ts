@@ -12,6 +12,8 @@ import type { Context } from 'hono';
 export interface AppDeps {
   db: Db;
   sql: postgres.Sql;
+  /** Pool for rate-limit counters (asynchronous commit). */
+  relaxedSql: postgres.Sql;
   workflows: WorkflowPort;
   tokens: TokenVerifier;
   clock: () => Date;

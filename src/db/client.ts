@@ -10,6 +10,12 @@ export type Db = PostgresJsDatabase<typeof schema>;
 export interface Database {
   db: Db;
   sql: postgres.Sql;
+  /**
+   * A small pool whose sessions commit asynchronously (`synchronous_commit = off`), for counters
+   * that may lose their last few increments in a crash (rate-limit windows). Its commits do not
+   * wait for the WAL flush, so a hot counter row is not serialised on disk latency.
+   */
+  relaxedSql: postgres.Sql;
   close(): Promise<void>;
 }
 
@@ -21,7 +27,21 @@ export function connectDatabase(url: string, options: { max?: number } = {}): Da
     onnotice: () => undefined,
   });
   const db = drizzle(sql, { schema });
-  return { db, sql, close: () => sql.end({ timeout: 5 }) };
+  const relaxedSql = postgres(url, {
+    max: 4,
+    connect_timeout: 10,
+    idle_timeout: 30,
+    onnotice: () => undefined,
+    connection: { synchronous_commit: 'off' },
+  });
+  return {
+    db,
+    sql,
+    relaxedSql,
+    close: async () => {
+      await Promise.all([sql.end({ timeout: 5 }), relaxedSql.end({ timeout: 5 })]);
+    },
+  };
 }
 
 export const migrationsFolder = path.join(projectRoot, 'drizzle');

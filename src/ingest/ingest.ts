@@ -1,15 +1,10 @@
-import { and, desc, eq, notInArray, sql } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
-import { appendAudit } from '../db/repositories/audit.js';
-import { appendEvent } from '../db/repositories/events.js';
-import { consumeQuota, usageCount } from '../db/repositories/usage.js';
-import { incidents } from '../db/schema/incidents.js';
-import { ingestedEvents, webhookDeliveries } from '../db/schema/ingestion.js';
+import type postgres from 'postgres';
+import { eventsChannel } from '../db/repositories/events.js';
 import type { TenantRow } from '../db/schema/tenants.js';
 import { monthlyQuota, usagePeriod } from '../domain/plans.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
-import type { NormalizedEvent } from './types.js';
+import type { NormalizedAlert, NormalizedEvent } from './types.js';
 
 /** The channel the dispatcher listens on: something waits for a workflow start or signal. */
 export const dispatchChannel = 'incident_dispatch';
@@ -36,198 +31,451 @@ export interface IngestRequest {
   requestId: string;
 }
 
-const QUOTA_WARNING_THRESHOLDS = [0.8, 1] as const;
+export type IngestOutcome = { result: IngestResult; replayed: boolean };
 
-/**
- * Stores one webhook delivery in one transaction: the delivery record (for retries), every event,
- * the incidents it opens or the open incidents it attaches to, outbox events, audit rows and the
- * monthly event count. Returns only after commit, so a 202 means the events are durable. The
- * dispatcher (woken by NOTIFY) then starts or signals the workflows.
- */
-export async function ingestDelivery(db: Db, request: IngestRequest, now: Date): Promise<{ result: IngestResult; replayed: boolean }> {
-  const tenantId = request.tenant.id;
-  const alerts = request.events.filter((e) => e.kind === 'alert');
-  const period = usagePeriod(now);
-  const limit = monthlyQuota(request.tenant, 'events');
+const QUOTA_WARNING_PERCENTS = [80, 100] as const;
 
-  // Cheap early refusal without locks; the authoritative count is taken at the end.
-  if (limit !== null && alerts.length > 0) {
-    const used = await usageCount(db, { tenantId, period, metric: 'events' });
-    if (used + alerts.length > limit) throw quotaExceeded(limit, period);
-  }
-
-  return db.transaction(async (tx) => {
-    const claimed = await tx
-      .insert(webhookDeliveries)
-      .values({ tenantId, provider: request.provider, deliveryKey: request.deliveryKey })
-      .onConflictDoNothing()
-      .returning({ createdAt: webhookDeliveries.createdAt });
-    if (claimed.length === 0) {
-      const [previous] = await tx
-        .select()
-        .from(webhookDeliveries)
-        .where(
-          and(
-            eq(webhookDeliveries.tenantId, tenantId),
-            eq(webhookDeliveries.provider, request.provider),
-            eq(webhookDeliveries.deliveryKey, request.deliveryKey),
-          ),
-        )
-        .for('update');
-      const fresh = request.deliveryKey.startsWith('id:') || previous!.createdAt.getTime() > now.getTime() - BODY_REPLAY_WINDOW_MS;
-      if (previous!.response && fresh) return { result: previous!.response as unknown as IngestResult, replayed: true };
-      await tx
-        .update(webhookDeliveries)
-        .set({ createdAt: sql`now()`, response: null })
-        .where(
-          and(
-            eq(webhookDeliveries.tenantId, tenantId),
-            eq(webhookDeliveries.provider, request.provider),
-            eq(webhookDeliveries.deliveryKey, request.deliveryKey),
-          ),
-        );
-    }
-
-    // One lock per fingerprint, taken in a fixed order so concurrent deliveries never deadlock:
-    // two deliveries of the same alert cannot both open an incident.
-    const fingerprints = [...new Set(alerts.map((a) => a.fingerprint))].sort();
-    for (const fingerprint of fingerprints) {
-      await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`${tenantId}:${fingerprint}`}, 0))`);
-    }
-
-    const eventIds: string[] = [];
-    const incidentIds: string[] = [];
-    let opened = 0;
-    let attached = 0;
-    let needsDispatch = false;
-    for (const event of request.events) {
-      const eventId = newId('evt', now.getTime());
-      let incidentId: string | null = null;
-      let delivered = true;
-      if (event.kind === 'alert') {
-        const [open] = await tx
-          .select({ id: incidents.id })
-          .from(incidents)
-          .where(
-            and(
-              eq(incidents.tenantId, tenantId),
-              eq(incidents.fingerprint, event.fingerprint),
-              notInArray(incidents.status, ['resolved', 'closed']),
-            ),
-          )
-          .orderBy(desc(incidents.createdAt))
-          .limit(1);
-        if (open) {
-          incidentId = open.id;
-          attached++;
-          delivered = false; // the workflow hears of it through a signal
-          await tx
-            .update(incidents)
-            .set(
-              event.status === 'firing'
-                ? { occurrenceCount: sql`${incidents.occurrenceCount} + 1`, lastSeenAt: event.occurredAt, recoveredAt: null }
-                : { recoveredAt: event.occurredAt },
-            )
-            .where(eq(incidents.id, open.id));
-        } else if (event.status === 'firing') {
-          incidentId = newId('inc', now.getTime());
-          opened++;
-          await tx.insert(incidents).values({
-            id: incidentId,
-            tenantId,
-            title: event.title,
-            description: event.description,
-            severity: event.severity,
-            status: 'open',
-            source: 'automated',
-            fingerprint: event.fingerprint,
-            service: event.service,
-            occurrenceCount: 1,
-            lastSeenAt: event.occurredAt,
-          });
-          await appendEvent(tx, {
-            tenantId,
-            type: 'incident.created',
-            incidentId,
-            payload: { incidentId, title: event.title, severity: event.severity, source: 'automated', provider: request.provider, service: event.service },
-            idempotencyKey: `${incidentId}:incident.created`,
-          });
-          await appendAudit(tx, {
-            tenantId,
-            actorType: 'api_key',
-            actorId: request.keyId,
-            action: 'incident.created',
-            targetType: 'incident',
-            targetId: incidentId,
-            incidentId,
-            requestId: request.requestId,
-            details: { provider: request.provider, fingerprint: event.fingerprint, eventId },
-          });
-        }
-        if (incidentId && !incidentIds.includes(incidentId)) incidentIds.push(incidentId);
-        if (incidentId) needsDispatch = true;
-      }
-      await tx.insert(ingestedEvents).values({
-        id: eventId,
-        tenantId,
-        provider: request.provider,
-        kind: event.kind,
-        status: event.kind === 'alert' ? event.status : null,
-        fingerprint: event.kind === 'alert' ? event.fingerprint : null,
-        alertName: event.kind === 'alert' ? event.alertName : null,
-        service: event.service,
-        severity: event.kind === 'alert' ? event.severity : null,
-        title: event.title,
-        description: event.description,
-        labels: event.labels,
-        raw: event.raw ?? {},
-        occurredAt: event.occurredAt,
-        incidentId,
-        deliveredAt: delivered ? now : null,
-      });
-      eventIds.push(eventId);
-    }
-
-    if (alerts.length > 0) {
-      // Last, so the tenant's counter row stays locked only until commit.
-      const used = await consumeQuota(tx, { tenantId, period, metric: 'events', limit, amount: alerts.length });
-      if (used === null) throw quotaExceeded(limit!, period);
-      if (limit !== null) {
-        for (const threshold of QUOTA_WARNING_THRESHOLDS) {
-          const mark = Math.ceil(limit * threshold);
-          if (used >= mark && used - alerts.length < mark) {
-            await appendEvent(tx, {
-              tenantId,
-              type: 'system.quota_warning',
-              payload: { metric: 'events', period, used, limit, percent: Math.round(threshold * 100) },
-              idempotencyKey: `${tenantId}:${period}:events:quota:${Math.round(threshold * 100)}`,
-            });
-          }
-        }
-      }
-    }
-
-    const result: IngestResult = {
-      eventIds,
-      incidentIds,
-      deduplicated: alerts.length > 0 && opened === 0 && attached > 0,
-      ...(request.ignored ? { ignored: request.ignored } : {}),
-    };
-    await tx
-      .update(webhookDeliveries)
-      .set({ response: result as unknown as Record<string, unknown> })
-      .where(
-        and(
-          eq(webhookDeliveries.tenantId, tenantId),
-          eq(webhookDeliveries.provider, request.provider),
-          eq(webhookDeliveries.deliveryKey, request.deliveryKey),
-        ),
-      );
-    if (needsDispatch) await tx.execute(sql`select pg_notify(${dispatchChannel}, ${tenantId})`);
-    return { result, replayed: false };
-  });
+interface Pending {
+  request: IngestRequest;
+  resolve: (outcome: IngestOutcome) => void;
+  reject: (err: unknown) => void;
 }
 
-function quotaExceeded(limit: number, period: string): AppError {
-  return new AppError('event_quota_exceeded', `The monthly event quota of ${limit} is reached for ${period}`);
+interface IncidentChange {
+  id: string;
+  isNew: boolean;
+  tenantId: string;
+  fingerprint: string;
+  first?: NormalizedAlert;
+  firstEventId?: string;
+  keyId?: string;
+  requestId?: string;
+  provider?: string;
+  occurrences: number;
+  lastSeenAt: Date | null;
+  /** What the latest alert of this batch says of recovery: undefined = unchanged. */
+  recovery?: { recoveredAt: Date | null };
+}
+
+const deliveryId = (r: IngestRequest) => `${r.tenant.id}\u0000${r.provider}\u0000${r.deliveryKey}`;
+const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
+
+/**
+ * Stores webhook deliveries with application-level group commit. A delivery that arrives while
+ * a batch is being written waits for the next batch; each batch is one transaction of a dozen
+ * set-based statements, however many deliveries it holds. So the tenant's quota counter row is
+ * locked once per batch, not once per event, and `submit` resolves only after the commit that
+ * made its events durable.
+ *
+ * Per delivery the transaction records the delivery (retries get the first answer), every
+ * event, the incidents it opens or the open incidents it attaches to (per-fingerprint advisory
+ * locks, taken in sorted order), outbox events, audit rows and the monthly event count, which
+ * refuses a whole delivery that does not fit. The dispatcher (woken by NOTIFY) then starts or
+ * signals the workflows.
+ */
+export class IngestBatcher {
+  private queue: Pending[] = [];
+  private inFlight: Promise<void> | null = null;
+
+  constructor(
+    private readonly sql: postgres.Sql,
+    private readonly clock: () => Date,
+    private readonly limits: { maxDeliveries: number; maxEvents: number } = { maxDeliveries: 128, maxEvents: 4000 },
+  ) {}
+
+  submit(request: IngestRequest): Promise<IngestOutcome> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ request, resolve, reject });
+      if (!this.inFlight) this.flush();
+    });
+  }
+
+  /** Resolves when everything submitted so far is written. */
+  async drain(): Promise<void> {
+    while (this.inFlight) await this.inFlight;
+  }
+
+  private flush(): void {
+    const batch: Pending[] = [];
+    let events = 0;
+    while (this.queue.length > 0 && batch.length < this.limits.maxDeliveries) {
+      const next = this.queue[0]!;
+      if (batch.length > 0 && events + next.request.events.length > this.limits.maxEvents) break;
+      batch.push(this.queue.shift()!);
+      events += next.request.events.length;
+    }
+    if (batch.length === 0) return;
+    this.inFlight = this.write(batch).finally(() => {
+      this.inFlight = null;
+      if (this.queue.length > 0) this.flush();
+    });
+  }
+
+  private async write(batch: Pending[]): Promise<void> {
+    let outcomes: Array<IngestOutcome | AppError>;
+    try {
+      outcomes = await writeBatch(this.sql, batch.map((p) => p.request), this.clock());
+    } catch (err) {
+      if (batch.length === 1) {
+        batch[0]!.reject(err);
+        return;
+      }
+      // A batch fails as a whole (a deadlock with another process, a lost connection): each
+      // delivery is then written on its own, so one cannot fail the others.
+      for (const pending of batch) {
+        try {
+          const [outcome] = await writeBatch(this.sql, [pending.request], this.clock());
+          if (outcome instanceof AppError) pending.reject(outcome);
+          else pending.resolve(outcome!);
+        } catch (single) {
+          pending.reject(single);
+        }
+      }
+      return;
+    }
+    batch.forEach((pending, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome instanceof AppError) pending.reject(outcome);
+      else pending.resolve(outcome);
+    });
+  }
+}
+
+/**
+ * Writes deliveries in one transaction of two round trips: reads (after the locks) in the
+ * first, every write and COMMIT in the second. One outcome (or refusal) per request, in order.
+ * Arrays
+ * are bound as text[] and cast in SQL: drizzle's postgres.js setup passes date arrays through
+ * unserialised, and postgres.js types a boolean or number array by its first element.
+ */
+export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], now: Date): Promise<Array<IngestOutcome | AppError>> {
+  const period = usagePeriod(now);
+  const tx = await sql.reserve();
+  let open = false;
+  try {
+    const outcomes: Array<IngestOutcome | AppError | undefined> = new Array(requests.length);
+
+    // 1. One round trip, pipelined in this order: BEGIN, fingerprint locks (one global order, so
+    //    concurrent batches never deadlock), delivery claims, the quota counters, and the open
+    //    incidents of the batch's fingerprints.
+    const lockKeys = [
+      ...new Set(requests.flatMap((r) => r.events.filter((e): e is NormalizedAlert => e.kind === 'alert').map((a) => `${r.tenant.id}:${a.fingerprint}`))),
+    ].sort();
+    const firstOfKey = new Map<string, number>();
+    requests.forEach((r, i) => {
+      if (!firstOfKey.has(deliveryId(r))) firstOfKey.set(deliveryId(r), i);
+    });
+    const keyed = [...firstOfKey.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, i]) => requests[i]!);
+    const alertCount = (r: IngestRequest) => r.events.filter((e) => e.kind === 'alert').length;
+    const quotaTenants = [...new Set(requests.filter((r) => alertCount(r) > 0).map((r) => r.tenant.id))].sort();
+    // The open incidents of every fingerprint in the batch (a superset of what is written): read
+    // after the locks, in the same round trip.
+    const wanted = new Map<string, { tenantId: string; fingerprint: string }>();
+    for (const r of requests) {
+      for (const e of r.events) if (e.kind === 'alert') wanted.set(`${r.tenant.id}:${e.fingerprint}`, { tenantId: r.tenant.id, fingerprint: e.fingerprint });
+    }
+    const wantedList = [...wanted.values()];
+    open = true;
+    const [, , claimedRows, , counters, openRows] = await Promise.all([
+      tx`begin`,
+      lockKeys.length > 0
+        ? tx`select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(${lockKeys}::text[]) with ordinality as l(k, n) order by n`
+        : Promise.resolve([]),
+      tx<{ tenant_id: string; provider: string; delivery_key: string }[]>`
+        insert into webhook_deliveries (tenant_id, provider, delivery_key)
+        select * from unnest(${keyed.map((r) => r.tenant.id)}::text[], ${keyed.map((r) => r.provider)}::text[], ${keyed.map((r) => r.deliveryKey)}::text[])
+        on conflict do nothing
+        returning tenant_id, provider, delivery_key`,
+      quotaTenants.length > 0
+        ? tx`
+            insert into usage_counters (tenant_id, period, metric, count)
+            select t, ${period}, 'events', 0 from unnest(${quotaTenants}::text[]) as t
+            on conflict do nothing`
+        : Promise.resolve([]),
+      quotaTenants.length > 0
+        ? tx<{ tenant_id: string; count: number }[]>`
+            select tenant_id, count from usage_counters
+            where tenant_id = any(${quotaTenants}::text[]) and period = ${period} and metric = 'events'
+            order by tenant_id for update`
+        : Promise.resolve([] as { tenant_id: string; count: number }[]),
+      wantedList.length > 0
+        ? tx<{ id: string; tenant_id: string; fingerprint: string }[]>`
+            select distinct on (i.tenant_id, i.fingerprint) i.id, i.tenant_id, i.fingerprint
+            from incidents i
+            join unnest(${wantedList.map((w) => w.tenantId)}::text[], ${wantedList.map((w) => w.fingerprint)}::text[]) as k(tenant_id, fingerprint)
+              on i.tenant_id = k.tenant_id and i.fingerprint = k.fingerprint
+            where i.status not in ('resolved', 'closed')
+            order by i.tenant_id, i.fingerprint, i.created_at desc`
+        : Promise.resolve([] as { id: string; tenant_id: string; fingerprint: string }[]),
+    ]);
+    const openIncidents = new Map<string, string>();
+    for (const row of openRows) openIncidents.set(`${row.tenant_id}:${row.fingerprint}`, row.id);
+    const used = new Map<string, { before: number; after: number; limit: number | null }>();
+    for (const row of counters) used.set(row.tenant_id, { before: row.count, after: row.count, limit: null });
+
+    // 2. A delivery key seen before answers with its first result.
+    const claimed = new Set(claimedRows.map((row) => `${row.tenant_id}\u0000${row.provider}\u0000${row.delivery_key}`));
+    const seenBefore = keyed.filter((r) => !claimed.has(deliveryId(r)));
+    if (seenBefore.length > 0) {
+      const previous = await tx<{ tenant_id: string; provider: string; delivery_key: string; response: IngestResult | null; fresh: boolean }[]>`
+        select d.tenant_id, d.provider, d.delivery_key, d.response,
+               d.created_at > now() - make_interval(secs => ${BODY_REPLAY_WINDOW_MS / 1000}) as fresh
+        from webhook_deliveries d
+        join unnest(${seenBefore.map((r) => r.tenant.id)}::text[], ${seenBefore.map((r) => r.provider)}::text[], ${seenBefore.map((r) => r.deliveryKey)}::text[])
+          as k(tenant_id, provider, delivery_key) using (tenant_id, provider, delivery_key)
+        for update of d`;
+      const reuse: IngestRequest[] = [];
+      for (const row of previous) {
+        const key = `${row.tenant_id}\u0000${row.provider}\u0000${row.delivery_key}`;
+        const index = firstOfKey.get(key)!;
+        if (row.response && (row.delivery_key.startsWith('id:') || row.fresh)) {
+          outcomes[index] = { result: row.response, replayed: true };
+        } else {
+          claimed.add(key); // the same body after the replay window is a new delivery
+          reuse.push(requests[index]!);
+        }
+      }
+      if (reuse.length > 0) {
+        await tx`
+          update webhook_deliveries d set created_at = now(), response = null
+          from unnest(${reuse.map((r) => r.tenant.id)}::text[], ${reuse.map((r) => r.provider)}::text[], ${reuse.map((r) => r.deliveryKey)}::text[])
+            as k(tenant_id, provider, delivery_key)
+          where d.tenant_id = k.tenant_id and d.provider = k.provider and d.delivery_key = k.delivery_key`;
+      }
+    }
+    const toWrite = [...firstOfKey.values()].filter((i) => outcomes[i] === undefined).sort((a, b) => a - b);
+
+    // 3. Monthly event quota, per tenant, delivery by delivery in arrival order.
+    const refused: IngestRequest[] = [];
+    const accepted: number[] = [];
+    for (const i of toWrite) {
+      const request = requests[i]!;
+      const n = alertCount(request);
+      if (n > 0) {
+        const counter = used.get(request.tenant.id)!;
+        counter.limit = monthlyQuota(request.tenant, 'events');
+        if (counter.limit !== null && counter.after + n > counter.limit) {
+          outcomes[i] = new AppError('event_quota_exceeded', `The monthly event quota of ${counter.limit} is reached for ${period}`);
+          refused.push(request);
+          continue;
+        }
+        counter.after += n;
+      }
+      accepted.push(i);
+    }
+    const writes: Array<Promise<unknown>> = [];
+    if (refused.length > 0) {
+      // Nothing of a refused delivery stays, so the tool's retry is judged afresh.
+      writes.push(tx`
+        delete from webhook_deliveries d
+        using unnest(${refused.map((r) => r.tenant.id)}::text[], ${refused.map((r) => r.provider)}::text[], ${refused.map((r) => r.deliveryKey)}::text[])
+          as k(tenant_id, provider, delivery_key)
+        where d.tenant_id = k.tenant_id and d.provider = k.provider and d.delivery_key = k.delivery_key`);
+    }
+
+    // 5. Decide, event by event in arrival order.
+    const changes = new Map<string, IncidentChange>();
+    const eventRows: Array<Record<string, unknown>> = [];
+    for (const i of accepted) {
+      const request = requests[i]!;
+      const eventIds: string[] = [];
+      const incidentIds: string[] = [];
+      let opened = 0;
+      let attached = 0;
+      for (const event of request.events) {
+        const eventId = newId('evt', now.getTime());
+        eventIds.push(eventId);
+        let incidentId: string | null = null;
+        let delivered = true;
+        if (event.kind === 'alert') {
+          const lockKey = `${request.tenant.id}:${event.fingerprint}`;
+          const existing = openIncidents.get(lockKey);
+          if (existing) {
+            incidentId = existing;
+            attached++;
+            delivered = false; // the workflow hears of it through a signal
+            const change =
+              changes.get(existing) ??
+              { id: existing, isNew: false, tenantId: request.tenant.id, fingerprint: event.fingerprint, occurrences: 0, lastSeenAt: null };
+            if (event.status === 'firing') {
+              change.occurrences++;
+              change.lastSeenAt = !change.lastSeenAt || event.occurredAt > change.lastSeenAt ? event.occurredAt : change.lastSeenAt;
+              change.recovery = { recoveredAt: null };
+            } else {
+              change.recovery = { recoveredAt: event.occurredAt };
+            }
+            changes.set(existing, change);
+          } else if (event.status === 'firing') {
+            incidentId = newId('inc', now.getTime());
+            opened++;
+            openIncidents.set(lockKey, incidentId);
+            changes.set(incidentId, {
+              id: incidentId,
+              isNew: true,
+              tenantId: request.tenant.id,
+              fingerprint: event.fingerprint,
+              first: event,
+              firstEventId: eventId,
+              keyId: request.keyId,
+              requestId: request.requestId,
+              provider: request.provider,
+              occurrences: 1,
+              lastSeenAt: event.occurredAt,
+            });
+          }
+          if (incidentId && !incidentIds.includes(incidentId)) incidentIds.push(incidentId);
+        }
+        eventRows.push({
+          id: eventId,
+          tenant_id: request.tenant.id,
+          provider: request.provider,
+          kind: event.kind,
+          status: event.kind === 'alert' ? event.status : null,
+          fingerprint: event.kind === 'alert' ? event.fingerprint : null,
+          alert_name: event.kind === 'alert' ? event.alertName : null,
+          service: event.service,
+          severity: event.kind === 'alert' ? event.severity : null,
+          title: event.title,
+          description: event.description,
+          labels: JSON.stringify(event.labels),
+          raw: JSON.stringify(event.raw ?? {}),
+          occurred_at: event.occurredAt.toISOString(),
+          incident_id: incidentId,
+          delivered_at: delivered ? now.toISOString() : null,
+        });
+      }
+      const alerts = alertCount(request);
+      outcomes[i] = {
+        result: {
+          eventIds,
+          incidentIds,
+          deduplicated: alerts > 0 && opened === 0 && attached > 0,
+          ...(request.ignored ? { ignored: request.ignored } : {}),
+        },
+        replayed: false,
+      };
+    }
+
+    // 6. Write it all in one pipelined round trip, one statement per table.
+    const created = [...changes.values()].filter((c) => c.isNew);
+    const updated = [...changes.values()].filter((c) => !c.isNew).sort((a, b) => (a.id < b.id ? -1 : 1));
+    if (created.length > 0) {
+      writes.push(tx`
+        insert into incidents (id, tenant_id, title, description, severity, status, source, fingerprint, service, occurrence_count, last_seen_at, recovered_at)
+        select id, tenant_id, title, description, severity, 'open', 'automated', fingerprint, service, occurrences, last_seen_at, recovered_at
+        from unnest(
+          ${created.map((c) => c.id)}::text[], ${created.map((c) => c.tenantId)}::text[], ${created.map((c) => c.first!.title)}::text[],
+          ${created.map((c) => c.first!.description)}::text[], ${created.map((c) => c.first!.severity)}::text[],
+          ${created.map((c) => c.fingerprint)}::text[], ${created.map((c) => c.first!.service)}::text[],
+          ${created.map((c) => String(c.occurrences))}::text[]::int[], ${created.map((c) => iso(c.lastSeenAt))}::text[]::timestamptz[],
+          ${created.map((c) => iso(c.recovery?.recoveredAt))}::text[]::timestamptz[]
+        ) as n(id, tenant_id, title, description, severity, fingerprint, service, occurrences, last_seen_at, recovered_at)`);
+      writes.push(tx`
+        insert into audit_log (id, tenant_id, actor_type, actor_id, action, target_type, target_id, incident_id, request_id, details)
+        select a.id, a.tenant_id, 'api_key', a.actor_id, 'incident.created', 'incident', a.incident_id, a.incident_id, a.request_id, a.details::jsonb
+        from unnest(
+          ${created.map(() => newId('aud', now.getTime()))}::text[], ${created.map((c) => c.tenantId)}::text[], ${created.map((c) => c.keyId!)}::text[],
+          ${created.map((c) => c.id)}::text[], ${created.map((c) => c.requestId!)}::text[],
+          ${created.map((c) => JSON.stringify({ provider: c.provider, fingerprint: c.fingerprint, eventId: c.firstEventId }))}::text[]
+        ) as a(id, tenant_id, actor_id, incident_id, request_id, details)`);
+    }
+    if (updated.length > 0) {
+      writes.push(tx`
+        update incidents i set
+          occurrence_count = i.occurrence_count + u.occurrences,
+          last_seen_at = coalesce(greatest(i.last_seen_at, u.last_seen_at), i.last_seen_at, u.last_seen_at),
+          recovered_at = case when u.recovery_known then u.recovered_at else i.recovered_at end
+        from unnest(
+          ${updated.map((c) => c.id)}::text[], ${updated.map((c) => String(c.occurrences))}::text[]::int[], ${updated.map((c) => iso(c.lastSeenAt))}::text[]::timestamptz[],
+          ${updated.map((c) => String(c.recovery !== undefined))}::text[]::boolean[], ${updated.map((c) => iso(c.recovery?.recoveredAt))}::text[]::timestamptz[]
+        ) as u(id, occurrences, last_seen_at, recovery_known, recovered_at)
+        where i.id = u.id`);
+    }
+    if (eventRows.length > 0) {
+      const col = (name: string) => eventRows.map((r) => r[name] as string | null);
+      writes.push(tx`
+        insert into ingested_events (id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels, raw, occurred_at, incident_id, delivered_at)
+        select id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels::jsonb, raw::jsonb, occurred_at, incident_id, delivered_at
+        from unnest(
+          ${col('id')}::text[], ${col('tenant_id')}::text[], ${col('provider')}::text[], ${col('kind')}::text[], ${col('status')}::text[],
+          ${col('fingerprint')}::text[], ${col('alert_name')}::text[], ${col('service')}::text[], ${col('severity')}::text[],
+          ${col('title')}::text[], ${col('description')}::text[], ${col('labels')}::text[], ${col('raw')}::text[],
+          ${col('occurred_at')}::text[]::timestamptz[], ${col('incident_id')}::text[], ${col('delivered_at')}::text[]::timestamptz[]
+        ) as e(id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels, raw, occurred_at, incident_id, delivered_at)`);
+    }
+
+    // Outbox: incident.created for each opened incident, and quota warnings once per month.
+    const outbox: Array<{ tenantId: string; type: string; incidentId: string | null; payload: Record<string, unknown>; key: string }> = created.map((c) => ({
+      tenantId: c.tenantId,
+      type: 'incident.created',
+      incidentId: c.id,
+      payload: { incidentId: c.id, title: c.first!.title, severity: c.first!.severity, source: 'automated', provider: c.provider, service: c.first!.service },
+      key: `${c.id}:incident.created`,
+    }));
+    for (const [tenantId, counter] of used) {
+      if (counter.limit === null) continue;
+      for (const percent of QUOTA_WARNING_PERCENTS) {
+        const mark = Math.ceil((counter.limit * percent) / 100);
+        if (counter.after >= mark && counter.before < mark) {
+          outbox.push({
+            tenantId,
+            type: 'system.quota_warning',
+            incidentId: null,
+            payload: { metric: 'events', period, used: counter.after, limit: counter.limit, percent },
+            key: `${tenantId}:${period}:events:quota:${percent}`,
+          });
+        }
+      }
+    }
+    if (outbox.length > 0) {
+      // Appended and announced in one statement (NOTIFY is delivered at commit).
+      writes.push(tx`
+        with appended as (
+          insert into events (id, tenant_id, type, incident_id, payload, idempotency_key, occurred_at)
+          select id, tenant_id, type, incident_id, payload::jsonb, idempotency_key, ${now.toISOString()}::timestamptz
+          from unnest(
+            ${outbox.map(() => newId('oev', now.getTime()))}::text[], ${outbox.map((o) => o.tenantId)}::text[], ${outbox.map((o) => o.type)}::text[],
+            ${outbox.map((o) => o.incidentId)}::text[], ${outbox.map((o) => JSON.stringify(o.payload))}::text[], ${outbox.map((o) => o.key)}::text[]
+          ) as o(id, tenant_id, type, incident_id, payload, idempotency_key)
+          on conflict (idempotency_key) do nothing
+          returning tenant_id, seq
+        )
+        select pg_notify(${eventsChannel}, tenant_id || ':' || seq) from appended`);
+    }
+
+    for (const [tenantId, counter] of used) {
+      if (counter.after !== counter.before) {
+        writes.push(tx`update usage_counters set count = ${counter.after} where tenant_id = ${tenantId} and period = ${period} and metric = 'events'`);
+      }
+    }
+    const written = accepted.map((i) => requests[i]!);
+    if (written.length > 0) {
+      writes.push(tx`
+        update webhook_deliveries d set response = r.response::jsonb
+        from unnest(
+          ${written.map((r) => r.tenant.id)}::text[], ${written.map((r) => r.provider)}::text[], ${written.map((r) => r.deliveryKey)}::text[],
+          ${accepted.map((i) => JSON.stringify((outcomes[i] as IngestOutcome).result))}::text[]
+        ) as r(tenant_id, provider, delivery_key, response)
+        where d.tenant_id = r.tenant_id and d.provider = r.provider and d.delivery_key = r.delivery_key`);
+    }
+    if (changes.size > 0) writes.push(tx`select pg_notify(${dispatchChannel}, '')`);
+    // COMMIT rides in the same round trip: if a write fails, PostgreSQL turns it into a rollback
+    // and the failed write rejects here.
+    writes.push(tx`commit`);
+    await Promise.all(writes);
+    open = false;
+
+    // Duplicates of a key within this batch answer like their first.
+    return requests.map((r, i) => {
+      const first = firstOfKey.get(deliveryId(r))!;
+      const outcome = outcomes[first]!;
+      if (first === i || outcome instanceof AppError) return outcome;
+      return { result: outcome.result, replayed: true };
+    });
+  } catch (err) {
+    if (open) await tx`rollback`.catch(() => undefined);
+    throw err;
+  } finally {
+    tx.release();
+  }
 }

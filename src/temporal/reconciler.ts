@@ -54,12 +54,24 @@ export async function reconcileIncidents(deps: ReconcilerDeps, options: { olderT
   return started;
 }
 
+/** An incident signalled this recently waits while its new alerts only repeat "firing". */
+export const REPEAT_SIGNAL_INTERVAL_MS = 10_000;
+
 /**
  * Signals every stored alert that attached to an already open incident to that incident's
  * workflow, one signal per incident carrying all its waiting alerts in order. At-least-once:
- * the workflow ignores event ids it has seen.
+ * the workflow ignores event ids it has seen. During an alert storm, an incident signalled in
+ * the last `REPEAT_SIGNAL_INTERVAL_MS` is skipped while everything waiting for it is a firing
+ * repeat (its occurrence count is already stored); it then gets them all in one signal.
  */
-export async function deliverPendingAlerts(deps: ReconcilerDeps): Promise<number> {
+export async function deliverPendingAlerts(
+  deps: ReconcilerDeps,
+  recentlySignalled: Map<string, number> = new Map(),
+  repeatIntervalMs = REPEAT_SIGNAL_INTERVAL_MS,
+): Promise<number> {
+  const now = Date.now();
+  for (const [id, at] of recentlySignalled) if (now - at >= repeatIntervalMs) recentlySignalled.delete(id);
+  const quiet = [...recentlySignalled.keys()];
   const rows = await deps.db
     .select({
       eventId: ingestedEvents.id,
@@ -71,7 +83,18 @@ export async function deliverPendingAlerts(deps: ReconcilerDeps): Promise<number
     .from(ingestedEvents)
     .innerJoin(incidents, eq(incidents.id, ingestedEvents.incidentId))
     .innerJoin(tenants, eq(tenants.id, ingestedEvents.tenantId))
-    .where(and(isNull(ingestedEvents.deliveredAt), isNotNull(ingestedEvents.incidentId), isNotNull(incidents.workflowStartedAt)))
+    .where(
+      and(
+        isNull(ingestedEvents.deliveredAt),
+        isNotNull(ingestedEvents.incidentId),
+        isNotNull(incidents.workflowStartedAt),
+        quiet.length > 0
+          ? sql`not (${ingestedEvents.incidentId} = any(${quiet}::text[]) and not exists (
+              select 1 from ingested_events r
+              where r.incident_id = ${ingestedEvents.incidentId} and r.delivered_at is null and r.status = 'resolved'))`
+          : undefined,
+      ),
+    )
     .orderBy(asc(ingestedEvents.receivedAt), asc(ingestedEvents.id))
     .limit(BATCH);
   const byIncident = new Map<string, { alerts: ReceivedAlert[]; autoResolve: boolean }>();
@@ -85,6 +108,7 @@ export async function deliverPendingAlerts(deps: ReconcilerDeps): Promise<number
   for (const [incidentId, group] of byIncident) {
     try {
       await deps.workflows.signalAlerts(incidentId, group); // 'gone': the incident was closed since
+      recentlySignalled.set(incidentId, Date.now());
       await deps.db
         .update(ingestedEvents)
         .set({ deliveredAt: sql`now()` })
@@ -109,15 +133,22 @@ export interface Dispatcher {
  * notifications, Temporal back after an outage, crashed api processes). Passes never overlap;
  * a wake-up during a pass schedules one more.
  */
-export function startDispatcher(deps: ReconcilerDeps, options: { intervalMs?: number; listen?: boolean } = {}): Dispatcher {
+export function startDispatcher(
+  deps: ReconcilerDeps,
+  options: { intervalMs?: number; listen?: boolean; minGapMs?: number; repeatIntervalMs?: number } = {},
+): Dispatcher {
   let running: Promise<unknown> | null = null;
   let again = false;
   let stopped = false;
   let lastPurge = 0;
+  let lastPassEnded = 0;
+  let delayed: NodeJS.Timeout | null = null;
+  const recentlySignalled = new Map<string, number>();
+  const minGapMs = options.minGapMs ?? 250;
 
   const runOnce = async () => {
     const started = await reconcileIncidents(deps);
-    const delivered = await deliverPendingAlerts(deps);
+    const delivered = await deliverPendingAlerts(deps, recentlySignalled, options.repeatIntervalMs);
     if (Date.now() - lastPurge > 60_000) {
       lastPurge = Date.now();
       await purgeRateLimitWindows(deps.sql);
@@ -126,9 +157,19 @@ export function startDispatcher(deps: ReconcilerDeps, options: { intervalMs?: nu
   };
 
   const wake = (): void => {
-    if (stopped) return;
+    if (stopped || delayed) return;
     if (running) {
       again = true;
+      return;
+    }
+    // Wake-ups closer together than minGapMs are folded into one pass: under load each pass
+    // then carries more, and Temporal sees fewer, larger signals.
+    const wait = lastPassEnded + minGapMs - Date.now();
+    if (wait > 0) {
+      delayed = setTimeout(() => {
+        delayed = null;
+        wake();
+      }, wait);
       return;
     }
     running = runOnce()
@@ -138,6 +179,7 @@ export function startDispatcher(deps: ReconcilerDeps, options: { intervalMs?: nu
       .catch((err: unknown) => deps.logger.warn({ err }, 'dispatch pass failed'))
       .finally(() => {
         running = null;
+        lastPassEnded = Date.now();
         if (again) {
           again = false;
           wake();
@@ -160,6 +202,7 @@ export function startDispatcher(deps: ReconcilerDeps, options: { intervalMs?: nu
     async stop() {
       stopped = true;
       clearInterval(timer);
+      if (delayed) clearTimeout(delayed);
       const listener = await listening;
       await listener?.unlisten();
       await running;

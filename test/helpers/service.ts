@@ -97,6 +97,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const deps: AppDeps = {
     db: database.db,
     sql: database.sql,
+    relaxedSql: database.relaxedSql,
     workflows,
     tokens: createTokenVerifier({ jwtSecret: TEST_JWT_SECRET, jwksUrl: options.jwksUrl }),
     clock: () => new Date(),
@@ -108,7 +109,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       webhookRateLimitPerMinute: 1_000_000,
     },
   };
-  const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000 }) : undefined;
+  const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000, repeatIntervalMs: 500 }) : undefined;
   const app = createApp(deps);
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));

@@ -11,12 +11,14 @@ import { reconcileIncidents } from '../../src/temporal/reconciler.js';
 import { ensureSearchAttributes } from '../../src/temporal/search-attributes.js';
 import { getStateQuery, type IncidentWorkflowInput } from '../../src/workflows/messages.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/webhooks.js';
 import Long from 'long';
 import pino from 'pino';
 import { randomBytes } from 'node:crypto';
 
 const historiesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'histories');
 const recordedHistory = path.join(historiesDir, 'incident-lifecycle-v1.json');
+const recordedAlertsHistory = path.join(historiesDir, 'incident-alerts-v1.json');
 
 let svc: TestService;
 let tenant: { tenantId: string; admin: string; member: string };
@@ -52,6 +54,34 @@ describe('incident workflow determinism', () => {
     expect(history.events.length).toBeGreaterThan(20);
     // Throws DeterminismViolationError if the workflow code no longer matches the history.
     await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, 'recorded-incident');
+  });
+
+  it('replays the recorded history of an incident that received alert signals and auto-resolved', async () => {
+    if (process.env.RECORD_HISTORIES) {
+      const created = await svc.api('POST', '/v1/incidents/chat', {
+        token: tenant.member,
+        body: { title: 'Signals', description: 'an incident that hears its alerts repeat and recover' },
+      });
+      const id = created.body.incidentId as string;
+      const at = new Date().toISOString();
+      await svc.workflows.signalAlerts(id, { alerts: [{ eventId: 'evt_a', status: 'firing', occurredAt: at }], autoResolve: true });
+      await svc.workflows.signalAlerts(id, {
+        alerts: [
+          { eventId: 'evt_a', status: 'firing', occurredAt: at }, // a redelivery, ignored
+          { eventId: 'evt_b', status: 'resolved', occurredAt: at },
+        ],
+        autoResolve: true,
+      });
+      const handle = svc.client.workflow.getHandle(id);
+      await eventually(async () => (await handle.query(getStateQuery)).status === 'resolved');
+      expect(await handle.query(getStateQuery)).toMatchObject({ alertsReceived: 2, lastAlertStatus: 'resolved', version: 2 });
+      expect((await svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'closed' } })).status).toBe(200);
+      await handle.result();
+      writeFileSync(recordedAlertsHistory, historyToJSON(await handle.fetchHistory()));
+    }
+    const history = JSON.parse(readFileSync(recordedAlertsHistory, 'utf8'));
+    expect(JSON.stringify(history)).toContain('alertsReceived');
+    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, 'recorded-alerts');
   });
 
   it('replays a history made just now, including a reopen run', async () => {

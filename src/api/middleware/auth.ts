@@ -40,7 +40,7 @@ export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
     if (publicPaths.has(path) || path.startsWith('/docs/')) {
       const address = clientAddress(c, deps.config.trustProxy);
       const limit = deps.config.publicRateLimitPerMinute;
-      applyRateLimit(c, await countRequest(deps.sql, `ip:${address}`, limit), deps.clock());
+      applyRateLimit(c, await countRequest(deps.relaxedSql, `ip:${address}`, limit), deps.clock());
       return next();
     }
     if (!path.startsWith('/v1/') && !path.startsWith('/api/v1/')) return next(); // falls to 404
@@ -60,7 +60,7 @@ export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
     if (!tenant) throw new AppError('unauthorized', 'The token names an unknown tenant');
     if (tenant.status !== 'active') throw new AppError('forbidden', 'This tenant is suspended');
     c.set('auth', { ...principal, tenant });
-    applyRateLimit(c, await countRequest(deps.sql, `tenant:${tenant.id}`, rateLimitPerMinute(tenant)), deps.clock());
+    applyRateLimit(c, await countRequest(deps.relaxedSql, `tenant:${tenant.id}`, rateLimitPerMinute(tenant)), deps.clock());
     return next();
   };
 }

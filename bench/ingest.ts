@@ -1,0 +1,100 @@
+/**
+ * `npm run bench:ingest`: sustained webhook ingestion over real HTTP against the service as
+ * `npm start` runs it (child process: embedded PostgreSQL, Temporal dev server, worker, api).
+ * 32 concurrent senders for 30 s post generic alerts drawn from 1,000 distinct alerts, so both
+ * paths run: opening an incident and attaching a repeat to an open one. Then, against the same
+ * database, the raw PostgreSQL single-row insert rate through a pool configured like the
+ * service's (postgres.js, 20 connections), and the ratio of the two. Prints figures only.
+ * Options: BENCH_SECONDS (30), BENCH_CONCURRENCY (32), BENCH_DISTINCT_ALERTS (1000).
+ * Targets (issue 3): ≥ 1,500 events/s, p99 ≤ 50 ms, ≥ 40 % of the raw insert rate.
+ */
+import { Agent, request } from 'node:http';
+import { cpus } from 'node:os';
+import postgres from 'postgres';
+import { measure, startStack } from './stack.js';
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 30);
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const distinct = Number(process.env.BENCH_DISTINCT_ALERTS ?? 1000);
+
+const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+
+function post(url: URL, headers: Record<string, string>, body: string): Promise<{ ok: boolean; status: number }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ ok: res.statusCode === 202, status: res.statusCode ?? 0 }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function main() {
+  const stack = await startStack({ WEBHOOK_RATE_LIMIT_PER_MINUTE: '100000000' }, process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []);
+  const admin = postgres(stack.databaseUrl, { max: 1 });
+  await admin`update tenants set plan = 'plan_enterprise' where id = ${stack.tenantId}`; // unlimited events
+  await admin.end();
+  const created = await fetch(`${stack.baseUrl}/v1/api-keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench' }),
+  });
+  const { key } = (await created.json()) as { key: string };
+  const url = new URL(`${stack.baseUrl}/v1/webhooks/${stack.tenantId}/generic`);
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const statuses = new Map<number, number>();
+
+  console.log(`machine: ${process.platform} ${process.arch}, node ${process.version}, ${cpus().length} cpus; service in a child process`);
+  // Warm-up (JIT, connection pools), not counted.
+  await measure('warm-up', { durationMs: 3000, parallel: concurrency }, (i) =>
+    post(url, headers, JSON.stringify({ name: `Warmup${i % 50}`, severity: 'high', service: 'bench', summary: 'warm-up', startsAt: new Date(Date.now() + i).toISOString() })),
+  );
+  const ingest = await measure(`webhook ingestion (${distinct} distinct alerts)`, { durationMs: seconds * 1000, parallel: concurrency }, async (i) => {
+    const n = i % distinct;
+    const res = await post(
+      url,
+      headers,
+      JSON.stringify({
+        name: `BenchAlert${n}`,
+        severity: ['critical', 'high', 'warning', 'info'][n % 4],
+        service: `svc-${n % 40}`,
+        summary: `synthetic alert ${n}`,
+        labels: { region: 'eu-west-1', shard: String(n % 16) },
+        startsAt: new Date(1_800_000_000_000 + i).toISOString(), // distinct body per delivery
+      }),
+    );
+    statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+    return res;
+  });
+  console.log(`statuses: ${JSON.stringify(Object.fromEntries(statuses))}`);
+
+  const pool = postgres(stack.databaseUrl, { max: 20 });
+  await pool`create table if not exists bench_raw_insert (id bigserial primary key, tenant_id text not null, payload jsonb not null, created_at timestamptz not null default now())`;
+  const raw = await measure('raw PostgreSQL single-row insert', { durationMs: 10_000, parallel: concurrency }, async (i) => {
+    await pool`insert into bench_raw_insert (tenant_id, payload) values (${stack.tenantId}, ${pool.json({ i })})`;
+    return { ok: true };
+  });
+  await pool`drop table bench_raw_insert`;
+  await pool.end();
+
+  const counts = postgres(stack.databaseUrl, { max: 1 });
+  const [stored] = await counts<{ events: string; incidents: string }[]>`
+    select (select count(*) from ingested_events) as events, (select count(*) from incidents) as incidents`;
+  await counts.end();
+  console.log(`stored: ${stored!.events} events, ${stored!.incidents} incidents`);
+  console.log(
+    `result: ${ingest.perSecond.toFixed(0)} events/s (target ≥ 1500), p50 ${ingest.p50.toFixed(1)} ms, p99 ${ingest.p99.toFixed(1)} ms (target ≤ 50), ` +
+      `${(100 * (ingest.perSecond / raw.perSecond)).toFixed(0)} % of the raw insert rate ${raw.perSecond.toFixed(0)}/s (target ≥ 40 %)`,
+  );
+  agent.destroy();
+  await stack.stop();
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
