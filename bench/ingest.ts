@@ -11,7 +11,7 @@
 import { Agent, request } from 'node:http';
 import { cpus } from 'node:os';
 import postgres from 'postgres';
-import { measure, startStack } from './stack.js';
+import { measure, runBenchmark, startStack } from './stack.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 30);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -91,10 +91,4 @@ async function main() {
   await stack.stop();
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runBenchmark(main);

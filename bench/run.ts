@@ -6,7 +6,7 @@
  */
 import { cpus } from 'node:os';
 import postgres from 'postgres';
-import { measure, startStack } from './stack.js';
+import { measure, runBenchmark, startStack } from './stack.js';
 
 const total = Number(process.env.BENCH_INCIDENTS ?? 400);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -49,10 +49,4 @@ async function main() {
   await stack.stop();
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runBenchmark(main);

@@ -102,3 +102,14 @@ export async function measure(
   );
   return result;
 }
+
+/** Runs a benchmark's main function and exits with its outcome. */
+export function runBenchmark(main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
