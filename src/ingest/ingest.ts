@@ -155,9 +155,10 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
   try {
     const outcomes: Array<IngestOutcome | AppError | undefined> = new Array(requests.length);
 
-    // 1. One round trip, pipelined in this order: BEGIN, fingerprint locks (one global order, so
-    //    concurrent batches never deadlock), delivery claims, the quota counters, and the open
-    //    incidents of the batch's fingerprints.
+    // 1. One round trip, pipelined in this order: BEGIN, delivery claims, fingerprint locks,
+    //    the quota counters (each set in sorted order, and the sets always in this order, so
+    //    concurrent batches on several api processes never deadlock), and the open incidents of
+    //    the batch's fingerprints.
     const lockKeys = [
       ...new Set(requests.flatMap((r) => r.events.filter((e): e is NormalizedAlert => e.kind === 'alert').map((a) => `${r.tenant.id}:${a.fingerprint}`))),
     ].sort();
@@ -176,16 +177,16 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
     }
     const wantedList = [...wanted.values()];
     open = true;
-    const [, , claimedRows, , counters, openRows] = await Promise.all([
+    const [, claimedRows, , , counters, openRows] = await Promise.all([
       tx`begin`,
-      lockKeys.length > 0
-        ? tx`select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(${lockKeys}::text[]) with ordinality as l(k, n) order by n`
-        : Promise.resolve([]),
       tx<{ tenant_id: string; provider: string; delivery_key: string }[]>`
         insert into webhook_deliveries (tenant_id, provider, delivery_key)
         select * from unnest(${keyed.map((r) => r.tenant.id)}::text[], ${keyed.map((r) => r.provider)}::text[], ${keyed.map((r) => r.deliveryKey)}::text[])
         on conflict do nothing
         returning tenant_id, provider, delivery_key`,
+      lockKeys.length > 0
+        ? tx`select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(${lockKeys}::text[]) with ordinality as l(k, n) order by n`
+        : Promise.resolve([]),
       quotaTenants.length > 0
         ? tx`
             insert into usage_counters (tenant_id, period, metric, count)
