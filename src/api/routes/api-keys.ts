@@ -9,9 +9,8 @@ import { newId } from '../../ids.js';
 import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { ApiKeyList, CreateApiKeyBody, CreatedApiKey, KeyIdParam, ListApiKeysQuery } from '../schemas/api-keys.js';
-import { bearerSecurity, errorResponses } from '../schemas/common.js';
+import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
 
-const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
 
 export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(
@@ -22,7 +21,7 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       summary: 'Create a webhook API key (the key and its signing secret are shown only here)',
       security: bearerSecurity,
       request: { body: { required: true, content: { 'application/json': { schema: CreateApiKeyBody } } } },
-      responses: { 201: json(CreatedApiKey, 'The new key'), ...errorResponses(400, 401, 403, 409) },
+      responses: { 201: jsonResponse(CreatedApiKey, 'The new key'), ...errorResponses(400, 401, 403, 409) },
     }),
     async (c) => {
       const auth = requireAuth(c, 'admin');
@@ -66,7 +65,7 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       summary: 'List API keys (never their secrets), newest first',
       security: bearerSecurity,
       request: { query: ListApiKeysQuery },
-      responses: { 200: json(ApiKeyList, 'A page of keys'), ...errorResponses(400, 401, 403) },
+      responses: { 200: jsonResponse(ApiKeyList, 'A page of keys'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
       const auth = requireAuth(c, 'admin');

@@ -9,7 +9,7 @@ import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
-import { bearerSecurity, errorResponses } from '../schemas/common.js';
+import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
 import {
   CreateIncidentBody,
   CreatedIncident,
@@ -20,7 +20,6 @@ import {
   UpdateIncidentBody,
 } from '../schemas/incidents.js';
 
-const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
 
 export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(
@@ -31,7 +30,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       summary: 'Open a manual incident',
       security: bearerSecurity,
       request: { body: { required: true, content: { 'application/json': { schema: CreateIncidentBody } } } },
-      responses: { 201: json(CreatedIncident, 'Incident opened'), ...errorResponses(400, 401, 403, 429) },
+      responses: { 201: jsonResponse(CreatedIncident, 'Incident opened'), ...errorResponses(400, 401, 403, 429) },
     }),
     async (c) => {
       const auth = requireAuth(c, 'member');
@@ -116,7 +115,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       summary: 'List incidents (newest first by default)',
       security: bearerSecurity,
       request: { query: ListIncidentsQuery },
-      responses: { 200: json(IncidentList, 'A page of incidents'), ...errorResponses(400, 401, 403) },
+      responses: { 200: jsonResponse(IncidentList, 'A page of incidents'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
       const auth = requireAuth(c, 'member');
@@ -157,7 +156,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       summary: 'Get one incident',
       security: bearerSecurity,
       request: { params: IncidentIdParam },
-      responses: { 200: json(Incident, 'The incident'), ...errorResponses(401, 403, 404) },
+      responses: { 200: jsonResponse(Incident, 'The incident'), ...errorResponses(401, 403, 404) },
     }),
     async (c) => {
       const auth = requireAuth(c, 'member');
@@ -178,7 +177,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
         params: IncidentIdParam,
         body: { required: true, content: { 'application/json': { schema: UpdateIncidentBody } } },
       },
-      responses: { 200: json(Incident, 'The incident after the update'), ...errorResponses(400, 401, 403, 404) },
+      responses: { 200: jsonResponse(Incident, 'The incident after the update'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
       const auth = requireAuth(c, 'member');

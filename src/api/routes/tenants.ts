@@ -4,7 +4,7 @@ import { findTenant, updateTenant } from '../../db/repositories/tenants.js';
 import type { TenantRow } from '../../db/schema/tenants.js';
 import { AppError } from '../../errors.js';
 import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
-import { bearerSecurity, errorResponses } from '../schemas/common.js';
+import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
 import { Tenant, TenantIdParam, UpdateTenantBody } from '../schemas/tenants.js';
 
 export function toTenantView(row: TenantRow) {
@@ -27,7 +27,6 @@ export function toTenantView(row: TenantRow) {
   };
 }
 
-const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
 
 export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(
@@ -38,7 +37,7 @@ export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       summary: "Get the caller's tenant",
       security: bearerSecurity,
       request: { params: TenantIdParam },
-      responses: { 200: json(Tenant, 'The tenant'), ...errorResponses(401, 403, 404) },
+      responses: { 200: jsonResponse(Tenant, 'The tenant'), ...errorResponses(401, 403, 404) },
     }),
     (c) => {
       const auth = requireAuth(c, 'member');
@@ -58,7 +57,7 @@ export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
         params: TenantIdParam,
         body: { required: true, content: { 'application/json': { schema: UpdateTenantBody } } },
       },
-      responses: { 200: json(Tenant, 'The updated tenant'), ...errorResponses(400, 401, 403, 404) },
+      responses: { 200: jsonResponse(Tenant, 'The updated tenant'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
       const auth = requireAuth(c, 'admin');

@@ -26,6 +26,9 @@ export function errorResponses(...statuses: Array<400 | 401 | 403 | 404 | 409 | 
 
 export const bearerSecurity = [{ bearerAuth: [] }];
 
+/** An OpenAPI response with a JSON body of `schema`. */
+export const jsonResponse = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
+
 /** Query booleans arrive as strings. */
 export const queryBoolean = z.enum(['true', 'false']).transform((v) => v === 'true');
 
