@@ -90,11 +90,6 @@ export class IngestBatcher {
     });
   }
 
-  /** Resolves when everything submitted so far is written. */
-  async drain(): Promise<void> {
-    while (this.inFlight) await this.inFlight;
-  }
-
   private flush(): void {
     const batch: Pending[] = [];
     let events = 0;

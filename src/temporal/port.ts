@@ -8,13 +8,11 @@ import {
 import { AppError } from '../errors.js';
 import {
   alertsReceivedSignal,
-  getStateQuery,
   incidentWorkflowType,
   setStatusUpdate,
   type AlertsReceived,
   type IncidentView,
   type IncidentWorkflowInput,
-  type IncidentWorkflowState,
   type SetStatusRequest,
 } from '../workflows/messages.js';
 import { IncidentStatusKey, SeverityKey, SourceKey, TenantIdKey } from '../workflows/search-attributes.js';
@@ -31,7 +29,6 @@ export interface WorkflowPort {
   startIncident(input: IncidentWorkflowInput, title: string): Promise<void>;
   /** Moves an incident; a closed incident's workflow is started again from `stored` (reopen). */
   setIncidentStatus(stored: IncidentWorkflowInput, title: string, request: SetStatusRequest): Promise<IncidentView>;
-  incidentState(incidentId: string): Promise<IncidentWorkflowState>;
   /** Signals alerts to a running incident workflow; 'gone' when its workflow has completed. */
   signalAlerts(incidentId: string, payload: AlertsReceived): Promise<'delivered' | 'gone'>;
   checkServer(): Promise<DependencyHealth>;
@@ -89,15 +86,6 @@ export function createTemporalWorkflowPort(client: Client, taskQueue: string): W
         if (err instanceof WorkflowUpdateFailedError) {
           throw new AppError('validation_error', err.cause?.message ?? err.message);
         }
-        throw err;
-      }
-    },
-
-    async incidentState(incidentId) {
-      try {
-        return await client.workflow.getHandle(incidentId).query(getStateQuery);
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError) throw new AppError('incident_not_found');
         throw err;
       }
     },

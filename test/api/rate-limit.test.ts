@@ -1,11 +1,12 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { createKey, postWebhook } from '../helpers/webhooks.js';
 
 let svc: TestService;
 
 beforeAll(async () => {
-  svc = await startTestService({ publicRateLimitPerMinute: 5 });
+  svc = await startTestService({ publicRateLimitPerMinute: 5, webhookRateLimitPerMinute: 3 });
 });
 afterAll(() => svc?.stop());
 
@@ -73,5 +74,28 @@ describe('rate limits', () => {
     expect(limited.headers.get('x-ratelimit-limit')).toBe('5');
     // Probes are never limited.
     expect((await svc.api('GET', '/health')).status).toBe(200);
+  });
+
+  it('limits webhooks per tenant in their own window, with the headers, counting only authenticated deliveries', async () => {
+    await awayFromWindowEdge();
+    const tenant = await svc.newTenant();
+    const key = await createKey(svc, tenant.admin);
+    const alert = (n: number) => ({ name: `RateLimited${n}`, severity: 'low' });
+    // A delivery with a wrong key is refused before it is counted.
+    expect((await postWebhook(svc, tenant.tenantId, 'generic', alert(0), { key: 'flo_' + 'B'.repeat(43) })).status).toBe(401);
+    const statuses: number[] = [];
+    let last;
+    for (let i = 1; i <= 4; i++) {
+      last = await postWebhook(svc, tenant.tenantId, 'generic', alert(i), { key: key.key });
+      statuses.push(last.status);
+    }
+    expect(statuses).toEqual([202, 202, 202, 429]);
+    expect(last!.body.error).toBe('rate_limit_exceeded');
+    expect(last!.headers.get('x-ratelimit-limit')).toBe('3');
+    expect(last!.headers.get('x-ratelimit-remaining')).toBe('0');
+    // The refused delivery stored nothing; the user api's window is separate.
+    const listed = await svc.api('GET', '/v1/incidents', { token: tenant.member });
+    expect(listed.body.count).toBe(3);
+    expect(listed.headers.get('x-ratelimit-remaining')).toBe('1998'); // key creation + this list
   });
 });

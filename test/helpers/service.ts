@@ -63,6 +63,7 @@ export interface TestServiceOptions {
   /** Override parts of the app's dependencies (a second app over the same database). */
   jwksUrl?: string;
   publicRateLimitPerMinute?: number;
+  webhookRateLimitPerMinute?: number;
   /** Run without a worker on the task queue (health checks). */
   withoutWorker?: boolean;
   /** Run without the background dispatcher (tests that drive passes themselves). */
@@ -106,7 +107,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       publicBaseUrl: 'http://api.test',
       trustProxy: false,
       publicRateLimitPerMinute: options.publicRateLimitPerMinute ?? 10_000,
-      webhookRateLimitPerMinute: 1_000_000,
+      webhookRateLimitPerMinute: options.webhookRateLimitPerMinute ?? 1_000_000,
     },
   };
   const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000, repeatIntervalMs: 500 }) : undefined;

@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { appendAudit } from '../../db/repositories/audit.js';
-import { findTenant, updateTenant } from '../../db/repositories/tenants.js';
+import { updateTenant } from '../../db/repositories/tenants.js';
 import type { TenantRow } from '../../db/schema/tenants.js';
 import { AppError } from '../../errors.js';
 import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
@@ -85,7 +85,7 @@ export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
         });
         return row;
       });
-      return c.json(toTenantView(updated ?? (await findTenant(deps.db, auth.tenantId))!), 200);
+      return c.json(toTenantView(updated), 200);
     },
   );
 }

@@ -88,7 +88,7 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       const deliveryKey = deliveryId ? `id:${deliveryId}` : `body:${createHash('sha256').update(rawBody).digest('hex')}`;
 
       const { result, replayed } = await batcher.submit({
-          tenant: { id: tenantId, plan: credential.plan as never, settings: credential.settings },
+          tenant: { id: tenantId, plan: credential.plan, settings: credential.settings },
           provider: provider.name,
           keyId: credential.keyId,
           deliveryKey,

@@ -2,7 +2,7 @@ import { and, count, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import type postgres from 'postgres';
 import type { Db } from '../client.js';
 import { apiKeys } from '../schema/ingestion.js';
-import type { TenantSettings } from '../schema/tenants.js';
+import type { TenantRow, TenantSettings } from '../schema/tenants.js';
 
 export const MAX_ACTIVE_KEYS_PER_TENANT = 100;
 
@@ -47,7 +47,7 @@ export interface WebhookCredential {
   keyId: string;
   signingSecret: string;
   tenantStatus: string;
-  plan: string;
+  plan: TenantRow['plan'];
   settings: TenantSettings;
   /** The key's last use was recorded over a minute ago (or never). */
   touchDue: boolean;

@@ -5,22 +5,21 @@ import { usageCounters, type UsageMetric } from '../schema/limits.js';
 type Executor = Pick<Db, 'insert' | 'select'>;
 
 /**
- * Counts `amount` units (default 1) of a monthly metric if the limit allows all of them,
- * atomically (safe under concurrent requests on several api processes). Returns the new count,
- * or null when the quota does not allow it; the caller's transaction must then roll back.
+ * Counts one unit of a monthly metric if the limit allows it, atomically (safe under concurrent
+ * requests on several api processes). Returns the new count, or null when the quota is
+ * exhausted; the caller's transaction must then roll back.
  */
 export async function consumeQuota(
   tx: Executor,
-  args: { tenantId: string; period: string; metric: UsageMetric; limit: number | null; amount?: number },
+  args: { tenantId: string; period: string; metric: UsageMetric; limit: number | null },
 ): Promise<number | null> {
-  const amount = args.amount ?? 1;
   const rows = await tx
     .insert(usageCounters)
-    .values({ tenantId: args.tenantId, period: args.period, metric: args.metric, count: amount })
+    .values({ tenantId: args.tenantId, period: args.period, metric: args.metric, count: 1 })
     .onConflictDoUpdate({
       target: [usageCounters.tenantId, usageCounters.period, usageCounters.metric],
-      set: { count: sql`${usageCounters.count} + ${amount}` },
-      ...(args.limit === null ? {} : { setWhere: sql`${usageCounters.count} + ${amount} <= ${args.limit}` }),
+      set: { count: sql`${usageCounters.count} + 1` },
+      ...(args.limit === null ? {} : { setWhere: sql`${usageCounters.count} < ${args.limit}` }),
     })
     .returning({ count: usageCounters.count });
   const count = rows[0]?.count ?? null;
