@@ -401,6 +401,8 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
     }
 
     // Outbox: incident.created for each opened incident, and quota warnings once per month.
+    // The set-based twin of appendEvent (src/db/repositories/events.ts), for the hot path: keep
+    // the two in step (columns, idempotency key, NOTIFY payload `tenantId:seq`).
     const outbox: Array<{ tenantId: string; type: string; incidentId: string | null; payload: Record<string, unknown>; key: string }> = created.map((c) => ({
       tenantId: c.tenantId,
       type: 'incident.created',
