@@ -195,17 +195,22 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
             order by tenant_id for update`
         : Promise.resolve([] as { tenant_id: string; count: number }[]),
       wantedList.length > 0
-        ? tx<{ id: string; tenant_id: string; fingerprint: string }[]>`
-            select distinct on (i.tenant_id, i.fingerprint) i.id, i.tenant_id, i.fingerprint
+        ? tx<{ id: string; tenant_id: string; fingerprint: string; recovered: boolean }[]>`
+            select distinct on (i.tenant_id, i.fingerprint) i.id, i.tenant_id, i.fingerprint, i.recovered_at is not null as recovered
             from incidents i
             join unnest(${wantedList.map((w) => w.tenantId)}::text[], ${wantedList.map((w) => w.fingerprint)}::text[]) as k(tenant_id, fingerprint)
               on i.tenant_id = k.tenant_id and i.fingerprint = k.fingerprint
             where i.status not in ('resolved', 'closed')
             order by i.tenant_id, i.fingerprint, i.created_at desc`
-        : Promise.resolve([] as { id: string; tenant_id: string; fingerprint: string }[]),
+        : Promise.resolve([] as { id: string; tenant_id: string; fingerprint: string; recovered: boolean }[]),
     ]);
     const openIncidents = new Map<string, string>();
-    for (const row of openRows) openIncidents.set(`${row.tenant_id}:${row.fingerprint}`, row.id);
+    // Whether each open incident's alert last said "resolved" (stored state, then this batch's).
+    const recovered = new Map<string, boolean>();
+    for (const row of openRows) {
+      openIncidents.set(`${row.tenant_id}:${row.fingerprint}`, row.id);
+      recovered.set(row.id, row.recovered);
+    }
     const used = new Map<string, { before: number; after: number; limit: number | null }>();
     for (const row of counters) used.set(row.tenant_id, { before: row.count, after: row.count, limit: null });
 
@@ -289,7 +294,13 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
           if (existing) {
             incidentId = existing;
             attached++;
-            delivered = false; // the workflow hears of it through a signal
+            // The workflow hears (through a signal) of what changes the alert's state: a
+            // recovery, or firing again after one. A firing repeat of a firing alert changes
+            // only the stored occurrence count and last-seen time, so it is not signalled: an
+            // alert storm costs Temporal nothing.
+            const wasRecovered = recovered.get(existing) ?? false;
+            delivered = event.status === 'firing' && !wasRecovered;
+            recovered.set(existing, event.status === 'resolved');
             const change =
               changes.get(existing) ??
               { id: existing, isNew: false, tenantId: request.tenant.id, fingerprint: event.fingerprint, occurrences: 0, lastSeenAt: null };
@@ -305,6 +316,7 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
             incidentId = newId('inc', now.getTime());
             opened++;
             openIncidents.set(lockKey, incidentId);
+            recovered.set(incidentId, false);
             changes.set(incidentId, {
               id: incidentId,
               isNew: true,

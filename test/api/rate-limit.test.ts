@@ -98,4 +98,25 @@ describe('rate limits', () => {
     expect(listed.body.count).toBe(3);
     expect(listed.headers.get('x-ratelimit-remaining')).toBe('1998'); // key creation + this list
   });
+
+  it('counts concurrent webhook deliveries exactly, per tenant, when they share one lookup batch', async () => {
+    await awayFromWindowEdge();
+    const a = await svc.newTenant();
+    const b = await svc.newTenant();
+    const [keyA, keyB] = await Promise.all([createKey(svc, a.admin), createKey(svc, b.admin)]);
+    const sends = Array.from({ length: 6 }, (_, i) => [
+      postWebhook(svc, a.tenantId, 'generic', { name: `ConcurrentA${i}`, severity: 'low' }, { key: keyA.key }),
+      postWebhook(svc, b.tenantId, 'generic', { name: `ConcurrentB${i}`, severity: 'low' }, { key: keyB.key }),
+      postWebhook(svc, a.tenantId, 'generic', { name: `Forged${i}`, severity: 'low' }, { key: keyB.key }), // wrong tenant
+    ]).flat();
+    const results = await Promise.all(sends);
+    // Sends are interleaved: index % 3 is 0 for tenant a, 1 for tenant b, 2 for a with b's key.
+    const group = (g: number) => results.filter((_, i) => i % 3 === g);
+    expect(group(0).map((r) => r.status).sort()).toEqual([202, 202, 202, 429, 429, 429]);
+    expect(group(1).map((r) => r.status).sort()).toEqual([202, 202, 202, 429, 429, 429]);
+    expect(group(2).map((r) => r.status)).toEqual([401, 401, 401, 401, 401, 401]);
+    // Each accepted delivery saw its own place in the window.
+    const remaining = group(0).filter((r) => r.status === 202).map((r) => r.headers.get('x-ratelimit-remaining')).sort();
+    expect(remaining).toEqual(['0', '1', '2']);
+  });
 });

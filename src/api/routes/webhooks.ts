@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import { hashApiKey, presentedApiKey, verifySignature } from '../../auth/api-keys.js';
-import { findWebhookCredential, touchApiKey } from '../../db/repositories/api-keys.js';
+import { Coalescer } from '../../db/coalescer.js';
+import { findWebhookCredentials, touchApiKey } from '../../db/repositories/api-keys.js';
 import { AppError } from '../../errors.js';
 import { IngestBatcher } from '../../ingest/ingest.js';
 import { findProvider, providers } from '../../ingest/providers/index.js';
@@ -23,6 +24,7 @@ const deliveryIdPattern = /^[\w.:-]{1,200}$/;
 
 export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   const batcher = new IngestBatcher(deps.sql, deps.clock);
+  const credentials = new Coalescer((lookups: Array<{ tenantId: string; keyHash: string }>) => findWebhookCredentials(deps.relaxedSql, lookups));
   app.openapi(
     createRoute({
       method: 'post',
@@ -50,7 +52,7 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       const key = presentedApiKey(c.req.header('authorization'), c.req.header('x-api-key'));
       if (!key) throw new AppError('unauthorized', 'An API key (flo_…) is required in Authorization: Bearer or X-API-Key');
       const [credential, rawBody] = await Promise.all([
-        findWebhookCredential(deps.relaxedSql, tenantId, hashApiKey(key)),
+        credentials.submit({ tenantId, keyHash: hashApiKey(key) }),
         c.req.arrayBuffer().then((b) => new Uint8Array(b)),
       ]);
       if (!credential || credential.tenantStatus !== 'active') {

@@ -57,29 +57,42 @@ export interface WebhookCredential {
 }
 
 /**
- * The active key with this hash for this tenant, with what ingestion needs of the tenant, and
- * the request counted in the tenant's webhook rate-limit window, in one statement (run on the
- * asynchronous-commit pool: the read is exact, only the counter may lose its last increments in
- * a crash). No cache: a revocation takes effect on the very next request, on every process.
+ * The active key for each (tenant, key hash), with what ingestion needs of the tenant, and each
+ * request counted in its tenant's webhook rate-limit window: one statement for a whole batch of
+ * concurrent requests (see `Coalescer`), so the tenant's window row is updated once per batch.
+ * It runs on the asynchronous-commit pool: the read is exact, only the counter may lose its last
+ * increments in a crash. No cache: a revocation takes effect on the very next request, on every
+ * process. Results are in input order; `undefined` for no such active key.
  */
-export async function findWebhookCredential(sql: postgres.Sql, tenantId: string, keyHash: string): Promise<WebhookCredential | undefined> {
-  const rows = await sql<(WebhookCredential & { windowReset: string })[]>`
-    with credential as (
-      select k.id as "keyId", k.signing_secret as "signingSecret",
+export async function findWebhookCredentials(
+  sql: postgres.Sql,
+  lookups: Array<{ tenantId: string; keyHash: string }>,
+): Promise<Array<WebhookCredential | undefined>> {
+  const rows = await sql<(WebhookCredential & { n: string; windowReset: string })[]>`
+    with request as (
+      select * from unnest(${lookups.map((l) => l.tenantId)}::text[], ${lookups.map((l) => l.keyHash)}::text[])
+        with ordinality as r(tenant_id, key_hash, n)
+    ), credential as (
+      select r.n, r.tenant_id, k.id as "keyId", k.signing_secret as "signingSecret",
              (k.last_used_at is null or k.last_used_at < now() - interval '1 minute') as "touchDue",
-             t.status as "tenantStatus", t.plan, t.settings
-      from api_keys k join tenants t on t.id = k.tenant_id
-      where k.key_hash = ${keyHash} and k.tenant_id = ${tenantId} and k.revoked_at is null
+             t.status as "tenantStatus", t.plan, t.settings,
+             row_number() over (partition by r.tenant_id order by r.n) as position,
+             count(*) over (partition by r.tenant_id) as in_batch
+      from request r
+      join api_keys k on k.key_hash = r.key_hash and k.tenant_id = r.tenant_id and k.revoked_at is null
+      join tenants t on t.id = k.tenant_id
     ), counted as (
       insert into rate_limit_windows (bucket, window_start, count)
-      select ${`webhook:${tenantId}`}, date_trunc('minute', now()), 1 from credential
-      on conflict (bucket, window_start) do update set count = rate_limit_windows.count + 1
-      returning count, extract(epoch from window_start)::bigint + 60 as reset
+      select distinct 'webhook:' || tenant_id, date_trunc('minute', now()), in_batch from credential
+      order by 1
+      on conflict (bucket, window_start) do update set count = rate_limit_windows.count + excluded.count
+      returning bucket, count, extract(epoch from window_start)::bigint + 60 as reset
     )
-    select credential.*, counted.count as "windowCount", counted.reset as "windowReset"
-    from credential, counted`;
-  const row = rows[0];
-  return row ? { ...row, windowReset: Number(row.windowReset) } : undefined;
+    select c.n, c."keyId", c."signingSecret", c."touchDue", c."tenantStatus", c.plan, c.settings,
+           counted.count - c.in_batch + c.position as "windowCount", counted.reset as "windowReset"
+    from credential c join counted on counted.bucket = 'webhook:' || c.tenant_id`;
+  const byPosition = new Map(rows.map(({ n, windowReset, ...row }) => [Number(n), { ...row, windowCount: Number(row.windowCount), windowReset: Number(windowReset) }]));
+  return lookups.map((_, i) => byPosition.get(i + 1));
 }
 
 /** Records use at most once a minute per key, so busy keys do not write on every request. */
