@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+import { boolean, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
 import { tenants } from './tenants.js';
 
 export const incidentStatuses = [
@@ -32,6 +32,11 @@ export const incidents = pgTable(
     /** Alert identity of an automated incident; repeats attach while it is not resolved/closed. */
     fingerprint: text('fingerprint'),
     service: text('service'),
+    /** The topology node named by the alert's service, its owning team, and whether its
+     * criticality (8–10) calls for immediate on-call attention; set at creation. */
+    serviceId: text('service_id'),
+    ownerTeam: text('owner_team'),
+    immediateAttention: boolean('immediate_attention').notNull().default(false),
     occurrenceCount: integer('occurrence_count').notNull().default(1),
     lastSeenAt: timestamp('last_seen_at', { withTimezone: true, precision: 3 }),
     /** When the alerts behind the incident reported resolved; null while any fires. */

@@ -4,3 +4,5 @@ export * from './events.js';
 export * from './audit.js';
 export * from './limits.js';
 export * from './ingestion.js';
+export * from './topology.js';
+export * from './skills.js';
