@@ -1,6 +1,7 @@
 import type postgres from 'postgres';
 import { eventsChannel } from '../db/repositories/events.js';
 import type { TenantRow } from '../db/schema/tenants.js';
+import { ownershipOf, ownershipPayload, type Ownership } from '../domain/ownership.js';
 import { monthlyQuota, usagePeriod } from '../domain/plans.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
@@ -171,8 +172,14 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
       for (const e of r.events) if (e.kind === 'alert') wanted.set(`${r.tenant.id}:${e.fingerprint}`, { tenantId: r.tenant.id, fingerprint: e.fingerprint });
     }
     const wantedList = [...wanted.values()];
+    // The topology nodes the batch's alerts name, for the ownership of incidents it opens.
+    const named = new Map<string, { tenantId: string; name: string }>();
+    for (const r of requests) {
+      for (const e of r.events) if (e.kind === 'alert' && e.service) named.set(`${r.tenant.id}:${e.service}`, { tenantId: r.tenant.id, name: e.service });
+    }
+    const namedList = [...named.values()];
     open = true;
-    const [, claimedRows, , , counters, openRows] = await Promise.all([
+    const [, claimedRows, , , counters, openRows, serviceRows] = await Promise.all([
       tx`begin`,
       tx<{ tenant_id: string; provider: string; delivery_key: string }[]>`
         insert into webhook_deliveries (tenant_id, provider, delivery_key)
@@ -203,7 +210,17 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
             where i.status not in ('resolved', 'closed')
             order by i.tenant_id, i.fingerprint, i.created_at desc`
         : Promise.resolve([] as { id: string; tenant_id: string; fingerprint: string; recovered: boolean }[]),
+      namedList.length > 0
+        ? tx<{ id: string; tenant_id: string; name: string; team: string | null; criticality: number }[]>`
+            select s.id, s.tenant_id, s.name, s.team, s.criticality
+            from services s
+            join unnest(${namedList.map((n) => n.tenantId)}::text[], ${namedList.map((n) => n.name)}::text[]) as k(tenant_id, name)
+              on s.tenant_id = k.tenant_id and s.name = k.name`
+        : Promise.resolve([] as { id: string; tenant_id: string; name: string; team: string | null; criticality: number }[]),
     ]);
+    const ownerships = new Map<string, Ownership>();
+    for (const row of serviceRows) ownerships.set(`${row.tenant_id}:${row.name}`, ownershipOf(row));
+    const ownershipFor = (c: IncidentChange) => (c.first!.service ? ownerships.get(`${c.tenantId}:${c.first!.service}`) : undefined);
     const openIncidents = new Map<string, string>();
     // Whether each open incident's alert last said "resolved" (stored state, then this batch's).
     const recovered = new Map<string, boolean>();
@@ -369,15 +386,19 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
     const updated = [...changes.values()].filter((c) => !c.isNew).sort((a, b) => (a.id < b.id ? -1 : 1));
     if (created.length > 0) {
       writes.push(tx`
-        insert into incidents (id, tenant_id, title, description, severity, status, source, fingerprint, service, occurrence_count, last_seen_at, recovered_at)
-        select id, tenant_id, title, description, severity, 'open', 'automated', fingerprint, service, occurrences, last_seen_at, recovered_at
+        insert into incidents (id, tenant_id, title, description, severity, status, source, fingerprint, service, occurrence_count, last_seen_at, recovered_at,
+                               service_id, owner_team, immediate_attention)
+        select id, tenant_id, title, description, severity, 'open', 'automated', fingerprint, service, occurrences, last_seen_at, recovered_at,
+               service_id, owner_team, immediate_attention
         from unnest(
           ${created.map((c) => c.id)}::text[], ${created.map((c) => c.tenantId)}::text[], ${created.map((c) => c.first!.title)}::text[],
           ${created.map((c) => c.first!.description)}::text[], ${created.map((c) => c.first!.severity)}::text[],
           ${created.map((c) => c.fingerprint)}::text[], ${created.map((c) => c.first!.service)}::text[],
           ${created.map((c) => String(c.occurrences))}::text[]::int[], ${created.map((c) => iso(c.lastSeenAt))}::text[]::timestamptz[],
-          ${created.map((c) => iso(c.recovery?.recoveredAt))}::text[]::timestamptz[]
-        ) as n(id, tenant_id, title, description, severity, fingerprint, service, occurrences, last_seen_at, recovered_at)`);
+          ${created.map((c) => iso(c.recovery?.recoveredAt))}::text[]::timestamptz[],
+          ${created.map((c) => ownershipFor(c)?.serviceId ?? null)}::text[], ${created.map((c) => ownershipFor(c)?.ownerTeam ?? null)}::text[],
+          ${created.map((c) => String(ownershipFor(c)?.immediateAttention ?? false))}::text[]::boolean[]
+        ) as n(id, tenant_id, title, description, severity, fingerprint, service, occurrences, last_seen_at, recovered_at, service_id, owner_team, immediate_attention)`);
       writes.push(tx`
         insert into audit_log (id, tenant_id, actor_type, actor_id, action, target_type, target_id, incident_id, request_id, details)
         select a.id, a.tenant_id, 'api_key', a.actor_id, 'incident.created', 'incident', a.incident_id, a.incident_id, a.request_id, a.details::jsonb
@@ -419,7 +440,14 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
       tenantId: c.tenantId,
       type: 'incident.created',
       incidentId: c.id,
-      payload: { incidentId: c.id, title: c.first!.title, severity: c.first!.severity, source: 'automated', provider: c.provider, service: c.first!.service },
+      payload: {
+        incidentId: c.id,
+        title: c.first!.title,
+        severity: c.first!.severity,
+        source: 'automated',
+        provider: c.provider,
+        ...ownershipPayload(c.first!.service, ownershipFor(c)),
+      },
       key: `${c.id}:incident.created`,
     }));
     for (const [tenantId, counter] of used) {

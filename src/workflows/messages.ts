@@ -46,6 +46,14 @@ export interface IncidentView {
   assignedAgents: string[];
   rootCause: string | null;
   recommendedActions: string[];
+  /** The service the alert (or creator) named, its topology node and owning team. */
+  service: string | null;
+  serviceId: string | null;
+  ownerTeam: string | null;
+  immediateAttention: boolean;
+  occurrenceCount: number;
+  lastSeenAt: string | null;
+  recoveredAt: string | null;
   createdAt: string;
   updatedAt: string;
 }

@@ -1,7 +1,8 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { appendAudit } from '../../db/repositories/audit.js';
 import { appendEvent } from '../../db/repositories/events.js';
-import { findIncident, listIncidents, markWorkflowStarted, toIncidentView, toWorkflowInput } from '../../db/repositories/incidents.js';
+import { findIncident, findOwnership, listIncidents, markWorkflowStarted, toIncidentView, toWorkflowInput } from '../../db/repositories/incidents.js';
+import { ownershipPayload } from '../../domain/ownership.js';
 import { consumeQuota, usageCount } from '../../db/repositories/usage.js';
 import { incidents } from '../../db/schema/incidents.js';
 import { monthlyQuota, usagePeriod } from '../../domain/plans.js';
@@ -43,6 +44,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       // Row, event, audit and quota count commit together; then the workflow starts. A crash
       // in between is repaired by the worker's reconciler, so an accepted incident is never lost.
       const { row, eventsUsed } = await deps.db.transaction(async (tx) => {
+        const ownership = body.service ? await findOwnership(tx, auth.tenantId, body.service) : undefined;
         const inserted = await tx
           .insert(incidents)
           .values({
@@ -54,6 +56,10 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
             status: 'open',
             source: 'manual',
             version: 1,
+            service: body.service ?? null,
+            serviceId: ownership?.serviceId ?? null,
+            ownerTeam: ownership?.ownerTeam ?? null,
+            immediateAttention: ownership?.immediateAttention ?? false,
           })
           .returning();
         const incident = inserted[0]!;
@@ -61,7 +67,13 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
           tenantId: auth.tenantId,
           type: 'incident.created',
           incidentId: incident.id,
-          payload: { incidentId: incident.id, title: incident.title, severity: incident.severity, source: incident.source },
+          payload: {
+            incidentId: incident.id,
+            title: incident.title,
+            severity: incident.severity,
+            source: incident.source,
+            ...ownershipPayload(incident.service, ownership),
+          },
           idempotencyKey: `${incident.id}:incident.created`,
         });
         await appendAudit(tx, {

@@ -14,6 +14,13 @@ export const CreateIncidentBody = z
       .min(10, 'description must be 10 to 4000 characters')
       .max(4000, 'description must be 10 to 4000 characters')
       .openapi({ example: 'p99 latency of the checkout api rose after the 14:02 deploy' }),
+    service: z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      .optional()
+      .openapi({ description: 'The affected service; when it names a topology node, its team owns the incident', example: 'checkout-api' }),
   })
   .openapi('CreateIncident');
 
@@ -41,6 +48,13 @@ export const Incident = z
     assignedAgents: z.array(z.string()),
     rootCause: z.string().nullable(),
     recommendedActions: z.array(z.string()),
+    service: z.string().nullable().openapi({ description: 'The service named by the alert or the creator' }),
+    serviceId: z.string().nullable().openapi({ description: 'The topology node of that name, when one exists' }),
+    ownerTeam: z.string().nullable().openapi({ description: "The owning team: the service node's team" }),
+    immediateAttention: z.boolean().openapi({ description: 'The service is rated 8–10: on-call attention now' }),
+    occurrenceCount: z.number().int().openapi({ description: 'Alerts that fired into this incident' }),
+    lastSeenAt: z.string().nullable(),
+    recoveredAt: z.string().nullable().openapi({ description: 'When its alerts reported resolved; null while any fires' }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })

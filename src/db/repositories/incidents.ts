@@ -1,7 +1,9 @@
 import { and, asc, count, desc, eq, gt, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
 import type { IncidentView, IncidentWorkflowInput } from '../../workflows/messages.js';
 import type { Db } from '../client.js';
+import { ownershipOf, type Ownership } from '../../domain/ownership.js';
 import { incidents, type IncidentRow, type IncidentStatus, type Severity } from '../schema/incidents.js';
+import { services } from '../schema/topology.js';
 
 export function toIncidentView(row: IncidentRow): IncidentView {
   return {
@@ -14,6 +16,13 @@ export function toIncidentView(row: IncidentRow): IncidentView {
     assignedAgents: row.assignedAgents,
     rootCause: row.rootCause,
     recommendedActions: row.recommendedActions,
+    service: row.service,
+    serviceId: row.serviceId,
+    ownerTeam: row.ownerTeam,
+    immediateAttention: row.immediateAttention,
+    occurrenceCount: row.occurrenceCount,
+    lastSeenAt: row.lastSeenAt?.toISOString() ?? null,
+    recoveredAt: row.recoveredAt?.toISOString() ?? null,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };
@@ -80,6 +89,16 @@ export async function listIncidents(
     db.select({ total: count() }).from(incidents).where(where),
   ]);
   return { rows: rows.slice(0, query.limit), total: totals[0]?.total ?? 0, hasMore: rows.length > query.limit };
+}
+
+/** The ownership an incident gets from the tenant's service of this name, if there is one. */
+export async function findOwnership(db: Pick<Db, 'select'>, tenantId: string, serviceName: string): Promise<Ownership | undefined> {
+  const rows = await db
+    .select({ id: services.id, team: services.team, criticality: services.criticality })
+    .from(services)
+    .where(and(eq(services.tenantId, tenantId), eq(services.name, serviceName)))
+    .limit(1);
+  return rows[0] ? ownershipOf(rows[0]) : undefined;
 }
 
 export async function markWorkflowStarted(db: Db, incidentId: string): Promise<void> {
