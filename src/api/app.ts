@@ -13,6 +13,7 @@ import { registerIncidentRoutes } from './routes/incidents.js';
 import { registerPublicRoutes } from './routes/public.js';
 import { registerTenantRoutes } from './routes/tenants.js';
 import { registerApiKeyRoutes } from './routes/api-keys.js';
+import { registerGraphRoutes } from './routes/graph.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -75,6 +76,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerTenantRoutes(app, deps);
   registerApiKeyRoutes(app, deps);
   registerWebhookRoutes(app, deps);
+  registerGraphRoutes(app, deps);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

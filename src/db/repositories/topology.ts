@@ -1,5 +1,89 @@
-import { sql } from 'drizzle-orm';
+import { and, count, desc, eq, lt, or, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../client.js';
+import { serviceEdges, services, type ServiceEdgeRow, type ServiceRow, type ServiceType } from '../schema/topology.js';
+
+export function toServiceView(row: ServiceRow) {
+  return {
+    serviceId: row.id,
+    name: row.name,
+    type: row.type,
+    team: row.team,
+    criticality: row.criticality,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+export function toEdgeView(row: ServiceEdgeRow) {
+  return {
+    edgeId: row.id,
+    sourceServiceId: row.sourceServiceId,
+    targetServiceId: row.targetServiceId,
+    createdAt: row.createdAt.toISOString(),
+  };
+}
+
+interface Page<T> {
+  rows: T[];
+  total: number;
+  hasMore: boolean;
+}
+
+type After = { createdAt: Date; id: string };
+
+export async function findService(db: Pick<Db, 'select'>, tenantId: string, serviceId: string): Promise<ServiceRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(services)
+    .where(and(eq(services.tenantId, tenantId), eq(services.id, serviceId)));
+  return row;
+}
+
+/** Newest first, keyset over (created_at, id), plus the total matching count across pages. */
+export async function listServices(
+  db: Db,
+  tenantId: string,
+  query: { type?: ServiceType; team?: string; limit: number; after?: After },
+): Promise<Page<ServiceRow>> {
+  const filters: SQL[] = [eq(services.tenantId, tenantId)];
+  if (query.type) filters.push(eq(services.type, query.type));
+  if (query.team) filters.push(eq(services.team, query.team));
+  const where = and(...filters);
+  const { after } = query;
+  const pageWhere = after
+    ? and(where, or(lt(services.createdAt, after.createdAt), and(eq(services.createdAt, after.createdAt), lt(services.id, after.id))))
+    : where;
+  const [rows, totals] = await Promise.all([
+    db.select().from(services).where(pageWhere).orderBy(desc(services.createdAt), desc(services.id)).limit(query.limit + 1),
+    db.select({ total: count() }).from(services).where(where),
+  ]);
+  return { rows: rows.slice(0, query.limit), total: totals[0]?.total ?? 0, hasMore: rows.length > query.limit };
+}
+
+/** Newest first; `serviceId` keeps the edges with that service at either end. */
+export async function listEdges(
+  db: Db,
+  tenantId: string,
+  query: { serviceId?: string; limit: number; after?: After },
+): Promise<Page<ServiceEdgeRow>> {
+  const filters: SQL[] = [eq(serviceEdges.tenantId, tenantId)];
+  if (query.serviceId) {
+    filters.push(or(eq(serviceEdges.sourceServiceId, query.serviceId), eq(serviceEdges.targetServiceId, query.serviceId))!);
+  }
+  const where = and(...filters);
+  const { after } = query;
+  const pageWhere = after
+    ? and(
+        where,
+        or(lt(serviceEdges.createdAt, after.createdAt), and(eq(serviceEdges.createdAt, after.createdAt), lt(serviceEdges.id, after.id))),
+      )
+    : where;
+  const [rows, totals] = await Promise.all([
+    db.select().from(serviceEdges).where(pageWhere).orderBy(desc(serviceEdges.createdAt), desc(serviceEdges.id)).limit(query.limit + 1),
+    db.select({ total: count() }).from(serviceEdges).where(where),
+  ]);
+  return { rows: rows.slice(0, query.limit), total: totals[0]?.total ?? 0, hasMore: rows.length > query.limit };
+}
 
 export type Impact = 'high' | 'medium' | 'low';
 

@@ -1,0 +1,352 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { and, count, eq, inArray, or, sql } from 'drizzle-orm';
+import { appendAudit } from '../../db/repositories/audit.js';
+import { blastRadius, findService, listEdges, listServices, toEdgeView, toServiceView } from '../../db/repositories/topology.js';
+import { serviceEdges, services } from '../../db/schema/topology.js';
+import { AppError } from '../../errors.js';
+import { newId } from '../../ids.js';
+import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { decodeCursor, encodeCursor } from '../cursor.js';
+import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import {
+  BlastRadiusSchema,
+  CreateEdgeBody,
+  CreateServiceBody,
+  EdgeIdParam,
+  ListEdgesQuery,
+  ListServicesQuery,
+  ServiceEdge,
+  ServiceEdgeList,
+  ServiceIdParam,
+  ServiceNode,
+  ServiceNodeList,
+  UpdateServiceBody,
+} from '../schemas/graph.js';
+
+const tags = ['topology'];
+const noSuchService = 'No service has that identifier';
+
+/** The topology graph: service nodes, dependency edges and blast radius. Every role may read and edit it. */
+export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/graph/nodes',
+      tags,
+      summary: 'Add a service node (its name is unique in the tenant)',
+      security: bearerSecurity,
+      request: { body: { required: true, content: { 'application/json': { schema: CreateServiceBody } } } },
+      responses: { 201: jsonResponse(ServiceNode, 'The new service node'), ...errorResponses(400, 401, 403, 409) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const body = c.req.valid('json');
+      const row = await deps.db.transaction(async (tx) => {
+        // The unique index decides a race between two creations of one name: no check-then-insert.
+        const [created] = await tx
+          .insert(services)
+          .values({
+            id: newId('svc'),
+            tenantId: auth.tenantId,
+            name: body.name,
+            type: body.type,
+            team: body.team ?? null,
+            criticality: body.criticality,
+          })
+          .onConflictDoNothing({ target: [services.tenantId, services.name] })
+          .returning();
+        if (!created) throw new AppError('conflict', `A service named "${body.name}" already exists`);
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'service.created',
+          targetType: 'service',
+          targetId: created.id,
+          requestId: c.get('requestId'),
+          details: { name: created.name, type: created.type, team: created.team, criticality: created.criticality },
+        });
+        return created;
+      });
+      return c.json(toServiceView(row), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/graph/nodes',
+      tags,
+      summary: 'List service nodes, newest first',
+      security: bearerSecurity,
+      request: { query: ListServicesQuery },
+      responses: { 200: jsonResponse(ServiceNodeList, 'A page of service nodes'), ...errorResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const query = c.req.valid('query');
+      const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
+      const page = await listServices(deps.db, auth.tenantId, {
+        ...(query.type ? { type: query.type } : {}),
+        ...(query.team ? { team: query.team } : {}),
+        limit: query.limit,
+        ...(after ? { after } : {}),
+      });
+      const last = page.rows.at(-1);
+      return c.json(
+        {
+          items: page.rows.map(toServiceView),
+          total: page.total,
+          nextCursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'desc' }) : null,
+        },
+        200,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/graph/nodes/{serviceId}',
+      tags,
+      summary: 'Get one service node',
+      security: bearerSecurity,
+      request: { params: ServiceIdParam },
+      responses: { 200: jsonResponse(ServiceNode, 'The service node'), ...errorResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const row = await findService(deps.db, auth.tenantId, c.req.valid('param').serviceId);
+      if (!row) throw new AppError('not_found', noSuchService);
+      return c.json(toServiceView(row), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'patch',
+      path: '/v1/graph/nodes/{serviceId}',
+      tags,
+      summary: "Change a service node's team, criticality or type (its name is fixed)",
+      security: bearerSecurity,
+      request: {
+        params: ServiceIdParam,
+        body: { required: true, content: { 'application/json': { schema: UpdateServiceBody } } },
+      },
+      responses: { 200: jsonResponse(ServiceNode, 'The updated service node'), ...errorResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const { serviceId } = c.req.valid('param');
+      const body = c.req.valid('json');
+      const changes = {
+        ...(body.team !== undefined ? { team: body.team } : {}),
+        ...(body.criticality !== undefined ? { criticality: body.criticality } : {}),
+        ...(body.type !== undefined ? { type: body.type } : {}),
+      };
+      const row = await deps.db.transaction(async (tx) => {
+        const [updated] = await tx
+          .update(services)
+          .set({ ...changes, updatedAt: sql`now()` })
+          .where(and(eq(services.tenantId, auth.tenantId), eq(services.id, serviceId)))
+          .returning();
+        if (!updated) throw new AppError('not_found', noSuchService);
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'service.updated',
+          targetType: 'service',
+          targetId: serviceId,
+          requestId: c.get('requestId'),
+          details: changes,
+        });
+        return updated;
+      });
+      return c.json(toServiceView(row), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/v1/graph/nodes/{serviceId}',
+      tags,
+      summary: 'Remove a service node and every edge to or from it',
+      security: bearerSecurity,
+      request: { params: ServiceIdParam },
+      responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const { serviceId } = c.req.valid('param');
+      await deps.db.transaction(async (tx) => {
+        // Locking the row first holds off new edges to it (their foreign key check needs a share
+        // lock on it), so the count audited is the count the cascade removes.
+        const [row] = await tx
+          .select({ name: services.name })
+          .from(services)
+          .where(and(eq(services.tenantId, auth.tenantId), eq(services.id, serviceId)))
+          .for('update');
+        if (!row) throw new AppError('not_found', noSuchService);
+        const [edges] = await tx
+          .select({ n: count() })
+          .from(serviceEdges)
+          .where(
+            and(
+              eq(serviceEdges.tenantId, auth.tenantId),
+              or(eq(serviceEdges.sourceServiceId, serviceId), eq(serviceEdges.targetServiceId, serviceId)),
+            ),
+          );
+        await tx.delete(services).where(eq(services.id, serviceId));
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'service.deleted',
+          targetType: 'service',
+          targetId: serviceId,
+          requestId: c.get('requestId'),
+          details: { name: row.name, edgesRemoved: edges?.n ?? 0 },
+        });
+      });
+      return c.body(null, 204);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/graph/edges',
+      tags,
+      summary: 'Record that the source service depends on the target service',
+      security: bearerSecurity,
+      request: { body: { required: true, content: { 'application/json': { schema: CreateEdgeBody } } } },
+      responses: { 201: jsonResponse(ServiceEdge, 'The new edge'), ...errorResponses(400, 401, 403, 404, 409) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const { sourceServiceId, targetServiceId } = c.req.valid('json');
+      const row = await deps.db.transaction(async (tx) => {
+        // A key-share lock on both ends keeps them from being deleted before the edge commits.
+        const found = await tx
+          .select({ id: services.id })
+          .from(services)
+          .where(and(eq(services.tenantId, auth.tenantId), inArray(services.id, [sourceServiceId, targetServiceId])))
+          .for('key share');
+        const ids = new Set(found.map((s) => s.id));
+        const missing = (['sourceServiceId', 'targetServiceId'] as const).filter((field) =>
+          !ids.has(field === 'sourceServiceId' ? sourceServiceId : targetServiceId),
+        );
+        if (missing.length > 0) {
+          throw new AppError(
+            'not_found',
+            `No service has the identifier given in ${missing.join(' and ')}`,
+            missing.map((path) => ({ path, message: noSuchService })),
+          );
+        }
+        const [created] = await tx
+          .insert(serviceEdges)
+          .values({ id: newId('edg'), tenantId: auth.tenantId, sourceServiceId, targetServiceId })
+          .onConflictDoNothing({ target: [serviceEdges.tenantId, serviceEdges.sourceServiceId, serviceEdges.targetServiceId] })
+          .returning();
+        if (!created) throw new AppError('conflict', 'This edge already exists');
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'service_edge.created',
+          targetType: 'service_edge',
+          targetId: created.id,
+          requestId: c.get('requestId'),
+          details: { sourceServiceId, targetServiceId },
+        });
+        return created;
+      });
+      return c.json(toEdgeView(row), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/graph/edges',
+      tags,
+      summary: 'List dependency edges, newest first',
+      security: bearerSecurity,
+      request: { query: ListEdgesQuery },
+      responses: { 200: jsonResponse(ServiceEdgeList, 'A page of edges'), ...errorResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const query = c.req.valid('query');
+      const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
+      const page = await listEdges(deps.db, auth.tenantId, {
+        ...(query.serviceId ? { serviceId: query.serviceId } : {}),
+        limit: query.limit,
+        ...(after ? { after } : {}),
+      });
+      const last = page.rows.at(-1);
+      return c.json(
+        {
+          items: page.rows.map(toEdgeView),
+          total: page.total,
+          nextCursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'desc' }) : null,
+        },
+        200,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/v1/graph/edges/{edgeId}',
+      tags,
+      summary: 'Remove a dependency edge',
+      security: bearerSecurity,
+      request: { params: EdgeIdParam },
+      responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const { edgeId } = c.req.valid('param');
+      await deps.db.transaction(async (tx) => {
+        const [removed] = await tx
+          .delete(serviceEdges)
+          .where(and(eq(serviceEdges.tenantId, auth.tenantId), eq(serviceEdges.id, edgeId)))
+          .returning();
+        if (!removed) throw new AppError('not_found', 'No edge has that identifier');
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'service_edge.deleted',
+          targetType: 'service_edge',
+          targetId: edgeId,
+          requestId: c.get('requestId'),
+          details: { sourceServiceId: removed.sourceServiceId, targetServiceId: removed.targetServiceId },
+        });
+      });
+      return c.body(null, 204);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/graph/blast-radius/{serviceId}',
+      tags,
+      summary: 'Every service a failure of this one would affect, with shortest hops and impact',
+      security: bearerSecurity,
+      request: { params: ServiceIdParam },
+      responses: { 200: jsonResponse(BlastRadiusSchema, 'The blast radius'), ...errorResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const result = await blastRadius(deps.db, auth.tenantId, c.req.valid('param').serviceId);
+      if (!result) throw new AppError('not_found', noSuchService);
+      return c.json(result, 200);
+    },
+  );
+}

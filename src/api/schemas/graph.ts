@@ -1,0 +1,93 @@
+import { z } from '@hono/zod-openapi';
+import { serviceTypes } from '../../db/schema/topology.js';
+import { limitParam } from './common.js';
+
+const ServiceTypeSchema = z.enum(serviceTypes).openapi({ example: 'api' });
+const Team = z.string().trim().min(1, 'team must not be empty').max(100).openapi({ example: 'payments-sre' });
+const Criticality = z.number().int().min(1).max(10).openapi({ description: '1 (lowest) to 10 (highest)', example: 5 });
+const ServiceIdField = (description: string) => z.string().min(1).max(64).openapi({ description, example: 'svc_01j…' });
+const Cursor = z.string().min(1).max(512).optional();
+
+export const CreateServiceBody = z
+  .object({
+    name: z.string().trim().min(1, 'name is required').max(200).openapi({ example: 'checkout-api' }),
+    type: ServiceTypeSchema,
+    team: Team.nullable().optional(),
+    criticality: Criticality.default(5),
+  })
+  .openapi('CreateServiceNode');
+
+export const UpdateServiceBody = z
+  .object({ team: Team.nullable().optional(), criticality: Criticality.optional(), type: ServiceTypeSchema.optional() })
+  .strict()
+  .refine((body) => Object.values(body).some((v) => v !== undefined), { message: 'Give at least one of team, criticality, type' })
+  .openapi('UpdateServiceNode');
+
+export const ServiceNode = z
+  .object({
+    serviceId: z.string().openapi({ example: 'svc_01j…' }),
+    name: z.string(),
+    type: ServiceTypeSchema,
+    team: z.string().nullable(),
+    criticality: z.number().int(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .openapi('ServiceNode');
+
+export const ListServicesQuery = z.object({
+  type: ServiceTypeSchema.optional(),
+  team: z.string().min(1).max(100).optional(),
+  limit: limitParam(50, 200),
+  cursor: Cursor,
+});
+export const ServiceNodeList = z
+  .object({ items: z.array(ServiceNode), total: z.number().int(), nextCursor: z.string().nullable() })
+  .openapi('ServiceNodeList');
+
+export const ServiceIdParam = z.object({
+  serviceId: z.string().min(1).max(64).openapi({ param: { name: 'serviceId', in: 'path' } }),
+});
+
+export const CreateEdgeBody = z
+  .object({
+    sourceServiceId: ServiceIdField('The service that depends on the target'),
+    targetServiceId: ServiceIdField('The service it depends on'),
+  })
+  .refine((body) => body.sourceServiceId !== body.targetServiceId, {
+    message: 'A service cannot depend on itself',
+    path: ['targetServiceId'],
+  })
+  .openapi('CreateServiceEdge');
+
+export const ServiceEdge = z
+  .object({ edgeId: z.string(), sourceServiceId: z.string(), targetServiceId: z.string(), createdAt: z.string() })
+  .openapi('ServiceEdge');
+
+export const ListEdgesQuery = z.object({
+  serviceId: z.string().min(1).max(64).optional().openapi({ description: 'Only edges with this service at either end' }),
+  limit: limitParam(50, 200),
+  cursor: Cursor,
+});
+export const ServiceEdgeList = z
+  .object({ items: z.array(ServiceEdge), total: z.number().int(), nextCursor: z.string().nullable() })
+  .openapi('ServiceEdgeList');
+
+export const EdgeIdParam = z.object({
+  edgeId: z.string().min(1).max(64).openapi({ param: { name: 'edgeId', in: 'path' } }),
+});
+
+export const BlastRadiusSchema = z
+  .object({
+    serviceId: z.string(),
+    affectedServices: z.array(
+      z.object({
+        serviceId: z.string(),
+        name: z.string(),
+        hops: z.number().int().openapi({ description: 'Shortest number of dependency edges to the failed service' }),
+        impact: z.enum(['high', 'medium', 'low']),
+      }),
+    ),
+    totalAffected: z.number().int(),
+  })
+  .openapi('BlastRadius');
