@@ -6,3 +6,4 @@ export * from './limits.js';
 export * from './ingestion.js';
 export * from './topology.js';
 export * from './skills.js';
+export * from './investigation.js';
