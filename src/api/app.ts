@@ -14,6 +14,7 @@ import { registerPublicRoutes } from './routes/public.js';
 import { registerTenantRoutes } from './routes/tenants.js';
 import { registerApiKeyRoutes } from './routes/api-keys.js';
 import { registerGraphRoutes } from './routes/graph.js';
+import { registerRunbookRoutes } from './routes/runbooks.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -77,6 +78,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerApiKeyRoutes(app, deps);
   registerWebhookRoutes(app, deps);
   registerGraphRoutes(app, deps);
+  registerRunbookRoutes(app, deps);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

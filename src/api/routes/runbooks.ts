@@ -1,0 +1,193 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { and, eq, sql } from 'drizzle-orm';
+import { appendAudit } from '../../db/repositories/audit.js';
+import { findRunbook, listRunbooks, toRunbookSummary, toRunbookView } from '../../db/repositories/runbooks.js';
+import { runbooks } from '../../db/schema/investigation.js';
+import { AppError } from '../../errors.js';
+import { newId } from '../../ids.js';
+import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { decodeCursor, encodeCursor } from '../cursor.js';
+import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { CreateRunbookBody, ListRunbooksQuery, Runbook, RunbookIdParam, RunbookList, UpdateRunbookBody } from '../schemas/runbooks.js';
+
+const tags = ['runbooks'];
+const noSuchRunbook = 'No runbook has that identifier';
+
+/**
+ * A tenant's runbooks, which investigations cite as evidence and in recommended actions.
+ * Members and admins read, create and edit them; only admins delete one.
+ */
+export function registerRunbookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/runbooks',
+      tags,
+      summary: 'Add a runbook (markdown steps, optionally for one service)',
+      security: bearerSecurity,
+      request: { body: { required: true, content: { 'application/json': { schema: CreateRunbookBody } } } },
+      responses: { 201: jsonResponse(Runbook, 'The new runbook, with its parsed steps'), ...errorResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const body = c.req.valid('json');
+      const row = await deps.db.transaction(async (tx) => {
+        const [created] = await tx
+          .insert(runbooks)
+          .values({
+            id: newId('rbk'),
+            tenantId: auth.tenantId,
+            title: body.title,
+            service: body.service ?? null,
+            tags: body.tags,
+            content: body.content,
+          })
+          .returning();
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'runbook.created',
+          targetType: 'runbook',
+          targetId: created!.id,
+          requestId: c.get('requestId'),
+          details: { title: created!.title, service: created!.service, tags: created!.tags },
+        });
+        return created!;
+      });
+      return c.json(toRunbookView(row), 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/runbooks',
+      tags,
+      summary: 'List runbooks, newest first (without their content)',
+      security: bearerSecurity,
+      request: { query: ListRunbooksQuery },
+      responses: { 200: jsonResponse(RunbookList, 'A page of runbooks'), ...errorResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const query = c.req.valid('query');
+      const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
+      const page = await listRunbooks(deps.db, auth.tenantId, {
+        ...(query.service ? { service: query.service } : {}),
+        ...(query.tag ? { tag: query.tag } : {}),
+        ...(query.q ? { q: query.q } : {}),
+        limit: query.limit,
+        ...(after ? { after } : {}),
+      });
+      const last = page.rows.at(-1);
+      return c.json(
+        {
+          items: page.rows.map(toRunbookSummary),
+          total: page.total,
+          nextCursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'desc' }) : null,
+        },
+        200,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/runbooks/{runbookId}',
+      tags,
+      summary: 'Get one runbook with its content and parsed steps',
+      security: bearerSecurity,
+      request: { params: RunbookIdParam },
+      responses: { 200: jsonResponse(Runbook, 'The runbook'), ...errorResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const row = await findRunbook(deps.db, auth.tenantId, c.req.valid('param').runbookId);
+      if (!row) throw new AppError('not_found', noSuchRunbook);
+      return c.json(toRunbookView(row), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'patch',
+      path: '/v1/runbooks/{runbookId}',
+      tags,
+      summary: "Change a runbook's title, service, tags or content",
+      security: bearerSecurity,
+      request: {
+        params: RunbookIdParam,
+        body: { required: true, content: { 'application/json': { schema: UpdateRunbookBody } } },
+      },
+      responses: { 200: jsonResponse(Runbook, 'The updated runbook'), ...errorResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const { runbookId } = c.req.valid('param');
+      const body = c.req.valid('json');
+      const changes = {
+        ...(body.title !== undefined ? { title: body.title } : {}),
+        ...(body.service !== undefined ? { service: body.service } : {}),
+        ...(body.tags !== undefined ? { tags: body.tags } : {}),
+        ...(body.content !== undefined ? { content: body.content } : {}),
+      };
+      const row = await deps.db.transaction(async (tx) => {
+        const [updated] = await tx
+          .update(runbooks)
+          .set({ ...changes, updatedAt: sql`now()` })
+          .where(and(eq(runbooks.tenantId, auth.tenantId), eq(runbooks.id, runbookId)))
+          .returning();
+        if (!updated) throw new AppError('not_found', noSuchRunbook);
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'runbook.updated',
+          targetType: 'runbook',
+          targetId: runbookId,
+          requestId: c.get('requestId'),
+          // The content may be 50,000 characters: the audit names the fields changed, not the text.
+          details: { fields: Object.keys(changes), title: updated.title },
+        });
+        return updated;
+      });
+      return c.json(toRunbookView(row), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/v1/runbooks/{runbookId}',
+      tags,
+      summary: 'Remove a runbook (admin)',
+      security: bearerSecurity,
+      request: { params: RunbookIdParam },
+      responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'admin');
+      const { runbookId } = c.req.valid('param');
+      await deps.db.transaction(async (tx) => {
+        const [removed] = await tx
+          .delete(runbooks)
+          .where(and(eq(runbooks.tenantId, auth.tenantId), eq(runbooks.id, runbookId)))
+          .returning({ title: runbooks.title, service: runbooks.service });
+        if (!removed) throw new AppError('not_found', noSuchRunbook);
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'runbook.deleted',
+          targetType: 'runbook',
+          targetId: runbookId,
+          requestId: c.get('requestId'),
+          details: { title: removed.title, service: removed.service },
+        });
+      });
+      return c.body(null, 204);
+    },
+  );
+}
