@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { isNetwork } from './skills/networks.js';
 
 /** The project root (one level above src/). */
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -39,6 +40,20 @@ const envSchema = z.object({
   TRUST_PROXY: z.enum(['true', 'false']).default('false'),
   PUBLIC_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300),
   WEBHOOK_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(120_000),
+  SKILL_ENCRYPTION_KEY: z
+    .string()
+    .trim()
+    .refine((v) => /^[A-Za-z0-9+/_-]+={0,2}$/.test(v) && Buffer.from(v, 'base64').length === 32, {
+      message: 'must be 32 bytes in base64 (openssl rand -base64 32)',
+    })
+    .optional(),
+  SKILL_ALLOWED_NETWORKS: z
+    .string()
+    .transform((v) => v.split(',').map((entry) => entry.trim()).filter((entry) => entry !== ''))
+    .refine((entries) => entries.every(isNetwork), {
+      message: 'must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.1.0.0/16,127.0.0.1/32)',
+    })
+    .default([]),
 });
 
 export interface Config {
@@ -62,6 +77,12 @@ export interface Config {
   trustProxy: boolean;
   publicRateLimitPerMinute: number;
   webhookRateLimitPerMinute: number;
+  skills: {
+    /** AES-256-GCM key for skill header values; generated into DATA_DIR by `npm start` when unset. */
+    encryptionKey: Buffer | undefined;
+    /** Addresses skills may reach although they are private, loopback or link-local. */
+    allowedNetworks: string[];
+  };
 }
 
 export class ConfigError extends Error {
@@ -105,5 +126,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     trustProxy: e.TRUST_PROXY === 'true',
     publicRateLimitPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE,
     webhookRateLimitPerMinute: e.WEBHOOK_RATE_LIMIT_PER_MINUTE,
+    skills: {
+      encryptionKey: e.SKILL_ENCRYPTION_KEY ? Buffer.from(e.SKILL_ENCRYPTION_KEY, 'base64') : undefined,
+      allowedNetworks: e.SKILL_ALLOWED_NETWORKS,
+    },
   };
 }

@@ -9,6 +9,8 @@ import { createTokenVerifier } from './auth/tokens.js';
 import type { Config } from './config.js';
 import { connectDatabase } from './db/client.js';
 import type { RuntimeSettings } from './runtime.js';
+import { createSkillCipher } from './skills/crypto.js';
+import { createSkillRuntime, type SkillRuntime } from './skills/invoke.js';
 import { createIncidentWorker } from './temporal/incident-worker.js';
 import { createTemporalWorkflowPort } from './temporal/port.js';
 import { startDispatcher } from './temporal/reconciler.js';
@@ -28,6 +30,13 @@ function listen(app: { fetch: (req: Request) => Response | Promise<Response> }, 
   });
 }
 
+function skillRuntime(config: Config, settings: RuntimeSettings): SkillRuntime {
+  return createSkillRuntime({
+    cipher: createSkillCipher(settings.skillEncryptionKey),
+    allowedNetworks: config.skills.allowedNetworks,
+  });
+}
+
 export async function startApi(config: Config, settings: RuntimeSettings, logger: Logger): Promise<Stoppable & { url: string }> {
   const database = connectDatabase(settings.databaseUrl, { max: 20 });
   const connection = await Connection.connect({ address: settings.temporalAddress });
@@ -41,6 +50,7 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
     clock: () => new Date(),
     logger,
     config,
+    skills: skillRuntime(config, settings),
   });
   let server: ServerType;
   try {
@@ -76,6 +86,7 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
     taskQueue: config.temporal.taskQueue,
     db: database.db,
     logger,
+    skills: skillRuntime(config, settings),
   });
   const running = worker.run();
   running.catch((err: unknown) => logger.fatal({ err }, 'worker stopped with an error'));

@@ -11,7 +11,7 @@ import { tenants } from './db/schema/tenants.js';
 import { configOrExit, exitWith } from './entry.js';
 import { createLogger } from './logger.js';
 import { assertPortFree } from './net.js';
-import { EMBEDDED_DATABASE, ensureGeneratedJwtSecret } from './runtime.js';
+import { EMBEDDED_DATABASE, ensureGeneratedJwtSecret, ensureGeneratedSkillEncryptionKey } from './runtime.js';
 import { startApi, startWorker, stopOnSignals, type Stoppable } from './services.js';
 import { resolveTemporalCli, startDevServer } from './temporal/dev-server.js';
 
@@ -46,6 +46,7 @@ async function seedDemoTenant(databaseUrl: string) {
 
 async function main() {
   const jwtSecret = config.auth.jwtSecret ?? ensureGeneratedJwtSecret(config.dataDir);
+  const skillEncryptionKey = config.skills.encryptionKey ?? ensureGeneratedSkillEncryptionKey(config.dataDir);
   await assertPortFree(config.port, config.host, 'PORT');
 
   let databaseUrl = config.databaseUrl;
@@ -84,7 +85,7 @@ async function main() {
     temporalUi = server.uiUrl ?? temporalUi;
   }
 
-  const settings = { databaseUrl, temporalAddress, jwtSecret };
+  const settings = { databaseUrl, temporalAddress, jwtSecret, skillEncryptionKey };
   parts.push(bounded('worker', (await startWorker(config, settings, logger.child({ component: 'worker' }))).stop));
   const api = await startApi(config, settings, logger.child({ component: 'api' }));
   parts.push(bounded('api', api.stop));

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/client.js';
 import type { TenantRow } from '../db/schema/tenants.js';
 import { AppError } from '../errors.js';
+import type { SkillRuntime } from '../skills/invoke.js';
 import type { WorkflowPort } from '../temporal/port.js';
 import type { Context } from 'hono';
 
@@ -19,6 +20,8 @@ export interface AppDeps {
   clock: () => Date;
   logger: Logger;
   config: Pick<Config, 'publicBaseUrl' | 'trustProxy' | 'publicRateLimitPerMinute' | 'webhookRateLimitPerMinute'>;
+  /** Encrypts skill header values; its allowlist judges skill URLs at creation. */
+  skills: SkillRuntime;
 }
 
 export interface AuthContext extends Principal {

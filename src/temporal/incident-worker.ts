@@ -4,6 +4,7 @@ import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/w
 import type { Logger } from 'pino';
 import { createActivities } from '../activities/index.js';
 import type { Db } from '../db/client.js';
+import type { SkillRuntime } from '../skills/invoke.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** The workflows entry next to this file (.ts under tsx, .js once compiled). */
@@ -15,6 +16,8 @@ export interface IncidentWorkerOptions {
   taskQueue: string;
   db: Db;
   logger: Logger;
+  /** Encryption key, SSRF allowlist and limits for skill invocations. */
+  skills: SkillRuntime;
   /** A prebuilt workflow bundle (tests build one per run); otherwise bundled at start. */
   workflowBundlePath?: string;
 }
@@ -28,7 +31,7 @@ export async function createIncidentWorker(options: IncidentWorkerOptions): Prom
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...workflowSource,
-    activities: createActivities({ db: options.db }),
+    activities: createActivities({ db: options.db, skills: options.skills, logger: options.logger }),
     shutdownGraceTime: '10 seconds',
   });
 }

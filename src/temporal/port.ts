@@ -1,11 +1,13 @@
 import {
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
   type Client,
 } from '@temporalio/client';
 import { AppError } from '../errors.js';
+import { skillTestWorkflowType, type SkillOutcome, type SkillTestInput } from '../skills/types.js';
 import {
   alertsReceivedSignal,
   incidentWorkflowType,
@@ -31,6 +33,8 @@ export interface WorkflowPort {
   setIncidentStatus(stored: IncidentWorkflowInput, title: string, request: SetStatusRequest): Promise<IncidentView>;
   /** Signals alerts to a running incident workflow; 'gone' when its workflow has completed. */
   signalAlerts(incidentId: string, payload: AlertsReceived): Promise<'delivered' | 'gone'>;
+  /** Runs a skill once through the skill test workflow and waits for its outcome. */
+  testSkill(input: SkillTestInput): Promise<SkillOutcome>;
   checkServer(): Promise<DependencyHealth>;
   checkWorkers(): Promise<DependencyHealth & { pollers: number }>;
 }
@@ -96,6 +100,24 @@ export function createTemporalWorkflowPort(client: Client, taskQueue: string): W
         return 'delivered';
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) return 'gone';
+        throw err;
+      }
+    },
+
+    async testSkill(input) {
+      try {
+        return await client.workflow.execute(skillTestWorkflowType, {
+          workflowId: input.invocationId,
+          taskQueue,
+          args: [input],
+          // Bounds the api request when no worker picks the workflow up.
+          workflowExecutionTimeout: '2 minutes',
+          typedSearchAttributes: [{ key: TenantIdKey, value: input.tenantId }],
+        });
+      } catch (err) {
+        if (err instanceof WorkflowFailedError) {
+          throw new AppError('service_unavailable', 'The skill test did not finish; check that a worker is running');
+        }
         throw err;
       }
     },

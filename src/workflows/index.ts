@@ -1,2 +1,3 @@
 // The workflow bundle's entry: every workflow the worker runs.
 export { incidentWorkflow } from './incident.js';
+export { skillTestWorkflow } from './skill-test.js';

@@ -13,12 +13,18 @@ import { connectDatabase, type Database } from '../../src/db/client.js';
 import { createTenant } from '../../src/db/repositories/tenants.js';
 import type { TenantSettings } from '../../src/db/schema/tenants.js';
 import type { PlanId } from '../../src/domain/plans.js';
+import { createSkillCipher } from '../../src/skills/crypto.js';
+import { createSkillRuntime, type SkillRuntime } from '../../src/skills/invoke.js';
+import type { HttpCallLimits } from '../../src/skills/http.js';
+import type { HostResolver } from '../../src/skills/ssrf.js';
 import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
 import { startDispatcher, type Dispatcher } from '../../src/temporal/reconciler.js';
 import { installTemporalRuntimeLogger } from '../../src/temporal/runtime-logger.js';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
+/** The skill header encryption key of test services (32 bytes). */
+export const TEST_SKILL_KEY = Buffer.alloc(32, 7);
 
 
 function uniqueName(prefix: string): string {
@@ -68,6 +74,10 @@ export interface TestServiceOptions {
   withoutWorker?: boolean;
   /** Run without the background dispatcher (tests that drive passes themselves). */
   withoutDispatcher?: boolean;
+  /** Skill invocation: SSRF allowlist (none by default), limits (shorter timeouts), DNS resolver. */
+  skills?: { allowedNetworks?: string[]; limits?: Partial<HttpCallLimits>; resolver?: HostResolver };
+  /** Receives every log line (JSON) of the api and the worker, at debug level. */
+  logLines?: string[];
 }
 
 /** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
@@ -76,7 +86,16 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const database = connectDatabase(url, { max: 10 });
   const address = inject('temporalAddress');
   const taskQueue = uniqueName('tq');
-  const logger = pino({ level: process.env.TEST_VERBOSE ? 'debug' : 'silent' });
+  const logLines = options.logLines;
+  const logger = logLines
+    ? pino({ level: 'debug' }, { write: (line: string) => void logLines.push(line) })
+    : pino({ level: process.env.TEST_VERBOSE ? 'debug' : 'silent' });
+  const skills: SkillRuntime = createSkillRuntime({
+    cipher: createSkillCipher(TEST_SKILL_KEY),
+    allowedNetworks: options.skills?.allowedNetworks ?? [],
+    ...(options.skills?.limits ? { limits: options.skills.limits } : {}),
+    ...(options.skills?.resolver ? { resolver: options.skills.resolver } : {}),
+  });
   installTemporalRuntimeLogger(logger);
 
   const nativeConnection = await NativeConnection.connect({ address });
@@ -88,6 +107,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
         taskQueue,
         db: database.db,
         logger,
+        skills,
         workflowBundlePath: inject('workflowBundlePath'),
       });
   const running = worker ? worker.run() : Promise.resolve();
@@ -109,6 +129,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       publicRateLimitPerMinute: options.publicRateLimitPerMinute ?? 10_000,
       webhookRateLimitPerMinute: options.webhookRateLimitPerMinute ?? 1_000_000,
     },
+    skills,
   };
   const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000, repeatIntervalMs: 500 }) : undefined;
   const app = createApp(deps);

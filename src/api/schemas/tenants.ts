@@ -8,6 +8,7 @@ export const TenantSettingsSchema = z.object({
   autoRemediation: z.boolean(),
   requireWebhookSignature: z.boolean(),
   autoResolve: z.boolean(),
+  allowHttpSkills: z.boolean(),
 });
 
 export const Tenant = z
@@ -40,6 +41,7 @@ export const UpdateTenantBody = z
         autoRemediation: z.boolean().optional(),
         requireWebhookSignature: z.boolean().optional(),
         autoResolve: z.boolean().optional(),
+        allowHttpSkills: z.boolean().optional(),
       })
       .strict()
       .optional(),

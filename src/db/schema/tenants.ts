@@ -9,6 +9,8 @@ export interface TenantSettings {
   requireWebhookSignature?: boolean;
   /** A resolved notification for the alerts of an automated incident moves it to resolved. */
   autoResolve?: boolean;
+  /** Http skills may call plain `http://` URLs (default: https only). */
+  allowHttpSkills?: boolean;
   /** Enterprise custom quotas; unlimited when unset. */
   quotas?: { investigationsPerMonth?: number; eventsPerMonth?: number; chatMessagesPerMonth?: number };
   rateLimitPerMinute?: number;

@@ -1,0 +1,194 @@
+/**
+ * Runs a skill once for a tenant and records the outcome in `skill_invocations`: builtins in
+ * process, http skills through the SSRF-checked client, integration skills not yet (there are no
+ * connected integrations to call). Refuses disabled skills, custom skills of plans without
+ * `customSkills`, and input that does not match the skill's input schema, before any call.
+ */
+import { and, eq } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { Db } from '../db/client.js';
+import { findTenant } from '../db/repositories/tenants.js';
+import { skillInvocations, skills, type SkillRow } from '../db/schema/skills.js';
+import type { TenantRow } from '../db/schema/tenants.js';
+import { getPlan } from '../domain/plans.js';
+import { newId } from '../ids.js';
+import { findBuiltinSkill, type BuiltinSkill } from './builtins.js';
+import type { SkillCipher } from './crypto.js';
+import { SkillFailure } from './failure.js';
+import { callHttpSkill, type HttpCallLimits, type HttpMethod } from './http.js';
+import { checkInput, describeProblems } from './json-schema.js';
+import { NetworkAllowlist } from './networks.js';
+import { systemResolver, type HostResolver } from './ssrf.js';
+import type { InvokeSkillRequest, SkillErrorInfo, SkillOutcome } from './types.js';
+
+/** What invoking skills needs besides the database; shared by the api (encryption, checks) and the worker. */
+export interface SkillRuntime {
+  cipher: SkillCipher;
+  allowlist: NetworkAllowlist;
+  limits: HttpCallLimits;
+  resolver: HostResolver;
+}
+
+export const defaultSkillLimits: HttpCallLimits = {
+  timeoutMs: 10_000,
+  maxResponseBytes: 1024 * 1024,
+  maxRedirects: 3,
+  maxAttempts: 3,
+  retryBaseDelayMs: 500,
+};
+
+export function createSkillRuntime(options: {
+  cipher: SkillCipher;
+  allowedNetworks: readonly string[];
+  limits?: Partial<HttpCallLimits>;
+  resolver?: HostResolver;
+}): SkillRuntime {
+  return {
+    cipher: options.cipher,
+    allowlist: new NetworkAllowlist(options.allowedNetworks),
+    limits: { ...defaultSkillLimits, ...options.limits },
+    resolver: options.resolver ?? systemResolver,
+  };
+}
+
+/** The stored form of an http skill's config: header values sealed by the cipher. */
+export interface StoredHttpConfig {
+  url: string;
+  method: HttpMethod;
+  headers?: Record<string, string>;
+}
+
+/** Idempotency keys are scoped to the tenant: one tenant's key never answers another's call. */
+function scopedKey(tenantId: string, key: string): string {
+  return `${tenantId}:${key}`;
+}
+
+function toOutcome(row: typeof skillInvocations.$inferSelect): SkillOutcome {
+  const base = { invocationId: row.id, skillId: row.skillId, durationMs: row.durationMs };
+  return row.status === 'succeeded'
+    ? { ...base, ok: true, output: row.output }
+    : { ...base, ok: false, error: row.error ?? { code: 'failed', message: 'The skill failed' } };
+}
+
+type Resolved = { kind: 'builtin'; skill: BuiltinSkill } | { kind: 'custom'; skill: SkillRow };
+
+export interface SkillInvoker {
+  invoke(request: InvokeSkillRequest): Promise<SkillOutcome>;
+}
+
+export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger?: Pick<Logger, 'info' | 'warn'> }): SkillInvoker {
+  const { db, runtime } = deps;
+
+  async function resolve(tenantId: string, skillId: string): Promise<Resolved | undefined> {
+    const builtin = findBuiltinSkill(skillId);
+    if (builtin) return { kind: 'builtin', skill: builtin };
+    const [row] = await db.select().from(skills).where(and(eq(skills.tenantId, tenantId), eq(skills.id, skillId))).limit(1);
+    return row ? { kind: 'custom', skill: row } : undefined;
+  }
+
+  async function run(resolved: Resolved, tenant: TenantRow, input: unknown, log: (msg: string, extra?: object) => void): Promise<unknown> {
+    if (resolved.kind === 'builtin') {
+      const problems = checkInput(resolved.skill.inputSchema, input);
+      if (problems.length > 0) throw new SkillFailure('invalid_input', `The input does not match the skill's input schema: ${describeProblems(problems)}`, problems);
+      return resolved.skill.run(db, tenant.id, input as Record<string, unknown>);
+    }
+    const skill = resolved.skill;
+    if (!getPlan(tenant.plan).features.customSkills) {
+      throw new SkillFailure('forbidden', `The ${getPlan(tenant.plan).name} plan does not include custom skills`);
+    }
+    if (!skill.enabled) throw new SkillFailure('skill_disabled', `The skill ${skill.name} is disabled`);
+    const problems = checkInput(skill.inputSchema ?? null, input);
+    if (problems.length > 0) throw new SkillFailure('invalid_input', `The input does not match the skill's input schema: ${describeProblems(problems)}`, problems);
+    if (skill.type === 'integration') {
+      throw new SkillFailure(
+        'integration_unavailable',
+        'Integration skills call a connected third-party tool; connecting integrations is not available yet',
+      );
+    }
+    if (skill.type !== 'http') throw new SkillFailure('invalid_config', `Skills of type ${skill.type} cannot be stored`);
+    const config = skill.config as unknown as StoredHttpConfig;
+    const headers: Record<string, string> = {};
+    for (const [name, sealed] of Object.entries(config.headers ?? {})) {
+      try {
+        headers[name] = runtime.cipher.decrypt(sealed, { tenantId: tenant.id, skillId: skill.id, header: name });
+      } catch (err) {
+        throw new SkillFailure('secret_unreadable', (err as Error).message);
+      }
+    }
+    const result = await callHttpSkill({
+      url: config.url,
+      method: config.method,
+      headers,
+      input,
+      allowPlainHttp: tenant.settings.allowHttpSkills === true,
+      allowlist: runtime.allowlist,
+      resolver: runtime.resolver,
+      limits: runtime.limits,
+      onRetry: (attempt, error) => log('skill call retried', { attempt, code: error.code, message: error.message }),
+    });
+    return result.body;
+  }
+
+  return {
+    async invoke(request) {
+      const { tenantId, skillId } = request;
+      const idempotencyKey = request.idempotencyKey ? scopedKey(tenantId, request.idempotencyKey) : null;
+      if (idempotencyKey || request.invocationId) {
+        const [stored] = await db
+          .select()
+          .from(skillInvocations)
+          .where(
+            and(
+              eq(skillInvocations.tenantId, tenantId),
+              idempotencyKey ? eq(skillInvocations.idempotencyKey, idempotencyKey) : eq(skillInvocations.id, request.invocationId!),
+            ),
+          )
+          .limit(1);
+        if (stored) return toOutcome(stored);
+      }
+      const invocationId = request.invocationId ?? newId('ski');
+      const log = (msg: string, extra: object = {}) => deps.logger?.info({ tenantId, skillId, invocationId, ...extra }, msg);
+      const started = performance.now();
+      const tenant = await findTenant(db, tenantId);
+      const resolved = tenant ? await resolve(tenantId, skillId) : undefined;
+      let output: unknown = null;
+      let error: SkillErrorInfo | undefined;
+      if (!tenant || !resolved) {
+        error = { code: 'skill_not_found', message: `No skill ${skillId} in this tenant` };
+      } else {
+        try {
+          output = await run(resolved, tenant, request.input, log);
+        } catch (err) {
+          if (!(err instanceof SkillFailure)) throw err;
+          error = { code: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) };
+        }
+      }
+      const durationMs = Math.round(performance.now() - started);
+      // Header values never reach the log: only ids, the outcome code and the duration.
+      log(error ? 'skill call failed' : 'skill call succeeded', { code: error?.code, durationMs });
+      const row = {
+        id: invocationId,
+        tenantId,
+        skillId,
+        skillName: resolved?.skill.name ?? '',
+        idempotencyKey,
+        status: error ? ('failed' as const) : ('succeeded' as const),
+        input: request.input ?? {},
+        output: error ? null : (output ?? null),
+        error: error ?? null,
+        durationMs,
+      };
+      const inserted = await db.insert(skillInvocations).values(row).onConflictDoNothing().returning({ id: skillInvocations.id });
+      if (inserted.length === 0) {
+        // A concurrent call with the same key or invocation id recorded first: its outcome stands.
+        const [stored] = await db
+          .select()
+          .from(skillInvocations)
+          .where(idempotencyKey ? eq(skillInvocations.idempotencyKey, idempotencyKey) : eq(skillInvocations.id, invocationId))
+          .limit(1);
+        if (stored) return toOutcome(stored);
+      }
+      return toOutcome({ ...row, createdAt: new Date() });
+    },
+  };
+}
