@@ -15,6 +15,7 @@ import { registerTenantRoutes } from './routes/tenants.js';
 import { registerApiKeyRoutes } from './routes/api-keys.js';
 import { registerGraphRoutes } from './routes/graph.js';
 import { registerRunbookRoutes } from './routes/runbooks.js';
+import { registerSkillRoutes } from './routes/skills.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -79,6 +80,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerWebhookRoutes(app, deps);
   registerGraphRoutes(app, deps);
   registerRunbookRoutes(app, deps);
+  registerSkillRoutes(app, deps);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',
