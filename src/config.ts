@@ -54,6 +54,11 @@ const envSchema = z.object({
       message: 'must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.1.0.0/16,127.0.0.1/32)',
     })
     .default([]),
+  LLM_BASE_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://api.openai.com/v1' }).optional(),
+  LLM_API_KEY: optionalString,
+  LLM_MODEL: z.string().trim().min(1).max(200).default('gpt-4o-mini'),
+  LLM_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(20_000),
+  LLM_COST_PER_1K_TOKENS: z.coerce.number().min(0).max(1000).default(0),
 });
 
 export interface Config {
@@ -83,6 +88,8 @@ export interface Config {
     /** Addresses skills may reach although they are private, loopback or link-local. */
     allowedNetworks: string[];
   };
+  /** The OpenAI-compatible model behind triage; the built-in analyzer when `baseUrl` is unset. */
+  llm: { baseUrl: string | undefined; apiKey: string | undefined; model: string; timeoutMs: number; costPer1kTokens: number };
 }
 
 export class ConfigError extends Error {
@@ -129,6 +136,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     skills: {
       encryptionKey: e.SKILL_ENCRYPTION_KEY ? Buffer.from(e.SKILL_ENCRYPTION_KEY, 'base64') : undefined,
       allowedNetworks: e.SKILL_ALLOWED_NETWORKS,
+    },
+    llm: {
+      baseUrl: e.LLM_BASE_URL,
+      apiKey: e.LLM_API_KEY,
+      model: e.LLM_MODEL,
+      timeoutMs: e.LLM_TIMEOUT_MS,
+      costPer1kTokens: e.LLM_COST_PER_1K_TOKENS,
     },
   };
 }

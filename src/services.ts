@@ -11,6 +11,7 @@ import { connectDatabase } from './db/client.js';
 import type { RuntimeSettings } from './runtime.js';
 import { createSkillCipher } from './skills/crypto.js';
 import { createSkillRuntime, type SkillRuntime } from './skills/invoke.js';
+import { createModelProvider } from './analysis/providers.js';
 import { createIncidentWorker } from './temporal/incident-worker.js';
 import { createTemporalWorkflowPort } from './temporal/port.js';
 import { startDispatcher } from './temporal/reconciler.js';
@@ -80,7 +81,9 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
   const clientConnection = await Connection.connect({ address: settings.temporalAddress });
   await ensureSearchAttributes(clientConnection, config.temporal.namespace);
   const connection = await NativeConnection.connect({ address: settings.temporalAddress });
+  const model = createModelProvider(config.llm, (reason) => logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in analyzer answered'));
   const worker = await createIncidentWorker({
+    model,
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,

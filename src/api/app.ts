@@ -16,6 +16,8 @@ import { registerApiKeyRoutes } from './routes/api-keys.js';
 import { registerGraphRoutes } from './routes/graph.js';
 import { registerRunbookRoutes } from './routes/runbooks.js';
 import { registerSkillRoutes } from './routes/skills.js';
+import { registerInvestigationRoutes } from './routes/investigation.js';
+import { registerTriageRoutes } from './routes/triage.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -78,6 +80,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerTenantRoutes(app, deps);
   registerApiKeyRoutes(app, deps);
   registerWebhookRoutes(app, deps);
+  registerTriageRoutes(app, deps);
+  registerInvestigationRoutes(app, deps);
   registerGraphRoutes(app, deps);
   registerRunbookRoutes(app, deps);
   registerSkillRoutes(app, deps);

@@ -4,6 +4,7 @@ import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/w
 import type { Logger } from 'pino';
 import { createActivities } from '../activities/index.js';
 import type { Db } from '../db/client.js';
+import type { ModelProvider } from '../analysis/types.js';
 import type { SkillRuntime } from '../skills/invoke.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -18,6 +19,8 @@ export interface IncidentWorkerOptions {
   logger: Logger;
   /** Encryption key, SSRF allowlist and limits for skill invocations. */
   skills: SkillRuntime;
+  /** The model behind triage; the built-in analyzer when absent. */
+  model?: ModelProvider;
   /** A prebuilt workflow bundle (tests build one per run); otherwise bundled at start. */
   workflowBundlePath?: string;
 }
@@ -31,7 +34,7 @@ export async function createIncidentWorker(options: IncidentWorkerOptions): Prom
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...workflowSource,
-    activities: createActivities({ db: options.db, skills: options.skills, logger: options.logger }),
+    activities: createActivities({ db: options.db, skills: options.skills, logger: options.logger, ...(options.model ? { model: options.model } : {}) }),
     shutdownGraceTime: '10 seconds',
   });
 }

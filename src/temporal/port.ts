@@ -1,4 +1,5 @@
 import {
+  ApplicationFailure,
   WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
@@ -12,10 +13,17 @@ import {
   alertsReceivedSignal,
   incidentWorkflowType,
   setStatusUpdate,
+  triageUpdate,
+  investigationContextSignal,
+  startInvestigationUpdate,
   type AlertsReceived,
+  type InvestigationCommand,
+  type InvestigationStarted,
   type IncidentView,
   type IncidentWorkflowInput,
   type SetStatusRequest,
+  type TriageClassificationView,
+  type TriageCommand,
 } from '../workflows/messages.js';
 import { IncidentStatusKey, SeverityKey, SourceKey, TenantIdKey } from '../workflows/search-attributes.js';
 
@@ -31,6 +39,12 @@ export interface WorkflowPort {
   startIncident(input: IncidentWorkflowInput, title: string): Promise<void>;
   /** Moves an incident; a closed incident's workflow is started again from `stored` (reopen). */
   setIncidentStatus(stored: IncidentWorkflowInput, title: string, request: SetStatusRequest): Promise<IncidentView>;
+  /** Triages (or re-triages) an incident through its workflow and answers the classification. */
+  triageIncident(stored: IncidentWorkflowInput, title: string, command: TriageCommand): Promise<TriageClassificationView>;
+  /** Starts an investigation through the incident's workflow (409 while one runs, 429 past quota). */
+  startInvestigation(stored: IncidentWorkflowInput, title: string, command: InvestigationCommand): Promise<InvestigationStarted>;
+  /** Tells the incident's workflow that human context was stored; 'gone' when it has completed. */
+  signalInvestigationContext(incidentId: string): Promise<'delivered' | 'gone'>;
   /** Signals alerts to a running incident workflow; 'gone' when its workflow has completed. */
   signalAlerts(incidentId: string, payload: AlertsReceived): Promise<'delivered' | 'gone'>;
   /** Runs a skill once through the skill test workflow and waits for its outcome. */
@@ -52,6 +66,21 @@ export function incidentStartOptions(input: IncidentWorkflowInput, title: string
       { key: SourceKey, value: input.source },
     ],
   };
+}
+
+/** The `type` of every ApplicationFailure in an error's cause chain (activity failures nest them). */
+function failureTypes(err: unknown): string[] {
+  const types: string[] = [];
+  for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    if (e instanceof ApplicationFailure && e.type) types.push(e.type);
+  }
+  return types;
+}
+
+function innermostMessage(err: Error): string {
+  let e: Error = err;
+  while (e.cause instanceof Error) e = e.cause;
+  return e.message;
 }
 
 async function timed<T>(probe: () => Promise<T>): Promise<{ value?: T; latencyMs: number; error?: string }> {
@@ -90,6 +119,53 @@ export function createTemporalWorkflowPort(client: Client, taskQueue: string): W
         if (err instanceof WorkflowUpdateFailedError) {
           throw new AppError('validation_error', err.cause?.message ?? err.message);
         }
+        throw err;
+      }
+    },
+
+    async triageIncident(stored, title, command) {
+      const startWorkflowOperation = new WithStartWorkflowOperation(incidentWorkflowType, {
+        ...incidentStartOptions(stored, title, taskQueue),
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      });
+      try {
+        return await client.workflow.executeUpdateWithStart(triageUpdate, { args: [command], startWorkflowOperation });
+      } catch (err) {
+        if (err instanceof WorkflowUpdateFailedError) {
+          const message = err.cause?.message ?? err.message;
+          // The validator refuses a closed incident; anything else is the analysis failing.
+          if (/closed incident/.test(message)) throw new AppError('conflict', message);
+          throw new AppError('service_unavailable', message);
+        }
+        throw err;
+      }
+    },
+
+    async startInvestigation(stored, title, command) {
+      const startWorkflowOperation = new WithStartWorkflowOperation(incidentWorkflowType, {
+        ...incidentStartOptions(stored, title, taskQueue),
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      });
+      try {
+        return await client.workflow.executeUpdateWithStart(startInvestigationUpdate, { args: [command], startWorkflowOperation });
+      } catch (err) {
+        if (err instanceof WorkflowUpdateFailedError) {
+          const type = failureTypes(err);
+          const message = innermostMessage(err);
+          if (type.includes('QuotaExceeded')) throw new AppError('quota_exceeded', message);
+          if (type.includes('InvestigationRunning') || /closed incident/.test(message)) throw new AppError('conflict', message);
+          throw new AppError('service_unavailable', message);
+        }
+        throw err;
+      }
+    },
+
+    async signalInvestigationContext(incidentId) {
+      try {
+        await client.workflow.getHandle(incidentId).signal(investigationContextSignal);
+        return 'delivered';
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return 'gone';
         throw err;
       }
     },

@@ -22,6 +22,8 @@ export interface IncidentWorkflowInput {
   status: IncidentStatus;
   /** Projection version of the stored state the run starts from. */
   version: number;
+  /** Set when a run continues as new after its automatic triage, so it does not run twice. */
+  autoTriaged?: boolean;
 }
 
 export interface IncidentWorkflowState {
@@ -33,6 +35,16 @@ export interface IncidentWorkflowState {
   /** Alerts signalled to this run (repeats and resolutions after the opening one). */
   alertsReceived?: number;
   lastAlertStatus?: 'firing' | 'resolved';
+  /** Triage requests this run handled, and the latest classification's priority. */
+  triageRuns?: number;
+  triagePriority?: Severity;
+  /** The latest investigation run this workflow drove, and where it stands. */
+  investigationRun?: number;
+  investigationStatus?: 'running' | 'completed' | 'failed';
+  /** Syntheses of the latest run (more than one when human context arrived). */
+  syntheses?: number;
+  /** Investigation start requests this run handled. */
+  investigationStarts?: number;
 }
 
 /** The incident as projected to PostgreSQL, returned by updates (read-your-writes). */
@@ -58,6 +70,28 @@ export interface IncidentView {
   updatedAt: string;
 }
 
+/** The triage classification (interface: incidentId, priority, summary, confidence, suggestedAgents). */
+export interface TriageClassificationView {
+  incidentId: string;
+  priority: Severity;
+  summary: string;
+  confidence: number;
+  suggestedAgents: string[];
+}
+
+export interface TriageCommand {
+  actor: Actor;
+}
+
+export interface InvestigationCommand {
+  actor: Actor;
+}
+
+export interface InvestigationStarted {
+  incidentId: string;
+  status: 'investigating';
+}
+
 export interface SetStatusRequest {
   status: IncidentStatus;
   actor: Actor;
@@ -77,5 +111,11 @@ export interface AlertsReceived {
 }
 
 export const setStatusUpdate = defineUpdate<IncidentView, [SetStatusRequest]>('setStatus');
+/** Runs triage now (re-triage when it ran before) and answers the classification. */
+export const triageUpdate = defineUpdate<TriageClassificationView, [TriageCommand]>('triage');
+/** Starts an investigation (triage first when it has not run); refused while one runs. */
+export const startInvestigationUpdate = defineUpdate<InvestigationStarted, [InvestigationCommand]>('startInvestigation');
+/** Human context was stored for the incident: a running investigation takes it in, a finished one is re-synthesised. */
+export const investigationContextSignal = defineSignal('investigationContext');
 export const alertsReceivedSignal = defineSignal<[AlertsReceived]>('alertsReceived');
 export const getStateQuery = defineQuery<IncidentWorkflowState>('getState');

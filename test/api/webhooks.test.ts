@@ -63,7 +63,7 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     await workflowRunning(incident.id);
     const description = await svc.client.workflow.getHandle(incident.id).describe();
     expect(description.typedSearchAttributes.getAll().find((p) => p.key.name === 'Source')?.value).toBe('automated');
-    expect((await incidentRow(incident.id)).workflowStartedAt).not.toBeNull();
+    await eventually(async () => (await incidentRow(incident.id)).workflowStartedAt !== null);
     const created = await svc.database.db.select().from(events).where(and(eq(events.incidentId, incident.id), eq(events.type, 'incident.created')));
     expect(created[0]!.payload).toMatchObject({ source: 'automated', provider: 'generic' });
   });
@@ -88,9 +88,13 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     expect(stored).toHaveLength(100);
     expect(stored.every((e) => e.deliveredAt !== null)).toBe(true);
     await workflowRunning(incidentId);
-    const state = await svc.client.workflow.getHandle(incidentId).query(getStateQuery);
+    // Automated incidents are triaged (then investigated) on their own: open → triaging → investigating.
+    const state = await eventually(async () => {
+      const s = await svc.client.workflow.getHandle(incidentId).query(getStateQuery);
+      return s.triageRuns === 1 ? s : undefined;
+    });
     expect(state.alertsReceived ?? 0).toBe(0);
-    expect(state.status).toBe('open');
+    expect(state.status).toMatch(/^(triaging|investigating)$/);
   });
 
   it('opens a new incident for the same alert once the previous one is resolved', async () => {
@@ -113,7 +117,7 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     expect(resolved.body).toMatchObject({ incidentIds: [id], deduplicated: true });
     expect((await incidentRow(id)).recoveredAt).not.toBeNull();
     await eventually(async () => (await svc.client.workflow.getHandle(id).query(getStateQuery)).lastAlertStatus === 'resolved');
-    expect((await incidentRow(id)).status).toBe('open');
+    expect((await incidentRow(id)).status).toMatch(/^(triaging|investigating)$/); // worked on, not resolved
     // Firing again clears the recovery and reaches the workflow; a repeat after it does not.
     await postWebhook(svc, tenant.tenantId, 'generic', { ...alert, startsAt: new Date().toISOString() }, { key: key.key });
     expect((await incidentRow(id)).recoveredAt).toBeNull();
@@ -138,8 +142,11 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
       return r.status === 'resolved' ? r : undefined;
     });
     expect(row.recoveredAt).not.toBeNull();
-    const changes = await svc.database.db.select().from(events).where(and(eq(events.incidentId, id), eq(events.type, 'incident.status_changed')));
-    expect(changes[0]!.payload).toMatchObject({ to: 'resolved', actorType: 'system', actorId: 'auto-resolve' });
+    const changes = await svc.database.db.select().from(events).where(and(eq(events.incidentId, id), eq(events.type, 'incident.status_changed'))).orderBy(events.seq);
+    expect(changes[0]!.payload).toMatchObject({ from: 'open', to: 'triaging', actorType: 'system', actorId: 'auto-triage' });
+    expect(changes.filter((c) => c.payload.to === 'resolved').map((c) => c.payload)).toEqual([
+      expect.objectContaining({ to: 'resolved', actorType: 'system', actorId: 'auto-resolve' }),
+    ]);
   });
 
   it('stores a resolved notification with no open incident without opening one', async () => {
@@ -331,7 +338,7 @@ describe('Temporal unavailable during ingestion', () => {
         const s = await handle.query(getStateQuery);
         return s.alertsReceived === 1 ? s : undefined;
       });
-      expect(state).toMatchObject({ status: 'open', lastAlertStatus: 'resolved' });
+      expect(state).toMatchObject({ status: expect.stringMatching(/^(triaging|investigating)$/), lastAlertStatus: 'resolved', triageRuns: 1 });
       const all = await isolated.database.db.select().from(incidents).where(eq(incidents.tenantId, t.tenantId));
       expect(all).toHaveLength(1);
     } finally {

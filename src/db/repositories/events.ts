@@ -18,8 +18,11 @@ export interface NewEvent {
 
 type Executor = Pick<Db, 'insert' | 'execute'>;
 
-/** Appends an event to the outbox within the caller's transaction, once per idempotency key. */
-export async function appendEvent(tx: Executor, event: NewEvent): Promise<void> {
+/**
+ * Appends an event to the outbox within the caller's transaction, once per idempotency key.
+ * Resolves true when it was appended now, false when that key was appended before.
+ */
+export async function appendEvent(tx: Executor, event: NewEvent): Promise<boolean> {
   const inserted = await tx
     .insert(events)
     .values({
@@ -38,4 +41,5 @@ export async function appendEvent(tx: Executor, event: NewEvent): Promise<void> 
     // Delivered at commit, so listeners never see an event that was rolled back.
     await tx.execute(sql`select pg_notify(${eventsChannel}, ${`${event.tenantId}:${row.seq}`})`);
   }
+  return row !== undefined;
 }

@@ -1,0 +1,107 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { and, eq, sql } from 'drizzle-orm';
+import type { BeginInvestigationRequest, BeginInvestigationResult } from '../analysis/investigation-types.js';
+import type { Db } from '../db/client.js';
+import { appendAudit } from '../db/repositories/audit.js';
+import { appendEvent } from '../db/repositories/events.js';
+import { findTenant } from '../db/repositories/tenants.js';
+import { consumeQuota } from '../db/repositories/usage.js';
+import { events } from '../db/schema/events.js';
+import { incidents } from '../db/schema/incidents.js';
+import { investigations, triageResults } from '../db/schema/investigation.js';
+import { monthlyQuota, usagePeriod } from '../domain/plans.js';
+
+/** The failure type the api turns into 429 `quota_exceeded`. */
+export const QUOTA_EXCEEDED = 'QuotaExceeded';
+
+export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: () => Date }) {
+  const { db } = deps;
+  const clock = deps.clock ?? (() => new Date());
+
+  /**
+   * Starts an investigation run: counts it against the plan's monthly investigations, (re)sets
+   * the investigation row to `running` with the next run number, clears the incident's root
+   * cause, and appends `investigation.started`, in one transaction. Idempotent per
+   * `requestKey`. Past the quota a manual start fails (429); an automatic one is recorded as
+   * `investigation.failed` and answers `run: null`.
+   */
+  async function beginInvestigation(req: BeginInvestigationRequest & { automatic: boolean }): Promise<BeginInvestigationResult> {
+    const key = `${req.incidentId}:investigation-start:${req.requestKey}`;
+    const triaged = async () =>
+      (await db.select({ id: triageResults.incidentId }).from(triageResults).where(eq(triageResults.incidentId, req.incidentId))).length > 0;
+    const [done] = await db.select({ payload: events.payload }).from(events).where(eq(events.idempotencyKey, key));
+    if (done) return { run: (done.payload.run as number | null) ?? null, triaged: await triaged() };
+
+    const tenant = await findTenant(db, req.tenantId);
+    if (!tenant) throw ApplicationFailure.nonRetryable(`tenant ${req.tenantId} not found`, 'TenantMissing');
+    const now = clock();
+    const period = usagePeriod(now);
+    const limit = monthlyQuota(tenant, 'investigations');
+
+    const run = await db.transaction(async (tx) => {
+      const used = await consumeQuota(tx, { tenantId: req.tenantId, period, metric: 'investigations', limit });
+      if (used === null) return null;
+      const [row] = await tx
+        .insert(investigations)
+        .values({ incidentId: req.incidentId, tenantId: req.tenantId, status: 'running', run: 1 })
+        .onConflictDoUpdate({
+          target: investigations.incidentId,
+          set: {
+            status: 'running',
+            run: sql`${investigations.run} + 1`,
+            rootCause: null,
+            confidence: 0,
+            recommendedActions: [],
+            findings: [],
+            hypotheses: [],
+            failure: null,
+            startedAt: sql`now()`,
+            completedAt: null,
+            updatedAt: sql`now()`,
+          },
+        })
+        .returning({ run: investigations.run });
+      await tx
+        .update(incidents)
+        .set({ rootCause: null, updatedAt: sql`now()` })
+        .where(and(eq(incidents.id, req.incidentId), eq(incidents.tenantId, req.tenantId)));
+      await appendEvent(tx, {
+        tenantId: req.tenantId,
+        type: 'investigation.started',
+        incidentId: req.incidentId,
+        payload: { incidentId: req.incidentId, run: row!.run, actorType: req.actor.type, actorId: req.actor.id },
+        idempotencyKey: key,
+      });
+      await appendAudit(tx, {
+        tenantId: req.tenantId,
+        actorType: req.actor.type,
+        actorId: req.actor.id,
+        action: 'investigation.started',
+        targetType: 'incident',
+        targetId: req.incidentId,
+        incidentId: req.incidentId,
+        requestId: req.actor.requestId ?? null,
+        workflowId: req.workflowId,
+        details: { run: row!.run, investigationsUsed: used, limit },
+        idempotencyKey: `${key}:audit`,
+      });
+      return row!.run;
+    });
+    if (run !== null) return { run, triaged: await triaged() };
+
+    const message = `The monthly investigation quota of ${limit} is used up for ${period}`;
+    if (!req.automatic) throw ApplicationFailure.nonRetryable(message, QUOTA_EXCEEDED);
+    await db.transaction(async (tx) => {
+      await appendEvent(tx, {
+        tenantId: req.tenantId,
+        type: 'investigation.failed',
+        incidentId: req.incidentId,
+        payload: { incidentId: req.incidentId, run: null, reason: 'quota_exceeded', message },
+        idempotencyKey: key,
+      });
+    });
+    return { run: null, triaged: await triaged() };
+  }
+
+  return { beginInvestigation };
+}

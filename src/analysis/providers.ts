@@ -1,0 +1,120 @@
+import { z } from 'zod';
+import { severities } from '../db/schema/incidents.js';
+import { BUILTIN_MODEL, builtinTriage } from './builtin-triage.js';
+import { agentRoles, type ModelProvider, type ModelResult, type TriageClassification, type TriageInput } from './types.js';
+
+/** The built-in deterministic analyzer: no network, no cost. */
+export function createBuiltinProvider(): ModelProvider {
+  return {
+    name: 'builtin',
+    async triage(input) {
+      return { output: builtinTriage(input), model: BUILTIN_MODEL, tokensUsed: 0, costUsd: 0 };
+    },
+  };
+}
+
+export interface OpenAiCompatibleOptions {
+  baseUrl: string;
+  apiKey?: string;
+  model: string;
+  timeoutMs: number;
+  /** Approximate price in USD per 1,000 tokens (prompt and completion alike). */
+  costPer1kTokens: number;
+  onFallback?: (reason: string) => void;
+}
+
+const TriageOutput = z
+  .object({
+    priority: z.enum(severities),
+    summary: z.string().min(1).max(500),
+    confidence: z.number().min(0).max(1),
+    reasoning: z.string().min(1).max(4000),
+    suggestedAgents: z.array(z.enum(agentRoles)).min(1).max(agentRoles.length),
+  })
+  .strict();
+
+const ChatCompletion = z.object({
+  model: z.string().optional(),
+  choices: z.array(z.object({ message: z.object({ content: z.string().nullable() }) })).min(1),
+  usage: z.object({ total_tokens: z.number().int().nonnegative() }).optional(),
+});
+
+const TRIAGE_INSTRUCTIONS = `You triage production incidents for an SRE team. Answer with one JSON object only:
+{"priority": "critical"|"high"|"medium"|"low", "summary": string (one sentence), "confidence": number 0..1,
+"reasoning": string (your reasoning chain), "suggestedAgents": array of ${agentRoles.map((r) => `"${r}"`).join(', ')}}.`;
+
+/**
+ * An OpenAI-compatible chat-completions endpoint (`LLM_BASE_URL`). Its output is validated; on
+ * any error, timeout or invalid output the built-in analyzer answers instead, and the reasoning
+ * says so.
+ */
+export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions): ModelProvider {
+  const builtin = createBuiltinProvider();
+  const url = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+
+  async function complete<T>(instructions: string, input: unknown, schema: z.ZodType<T>): Promise<ModelResult<T>> {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
+      body: JSON.stringify({
+        model: options.model,
+        temperature: 0,
+        response_format: { type: 'json_object' },
+        messages: [
+          { role: 'system', content: instructions },
+          { role: 'user', content: JSON.stringify(input) },
+        ],
+      }),
+      signal: AbortSignal.timeout(options.timeoutMs),
+    });
+    if (!res.ok) throw new Error(`the model endpoint answered ${res.status}`);
+    const body = ChatCompletion.parse(await res.json());
+    const content = body.choices[0]!.message.content ?? '';
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(content);
+    } catch {
+      throw new Error('the model did not answer with JSON');
+    }
+    const output = schema.parse(parsed);
+    const tokensUsed = body.usage?.total_tokens ?? 0;
+    return {
+      output,
+      model: body.model ?? options.model,
+      tokensUsed,
+      costUsd: Math.round((tokensUsed / 1000) * options.costPer1kTokens * 1e6) / 1e6,
+    };
+  }
+
+  return {
+    name: 'openai-compatible',
+    async triage(input: TriageInput): Promise<ModelResult<TriageClassification>> {
+      try {
+        const result = await complete(TRIAGE_INSTRUCTIONS, input, TriageOutput);
+        return { ...result, output: { ...result.output, suggestedAgents: [...new Set(result.output.suggestedAgents)] } };
+      } catch (err) {
+        const reason = err instanceof z.ZodError ? 'invalid output' : err instanceof Error && err.name === 'TimeoutError' ? 'timeout' : (err as Error).message;
+        options.onFallback?.(reason);
+        const fallback = await builtin.triage(input);
+        return {
+          ...fallback,
+          output: { ...fallback.output, reasoning: `${fallback.output.reasoning} (The model ${options.model} failed: ${reason}; the built-in analyzer answered.)` },
+        };
+      }
+    },
+  };
+}
+
+export interface ModelConfig {
+  baseUrl?: string;
+  apiKey?: string;
+  model: string;
+  timeoutMs: number;
+  costPer1kTokens: number;
+}
+
+/** The built-in analyzer unless `LLM_BASE_URL` is configured. */
+export function createModelProvider(config: ModelConfig | undefined, onFallback?: (reason: string) => void): ModelProvider {
+  if (!config?.baseUrl) return createBuiltinProvider();
+  return createOpenAiCompatibleProvider({ ...config, baseUrl: config.baseUrl, ...(onFallback ? { onFallback } : {}) });
+}

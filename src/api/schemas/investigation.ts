@@ -1,0 +1,45 @@
+import { z } from '@hono/zod-openapi';
+
+export const StartInvestigationBody = z
+  .object({ incidentId: z.string().min(1).max(64).openapi({ example: 'inc_01jd...' }) })
+  .strict()
+  .openapi('StartInvestigation');
+
+export const InvestigationAccepted = z
+  .object({ incidentId: z.string(), status: z.literal('investigating') })
+  .openapi('InvestigationAccepted');
+
+export const InvestigationContextBody = z
+  .object({
+    content: z
+      .string()
+      .trim()
+      .min(1, 'content must be 1 to 4000 characters')
+      .max(4000, 'content must be 1 to 4000 characters')
+      .openapi({ example: 'We rotated the DNS provider at 03:00 UTC' }),
+  })
+  .strict()
+  .openapi('InvestigationContext');
+
+export const InvestigationContextAccepted = z
+  .object({
+    incidentId: z.string(),
+    sequence: z.number().int().openapi({ description: 'Position of this context among the incident\'s context entries' }),
+    createdAt: z.string(),
+    resynthesis: z.boolean().openapi({ description: 'True when a finished investigation will be re-synthesised with it' }),
+  })
+  .openapi('InvestigationContextAccepted');
+
+export const InvestigationResult = z
+  .object({
+    incidentId: z.string(),
+    status: z.enum(['running', 'completed', 'failed']),
+    rootCause: z.string().nullable().openapi({ description: 'null while the investigation is running' }),
+    confidence: z.number().min(0).max(1),
+    evidence: z.array(z.object({ agentRole: z.string(), content: z.string() })),
+    recommendedActions: z.array(z.string()),
+    failure: z.string().nullable(),
+    startedAt: z.string(),
+    completedAt: z.string().nullable(),
+  })
+  .openapi('InvestigationResult');
