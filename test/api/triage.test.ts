@@ -102,7 +102,7 @@ describe('POST /v1/triage/{incidentId}', () => {
     expect(stored).toMatchObject({ priority: 'critical', model: 'builtin-analyzer-1', tokensUsed: 0, costUsd: 0 }); // high, raised for a 9/10 service
     const [row] = await eventually(async () => {
       const rows = await svc.database.db.select().from(incidents).where(eq(incidents.id, id));
-      return rows[0]?.status === 'triaging' ? rows : undefined;
+      return rows[0]?.status === 'triaging' || rows[0]?.status === 'investigating' ? rows : undefined; // then investigated on its own
     });
     expect(row!.severity).toBe('critical');
     const audits = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, id), eq(auditLog.action, 'triage.completed')));
