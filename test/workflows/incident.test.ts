@@ -11,7 +11,7 @@ import { reconcileIncidents } from '../../src/temporal/reconciler.js';
 import { ensureSearchAttributes } from '../../src/temporal/search-attributes.js';
 import { getStateQuery, type IncidentWorkflowInput } from '../../src/workflows/messages.js';
 import { startTestService, type TestService } from '../helpers/service.js';
-import { eventually } from '../helpers/webhooks.js';
+import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 import Long from 'long';
 import pino from 'pino';
 import { randomBytes } from 'node:crypto';
@@ -19,6 +19,7 @@ import { randomBytes } from 'node:crypto';
 const historiesDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'histories');
 const recordedHistory = path.join(historiesDir, 'incident-lifecycle-v1.json');
 const recordedAlertsHistory = path.join(historiesDir, 'incident-alerts-v1.json');
+const recordedInvestigationHistory = path.join(historiesDir, 'incident-investigation-v1.json');
 
 let svc: TestService;
 let tenant: { tenantId: string; admin: string; member: string };
@@ -54,6 +55,29 @@ describe('incident workflow determinism', () => {
     expect(history.events.length).toBeGreaterThan(20);
     // Throws DeterminismViolationError if the workflow code no longer matches the history.
     await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, 'recorded-incident');
+  });
+
+  it('replays the recorded history of an automated incident triaged, investigated and re-synthesised', async () => {
+    if (process.env.RECORD_HISTORIES || !existsSync(recordedInvestigationHistory)) {
+      const key = await createKey(svc, tenant.admin);
+      const posted = await postWebhook(svc, tenant.tenantId, 'generic', { name: 'ReplayErrors', severity: 'high', service: 'replay-api', summary: '5xx above 5%' }, { key: key.key });
+      const id = posted.body.incidentIds[0] as string;
+      const deps = { db: svc.database.db, sql: svc.database.sql, workflows: svc.workflows, logger: pino({ level: 'silent' }) };
+      expect(await reconcileIncidents(deps)).toBeGreaterThanOrEqual(1);
+      const handle = svc.client.workflow.getHandle(id);
+      await eventually(async () => (await handle.query(getStateQuery)).syntheses === 1, 30_000);
+      const context = await svc.api('POST', `/v1/investigation/${id}/context`, { token: tenant.member, body: { content: 'We rotated the DNS provider at 03:00' } });
+      expect(context.status).toBe(202);
+      await eventually(async () => (await handle.query(getStateQuery)).syntheses === 2, 30_000);
+      expect(await handle.query(getStateQuery)).toMatchObject({ status: 'investigating', triageRuns: 1, investigationStatus: 'completed' });
+      expect((await svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'closed' } })).status).toBe(200);
+      await handle.result();
+      writeFileSync(recordedInvestigationHistory, historyToJSON(await handle.fetchHistory()));
+    }
+    const history = JSON.parse(readFileSync(recordedInvestigationHistory, 'utf8'));
+    const text = JSON.stringify(history);
+    for (const name of ['triageIncident', 'beginInvestigation', 'deploymentAgent', 'synthesizeInvestigation', 'investigationContext']) expect(text).toContain(name);
+    await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, 'recorded-investigation');
   });
 
   it('replays the recorded history of an incident that received alert signals and auto-resolved', async () => {
