@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto';
+import { Context } from '@temporalio/activity';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { createActivities } from '../../src/activities/index.js';
+import { evidenceItems, investigations } from '../../src/db/schema/investigation.js';
+import { events } from '../../src/db/schema/events.js';
+import { createSkillCipher } from '../../src/skills/crypto.js';
+import { createSkillRuntime } from '../../src/skills/invoke.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
+
+let svc: TestService;
+let connection: NativeConnection;
+
+beforeAll(async () => {
+  // No worker of its own: the test runs one that dies mid-investigation, then a healthy one.
+  svc = await startTestService({ withoutWorker: true, withoutDispatcher: true });
+  connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+});
+afterAll(async () => {
+  await connection?.close();
+  await svc?.stop();
+});
+
+function activities() {
+  return createActivities({ db: svc.database.db, skills: createSkillRuntime({ cipher: createSkillCipher(randomBytes(32)), allowedNetworks: [] }) });
+}
+
+async function runWorker(overrides: Record<string, unknown> = {}) {
+  const worker = await Worker.create({
+    connection,
+    namespace: 'default',
+    taskQueue: svc.taskQueue,
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+    activities: { ...activities(), ...overrides },
+    shutdownGraceTime: '100 milliseconds',
+  });
+  return { worker, running: worker.run() };
+}
+
+describe('a worker killed in the middle of an investigation', () => {
+  it('completes on the next worker, with no duplicate evidence', async () => {
+    const tenant = await svc.newTenant({ plan: 'plan_business' });
+    const key = await createKey(svc, tenant.admin);
+    // The first worker's deployment agent hangs (heartbeating) after the other agents stored their evidence.
+    let hung = false;
+    const first = await runWorker({
+      deploymentAgent: async () => {
+        hung = true;
+        for (;;) {
+          Context.current().heartbeat();
+          await Context.current().sleep(100); // rejects when the worker shuts down
+        }
+      },
+    });
+    const manual = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
+    });
+    const id = manual.body.incidentId as string;
+    await postWebhook(svc, tenant.tenantId, 'generic', { name: 'CheckoutErrors', severity: 'high', service: 'checkout-api', summary: '5xx above 5%' }, { key: key.key });
+    const started = await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: id } });
+    expect(started.status).toBe(202);
+    await eventually(async () => hung && (await svc.database.db.select().from(evidenceItems).where(eq(evidenceItems.incidentId, id))).length > 0);
+    const before = await svc.database.db.select().from(evidenceItems).where(eq(evidenceItems.incidentId, id));
+
+    // Kill it: the hanging activity is cut off, nothing more runs on this worker.
+    first.worker.shutdown();
+    await first.running;
+    const [midway] = await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id));
+    expect(midway!.status).toBe('running');
+
+    // A healthy worker picks the investigation up where it stood.
+    const second = await runWorker();
+    try {
+      const done = await eventually(async () => {
+        const [row] = await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id));
+        return row?.status === 'completed' ? row : undefined;
+      }, 60_000);
+      expect(done.run).toBe(1);
+      expect(done.rootCause).toEqual(expect.any(String));
+      const after = await svc.database.db.select().from(evidenceItems).where(eq(evidenceItems.incidentId, id));
+      expect(after.length).toBeGreaterThanOrEqual(before.length);
+      expect(new Set(after.map((e) => `${e.agentRole}:${e.dedupeKey}`)).size).toBe(after.length);
+      for (const item of before) expect(after.find((e) => e.id === item.id)).toBeDefined();
+      const kinds = (await svc.database.db.select().from(events).where(eq(events.incidentId, id))).map((e) => e.type);
+      expect(kinds.filter((k) => k === 'investigation.started')).toHaveLength(1);
+      expect(kinds.filter((k) => k === 'investigation.completed')).toHaveLength(1);
+    } finally {
+      second.worker.shutdown();
+      await second.running;
+    }
+  }, 90_000);
+});
