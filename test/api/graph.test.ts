@@ -683,4 +683,33 @@ describe('blast radius', () => {
     expect((await svc.api('DELETE', `/v1/graph/nodes/${ids.api}`, { token: tenant.member })).status).toBe(204);
     expect(await blast(tenant, ids.db!)).toEqual({ serviceId: ids.db, affectedServices: [], totalAffected: 0 });
   });
+
+  it('never answers from a cached graph that changed: api edits and direct writes alike', async () => {
+    const tenant = await svc.newTenant();
+    const ids = await buildGraph(tenant, ['db', 'api', 'web', 'batch'], [
+      ['api', 'db'],
+      ['web', 'api'],
+    ]);
+    const first = summary(await blast(tenant, ids.db!));
+    expect(first).toEqual([
+      ['api', 1, 'high'],
+      ['web', 2, 'medium'],
+    ]);
+    expect(summary(await blast(tenant, ids.db!))).toEqual(first); // answered again, unchanged
+    const edge = await createEdge(tenant.member, ids.batch!, ids.web!);
+    expect(summary(await blast(tenant, ids.db!))).toEqual([...first, ['batch', 3, 'medium']]);
+    await svc.api('PATCH', `/v1/graph/nodes/${ids.batch}`, { token: tenant.member, body: { criticality: 2 } });
+    expect(summary(await blast(tenant, ids.db!))).toEqual([...first, ['batch', 3, 'low']]);
+    expect((await svc.api('DELETE', `/v1/graph/edges/${edge}`, { token: tenant.member })).status).toBe(204);
+    expect(summary(await blast(tenant, ids.db!))).toEqual(first);
+    // A write that bypasses the api (a migration, an operator's SQL) is seen too.
+    await svc.database.db.insert(serviceEdges).values({ id: `edg_direct_${Date.now()}`, tenantId: tenant.tenantId, sourceServiceId: ids.batch!, targetServiceId: ids.db! });
+    expect(summary(await blast(tenant, ids.db!))).toEqual([['api', 1, 'high'], ['batch', 1, 'high'], ['web', 2, 'medium']]);
+    await svc.database.db.update(services).set({ name: 'api-renamed' }).where(eq(services.id, ids.api!));
+    expect(summary(await blast(tenant, ids.db!))[0]).toEqual(['api-renamed', 1, 'high']);
+    // Another tenant's changes leave this tenant's answers alone, and are not mixed in.
+    const other = await svc.newTenant();
+    await buildGraph(other, ['db'], []);
+    expect(summary(await blast(tenant, ids.db!))).toHaveLength(3);
+  });
 });

@@ -1,7 +1,9 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { and, count, eq, inArray, or, sql } from 'drizzle-orm';
+import type { TypedResponse } from 'hono';
 import { appendAudit } from '../../db/repositories/audit.js';
-import { blastRadius, findService, listEdges, listServices, toEdgeView, toServiceView } from '../../db/repositories/topology.js';
+import { BlastRadiusCache } from '../../db/repositories/blast-radius-cache.js';
+import { findService, listEdges, listServices, toEdgeView, toServiceView, type BlastRadius } from '../../db/repositories/topology.js';
 import { serviceEdges, services } from '../../db/schema/topology.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -28,6 +30,7 @@ const noSuchService = 'No service has that identifier';
 
 /** The topology graph: service nodes, dependency edges and blast radius. Every role may read and edit it. */
 export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  const blastRadiusCache = new BlastRadiusCache();
   app.openapi(
     createRoute({
       method: 'post',
@@ -344,9 +347,11 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     }),
     async (c) => {
       const auth = requireAuth(c, 'member');
-      const result = await blastRadius(deps.db, auth.tenantId, c.req.valid('param').serviceId);
-      if (!result) throw new AppError('not_found', noSuchService);
-      return c.json(result, 200);
+      const body = await blastRadiusCache.get(deps.db, auth.tenantId, c.req.valid('param').serviceId);
+      if (body === undefined) throw new AppError('not_found', noSuchService);
+      // The cached JSON text as it is (it was serialised from a BlastRadius, the documented
+      // schema); c.json() would serialise hundreds of kilobytes again on every call.
+      return c.body(body, 200, { 'content-type': 'application/json' }) as unknown as TypedResponse<BlastRadius, 200, 'json'>;
     },
   );
 }

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { check, index, integer, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, check, index, integer, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { tenants } from './tenants.js';
 
 export const serviceTypes = ['api', 'worker', 'database', 'cache', 'queue'] as const;
@@ -49,3 +49,13 @@ export const serviceEdges = pgTable(
 
 export type ServiceRow = typeof services.$inferSelect;
 export type ServiceEdgeRow = typeof serviceEdges.$inferSelect;
+
+/**
+ * A per-tenant counter that moves with every change to the tenant's services or edges (bumped by
+ * row triggers in the same transaction, whoever writes), so a cached blast radius can tell
+ * whether the graph it was computed on is still the graph.
+ */
+export const topologyVersions = pgTable('topology_versions', {
+  tenantId: text('tenant_id').primaryKey().references(() => tenants.id),
+  version: bigint('version', { mode: 'number' }).notNull().default(0),
+});
