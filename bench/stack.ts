@@ -15,6 +15,8 @@ export interface Stack {
   tenantId: string;
   token: string;
   databaseUrl: string;
+  /** The Temporal dev server the service started (host:port). */
+  temporalAddress: string;
   stop(): Promise<void>;
 }
 
@@ -22,13 +24,14 @@ export async function startStack(env: Record<string, string> = {}, nodeArgs: str
   const dataDir = mkdtempSync(path.join(tmpdir(), 'iis-bench-'));
   const pgPort = await freePort();
   const port = await freePort();
+  const temporalPort = await freePort();
   const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(projectRoot, 'src/start.ts')], {
     env: {
       ...process.env,
       DATA_DIR: dataDir,
       PORT: String(port),
       PG_PORT: String(pgPort),
-      TEMPORAL_PORT: String(await freePort()),
+      TEMPORAL_PORT: String(temporalPort),
       TEMPORAL_UI_PORT: String(await freePort()),
       LOG_LEVEL: 'warn',
       JWT_TTL_SECONDS: '7200',
@@ -51,6 +54,7 @@ export async function startStack(env: Record<string, string> = {}, nodeArgs: str
     tenantId: field('Demo tenant'),
     token: field('Admin token'),
     databaseUrl: embeddedDatabaseUrl(dataDir, pgPort)!,
+    temporalAddress: `127.0.0.1:${temporalPort}`,
     async stop() {
       child.kill('SIGTERM');
       await exited;
