@@ -9,7 +9,6 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { and, asc, desc, eq, gte, inArray, isNull, lte, ne, notInArray, or, sql } from 'drizzle-orm';
 import {
   analyzeInvestigation,
-  BUILTIN_INVESTIGATION_MODEL,
   formatDuration,
   proximity,
   type AlertObservation,
@@ -297,11 +296,11 @@ interface EvidenceDraft {
 export type InvestigationEngineActivities = Omit<InvestigationActivities, 'beginInvestigation'>;
 
 /**
- * `model` is the configured provider; synthesis uses the built-in analyzer whatever it is (the
- * ModelProvider has no synthesis method yet), so investigations record `builtin-analyzer-1`.
+ * `model` is the configured provider: the built-in analyzer ranks the hypotheses either way; a
+ * configured model then writes the conclusion from them (falling back to the built-in one).
  */
 export function createInvestigationActivities(deps: { db: Db; model: ModelProvider }): InvestigationEngineActivities {
-  const { db } = deps;
+  const { db, model } = deps;
 
   async function loadScene(req: InvestigationRequest): Promise<Scene> {
     const [incident] = await db
@@ -921,7 +920,25 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     const counts: Record<string, number> = {};
     for (const e of evidence) counts[e.type] = (counts[e.type] ?? 0) + 1;
     const findings = [...reportFindings, { agentRole: 'synthesis', content: analysis.summary.slice(0, 4000) }];
-    const result: SynthesisResult = { rootCause: analysis.rootCause, confidence: analysis.confidence, recommendedActions: analysis.recommendedActions };
+    // The built-in analyzer's conclusion, or a configured model's written from the same findings
+    // and hypotheses (validated; on any failure the built-in conclusion stands).
+    const concluded = await model.synthesize(
+      {
+        incident: {
+          incidentId: input.incident.incidentId,
+          title: input.incident.title,
+          description: input.incident.description,
+          severity: input.incident.severity,
+          service: input.incident.service,
+        },
+        findings,
+        hypotheses: analysis.hypotheses.map((h) => ({ statement: h.statement, score: h.score, status: h.status, reason: h.reason })),
+        humanContext: contextRows.map((row) => row.content),
+      },
+      { rootCause: analysis.rootCause, confidence: analysis.confidence, recommendedActions: analysis.recommendedActions },
+    );
+    heartbeat({ step: 'concluded' });
+    const result: SynthesisResult = concluded.output;
 
     await db.transaction(async (tx) => {
       const updated = await tx
@@ -934,9 +951,9 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
           findings,
           hypotheses,
           failure: null,
-          model: BUILTIN_INVESTIGATION_MODEL,
-          tokensUsed: 0,
-          costUsd: 0,
+          model: concluded.model,
+          tokensUsed: concluded.tokensUsed,
+          costUsd: concluded.costUsd,
           completedAt: sql`now()`,
           updatedAt: sql`now()`,
         })
@@ -961,7 +978,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
           hypothesis: top.kind,
           contextSeq,
           evidenceCounts: counts,
-          model: BUILTIN_INVESTIGATION_MODEL,
+          model: concluded.model,
         },
         idempotencyKey: `${key}:completed`,
       });
@@ -974,7 +991,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
         targetId: req.incidentId,
         incidentId: req.incidentId,
         workflowId: req.workflowId,
-        details: { run: req.run, contextSeq, hypothesis: top.kind, subject: top.subject, confidence: result.confidence, model: BUILTIN_INVESTIGATION_MODEL },
+        details: { run: req.run, contextSeq, hypothesis: top.kind, subject: top.subject, confidence: result.confidence, model: concluded.model },
         idempotencyKey: `${key}:audit`,
       });
     });

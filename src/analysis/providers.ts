@@ -1,7 +1,15 @@
 import { z } from 'zod';
 import { severities } from '../db/schema/incidents.js';
 import { BUILTIN_MODEL, builtinTriage } from './builtin-triage.js';
-import { agentRoles, type ModelProvider, type ModelResult, type TriageClassification, type TriageInput } from './types.js';
+import {
+  agentRoles,
+  type ModelProvider,
+  type ModelResult,
+  type SynthesisConclusion,
+  type SynthesisInput,
+  type TriageClassification,
+  type TriageInput,
+} from './types.js';
 
 /** The built-in deterministic analyzer: no network, no cost. */
 export function createBuiltinProvider(): ModelProvider {
@@ -9,6 +17,9 @@ export function createBuiltinProvider(): ModelProvider {
     name: 'builtin',
     async triage(input) {
       return { output: builtinTriage(input), model: BUILTIN_MODEL, tokensUsed: 0, costUsd: 0 };
+    },
+    async synthesize(_input, builtin) {
+      return { output: builtin, model: BUILTIN_MODEL, tokensUsed: 0, costUsd: 0 };
     },
   };
 }
@@ -33,6 +44,14 @@ const TriageOutput = z
   })
   .strict();
 
+const SynthesisOutput = z
+  .object({
+    rootCause: z.string().min(10).max(4000),
+    confidence: z.number().min(0).max(1),
+    recommendedActions: z.array(z.string().min(1).max(500)).min(1).max(10),
+  })
+  .strict();
+
 const ChatCompletion = z.object({
   model: z.string().optional(),
   choices: z.array(z.object({ message: z.object({ content: z.string().nullable() }) })).min(1),
@@ -42,6 +61,12 @@ const ChatCompletion = z.object({
 const TRIAGE_INSTRUCTIONS = `You triage production incidents for an SRE team. Answer with one JSON object only:
 {"priority": "critical"|"high"|"medium"|"low", "summary": string (one sentence), "confidence": number 0..1,
 "reasoning": string (your reasoning chain), "suggestedAgents": array of ${agentRoles.map((r) => `"${r}"`).join(', ')}}.`;
+
+const SYNTHESIS_INSTRUCTIONS = `You are the lead of an incident investigation. From the specialist agents' findings, the ranked
+hypotheses (with the reasons the discarded ones were discarded) and any human context, state the root cause concretely
+(service, deploy id or sha, dependency), a calibrated confidence, and ordered concrete recommended actions, the first one
+addressing the root cause. Answer with one JSON object only:
+{"rootCause": string, "confidence": number 0..1, "recommendedActions": array of strings}.`;
 
 /**
  * An OpenAI-compatible chat-completions endpoint (`LLM_BASE_URL`). Its output is validated; on
@@ -86,14 +111,25 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
     };
   }
 
+  const reasonOf = (err: unknown) =>
+    err instanceof z.ZodError ? 'invalid output' : err instanceof Error && err.name === 'TimeoutError' ? 'timeout' : (err as Error).message;
+
   return {
     name: 'openai-compatible',
+    async synthesize(input: SynthesisInput, builtin: SynthesisConclusion): Promise<ModelResult<SynthesisConclusion>> {
+      try {
+        return await complete(SYNTHESIS_INSTRUCTIONS, input, SynthesisOutput);
+      } catch (err) {
+        options.onFallback?.(reasonOf(err));
+        return { output: builtin, model: BUILTIN_MODEL, tokensUsed: 0, costUsd: 0 };
+      }
+    },
     async triage(input: TriageInput): Promise<ModelResult<TriageClassification>> {
       try {
         const result = await complete(TRIAGE_INSTRUCTIONS, input, TriageOutput);
         return { ...result, output: { ...result.output, suggestedAgents: [...new Set(result.output.suggestedAgents)] } };
       } catch (err) {
-        const reason = err instanceof z.ZodError ? 'invalid output' : err instanceof Error && err.name === 'TimeoutError' ? 'timeout' : (err as Error).message;
+        const reason = reasonOf(err);
         options.onFallback?.(reason);
         const fallback = await builtin.triage(input);
         return {

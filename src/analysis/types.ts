@@ -46,8 +46,27 @@ export interface ModelResult<T> {
   costUsd: number;
 }
 
+/** What a model sees to write an investigation's conclusion: the agents' findings and the ranked hypotheses. */
+export interface SynthesisInput {
+  incident: { incidentId: string; title: string; description: string; severity: Severity; service: string | null };
+  findings: Array<{ agentRole: string; content: string }>;
+  hypotheses: Array<{ statement: string; score: number; status: string; reason: string }>;
+  humanContext: string[];
+}
+
+export interface SynthesisConclusion {
+  rootCause: string;
+  confidence: number;
+  recommendedActions: string[];
+}
+
 /** A language model, or the built-in analyzer behind the same interface. */
 export interface ModelProvider {
   readonly name: string;
   triage(input: TriageInput): Promise<ModelResult<TriageClassification>>;
+  /**
+   * Writes the investigation's conclusion from the findings. `builtin` is the built-in
+   * analyzer's conclusion: the built-in provider returns it as it is, a model falls back to it.
+   */
+  synthesize(input: SynthesisInput, builtin: SynthesisConclusion): Promise<ModelResult<SynthesisConclusion>>;
 }

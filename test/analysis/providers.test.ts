@@ -133,6 +133,35 @@ describe('OpenAI-compatible provider against a local fake server', () => {
     }
   });
 
+  const synthesisInput = {
+    incident: { incidentId: 'inc_test', title: 'Checkout errors', description: '502s since 03:10', severity: 'high' as const, service: 'checkout-api' },
+    findings: [{ agentRole: 'deployment', content: 'Deployment 4242 of checkout-api 4 min before the first alert' }],
+    hypotheses: [{ statement: 'Bad deploy 4242 of checkout-api', score: 0.9, status: 'kept', reason: 'deployed 4 min before' }],
+    humanContext: ['We deployed at 03:06'],
+  };
+  const builtinConclusion = { rootCause: 'Deployment 4242 of checkout-api broke checkout', confidence: 0.8, recommendedActions: ['Roll back deployment 4242 of checkout-api'] };
+
+  it('writes the investigation conclusion with a model, falling back to the built-in one', async () => {
+    reply = (_req, res) => {
+      res.end(completion(JSON.stringify({ rootCause: 'The 03:06 deploy 4242 of checkout-api introduced 502s', confidence: 0.92, recommendedActions: ['Roll back deployment 4242', 'Add a canary'] })));
+    };
+    const result = await provider().synthesize(synthesisInput, builtinConclusion);
+    expect(result).toEqual({
+      output: { rootCause: 'The 03:06 deploy 4242 of checkout-api introduced 502s', confidence: 0.92, recommendedActions: ['Roll back deployment 4242', 'Add a canary'] },
+      model: 'fake-gpt-1',
+      tokensUsed: 1200,
+      costUsd: 0.6,
+    });
+    expect(JSON.parse(seen.at(-1)!.body.messages[1].content).hypotheses[0].statement).toBe('Bad deploy 4242 of checkout-api');
+
+    reply = (_req, res) => res.end(completion(JSON.stringify({ rootCause: 'short', confidence: 7, recommendedActions: [] })));
+    const fallbacks: string[] = [];
+    const fallback = await provider(fallbacks).synthesize(synthesisInput, builtinConclusion);
+    expect(fallbacks).toEqual(['invalid output']);
+    expect(fallback).toEqual({ output: builtinConclusion, model: BUILTIN_MODEL, tokensUsed: 0, costUsd: 0 });
+    expect(await createModelProvider(undefined).synthesize(synthesisInput, builtinConclusion)).toEqual({ output: builtinConclusion, model: BUILTIN_MODEL, tokensUsed: 0, costUsd: 0 });
+  });
+
   it('is the built-in analyzer unless a base URL is configured', async () => {
     const builtin = createModelProvider({ model: 'x', timeoutMs: 1000, costPer1kTokens: 0 });
     expect(builtin.name).toBe('builtin');
