@@ -7,3 +7,4 @@ export * from './ingestion.js';
 export * from './topology.js';
 export * from './skills.js';
 export * from './investigation.js';
+export * from './remediation.js';
