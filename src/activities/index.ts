@@ -6,6 +6,7 @@ import type { SkillRuntime } from '../skills/invoke.js';
 import { createInvestigationActivities } from './investigation.js';
 import { createInvestigationLifecycleActivities } from './investigation-lifecycle.js';
 import { createProjectionActivities } from './projections.js';
+import { createRemediationActivities } from './remediation.js';
 import { createSkillActivities } from './skills.js';
 import { createTriageActivities } from './triage.js';
 
@@ -25,6 +26,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createTriageActivities({ db: deps.db, model: deps.model ?? createBuiltinProvider() }),
     ...createInvestigationLifecycleActivities({ db: deps.db }),
     ...createInvestigationActivities({ db: deps.db, model: deps.model ?? createBuiltinProvider() }),
+    ...createRemediationActivities({ db: deps.db, skills: deps.skills }),
   };
 }
 

@@ -26,7 +26,7 @@ describe('GET /v1/tenants/{tenantId}', () => {
       plan: 'plan_pro',
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
-      settings: { cloudRoleArn: null, cloudExternalId: null, cloudRegion: null, autoRemediation: false, requireWebhookSignature: false, autoResolve: false, allowHttpSkills: false },
+      settings: { cloudRoleArn: null, cloudExternalId: null, cloudRegion: null, autoRemediation: false, requireWebhookSignature: false, autoResolve: false, approvalTimeoutMinutes: 60, allowHttpSkills: false },
     });
   });
 

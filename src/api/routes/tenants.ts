@@ -23,6 +23,7 @@ export function toTenantView(row: TenantRow) {
       autoRemediation: row.settings.autoRemediation ?? false,
       requireWebhookSignature: row.settings.requireWebhookSignature ?? false,
       autoResolve: row.settings.autoResolve ?? false,
+      approvalTimeoutMinutes: row.settings.approvalTimeoutMinutes ?? 60,
       allowHttpSkills: row.settings.allowHttpSkills ?? false,
     },
   };

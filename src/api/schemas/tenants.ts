@@ -8,6 +8,7 @@ export const TenantSettingsSchema = z.object({
   autoRemediation: z.boolean(),
   requireWebhookSignature: z.boolean(),
   autoResolve: z.boolean(),
+  approvalTimeoutMinutes: z.number().int(),
   allowHttpSkills: z.boolean(),
 });
 
@@ -41,6 +42,7 @@ export const UpdateTenantBody = z
         autoRemediation: z.boolean().optional(),
         requireWebhookSignature: z.boolean().optional(),
         autoResolve: z.boolean().optional(),
+        approvalTimeoutMinutes: z.number().int().min(1).max(10080).optional(),
         allowHttpSkills: z.boolean().optional(),
       })
       .strict()

@@ -9,6 +9,8 @@ export interface TenantSettings {
   requireWebhookSignature?: boolean;
   /** A resolved notification for the alerts of an automated incident moves it to resolved. */
   autoResolve?: boolean;
+  /** Minutes an admin has to answer a remediation approval (1–10080, default 60). */
+  approvalTimeoutMinutes?: number;
   /** Http skills may call plain `http://` URLs (default: https only). */
   allowHttpSkills?: boolean;
   /** Enterprise custom quotas; unlimited when unset. */
