@@ -13,6 +13,7 @@ import { registerIncidentRoutes } from './routes/incidents.js';
 import { registerPublicRoutes } from './routes/public.js';
 import { registerTenantRoutes } from './routes/tenants.js';
 import { registerApiKeyRoutes } from './routes/api-keys.js';
+import { registerApprovalRoutes } from './routes/approvals.js';
 import { registerGraphRoutes } from './routes/graph.js';
 import { registerRunbookRoutes } from './routes/runbooks.js';
 import { registerSkillRoutes } from './routes/skills.js';
@@ -85,6 +86,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerGraphRoutes(app, deps);
   registerRunbookRoutes(app, deps);
   registerSkillRoutes(app, deps);
+  registerApprovalRoutes(app, deps);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

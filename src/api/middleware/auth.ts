@@ -5,6 +5,8 @@ import { findTenant } from '../../db/repositories/tenants.js';
 import { AppError } from '../../errors.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { countRequest } from '../../db/repositories/rate-limits.js';
+import { users } from '../../db/schema/remediation.js';
+import type { Principal } from '../../auth/tokens.js';
 import { applyRateLimit } from './rate-limit.js';
 
 /** Routes that need no JWT; they are rate limited per client address instead. */
@@ -29,11 +31,50 @@ function clientAddress(c: Parameters<MiddlewareHandler>[0], trustProxy: boolean)
   }
 }
 
+/** A user is written at most once a minute per process (last_seen_at is coarse). */
+export const USER_SEEN_INTERVAL_MS = 60_000;
+
+/**
+ * Records who uses the api (`users`: tenant, token subject, email, roles, last seen) so admins can
+ * be notified. The first sighting in this process is awaited (a notification right after must
+ * find the admin); later ones at most once a minute, without waiting, errors only logged.
+ */
+function createUserRecorder(deps: AppDeps) {
+  const lastWritten = new Map<string, number>();
+  const write = (p: Principal, now: Date) =>
+    deps.db
+      .insert(users)
+      .values({ tenantId: p.tenantId, userId: p.userId, email: p.email ?? null, roles: p.roles, firstSeenAt: now, lastSeenAt: now })
+      .onConflictDoUpdate({
+        target: [users.tenantId, users.userId],
+        set: { email: p.email ?? null, roles: p.roles, lastSeenAt: now },
+      });
+  return async (p: Principal, log: { error: (obj: object, msg: string) => void }): Promise<void> => {
+    const key = `${p.tenantId}\0${p.userId}`;
+    const now = deps.clock();
+    const last = lastWritten.get(key);
+    if (last !== undefined && now.getTime() - last < USER_SEEN_INTERVAL_MS) return;
+    lastWritten.set(key, now.getTime());
+    if (last === undefined) {
+      try {
+        await write(p, now);
+      } catch (err) {
+        // The request still goes on; the next one tries again.
+        lastWritten.delete(key);
+        log.error({ err, tenantId: p.tenantId, userId: p.userId }, 'recording the user failed');
+      }
+      return;
+    }
+    write(p, now).catch((err: unknown) => log.error({ err, tenantId: p.tenantId, userId: p.userId }, 'recording the user failed'));
+  };
+}
+
 /**
  * Authenticates every non-public route with a JWT (tenant must exist and be active), then
  * rate-limits per tenant by plan; public routes are rate-limited per client address.
  */
 export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
+  const recordUser = createUserRecorder(deps);
   return async (c, next) => {
     const path = c.req.path;
     if (unmeteredPaths.has(path)) return next();
@@ -60,6 +101,7 @@ export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
     if (!tenant) throw new AppError('unauthorized', 'The token names an unknown tenant');
     if (tenant.status !== 'active') throw new AppError('forbidden', 'This tenant is suspended');
     c.set('auth', { ...principal, tenant });
+    await recordUser(principal, c.get('logger') ?? deps.logger);
     applyRateLimit(c, await countRequest(deps.relaxedSql, `tenant:${tenant.id}`, rateLimitPerMinute(tenant)), deps.clock());
     return next();
   };
