@@ -66,8 +66,11 @@ export interface StepOutcome {
 export interface RemediationActivities {
   proposeRemediation(req: ProposeRemediationRequest): Promise<ProposedRemediation>;
   recordApprovalDecision(req: ApprovalDecisionRecord): Promise<ApprovalDecided>;
-  /** Marks the approval expired (`reason` deadline or superseded) and the remediation cancelled/expired. */
-  expireApproval(req: { incidentId: string; tenantId: string; approvalId: string; remediationId: string; reason: 'deadline' | 'superseded'; workflowId: string }): Promise<void>;
+  /**
+   * Marks the approval expired and the remediation `expired` (reason deadline) or `cancelled`
+   * (superseded by a proposal on newer evidence, or the incident was closed while it waited).
+   */
+  expireApproval(req: { incidentId: string; tenantId: string; approvalId: string; remediationId: string; reason: 'deadline' | 'superseded' | 'closed'; workflowId: string }): Promise<void>;
   /** Runs one step exactly once (idempotency key per step); a failure is an outcome, not a throw. */
   executeRemediationStep(req: StepRequest): Promise<StepOutcome>;
   /** Whether the remediation worked: the incident's alerts have recovered, or a step-defined check passed. */

@@ -18,6 +18,7 @@ import { registerGraphRoutes } from './routes/graph.js';
 import { registerRunbookRoutes } from './routes/runbooks.js';
 import { registerSkillRoutes } from './routes/skills.js';
 import { registerInvestigationRoutes } from './routes/investigation.js';
+import { registerApprovalRespondRoute } from './routes/remediation-respond.js';
 import { registerTriageRoutes } from './routes/triage.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
 
@@ -83,6 +84,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerWebhookRoutes(app, deps);
   registerTriageRoutes(app, deps);
   registerInvestigationRoutes(app, deps);
+  registerApprovalRespondRoute(app, deps);
   registerGraphRoutes(app, deps);
   registerRunbookRoutes(app, deps);
   registerSkillRoutes(app, deps);

@@ -16,7 +16,10 @@ import {
   triageUpdate,
   investigationContextSignal,
   startInvestigationUpdate,
+  respondToApprovalUpdate,
   type AlertsReceived,
+  type ApprovalDecidedView,
+  type ApprovalResponse,
   type InvestigationCommand,
   type InvestigationStarted,
   type IncidentView,
@@ -45,6 +48,8 @@ export interface WorkflowPort {
   startInvestigation(stored: IncidentWorkflowInput, title: string, command: InvestigationCommand): Promise<InvestigationStarted>;
   /** Tells the incident's workflow that human context was stored; 'gone' when it has completed. */
   signalInvestigationContext(incidentId: string): Promise<'delivered' | 'gone'>;
+  /** An admin's answer to an approval, through the incident workflow's Update; 'gone' when that workflow has ended. */
+  respondToApproval(incidentId: string, response: ApprovalResponse): Promise<ApprovalDecidedView | 'gone'>;
   /** Signals alerts to a running incident workflow; 'gone' when its workflow has completed. */
   signalAlerts(incidentId: string, payload: AlertsReceived): Promise<'delivered' | 'gone'>;
   /** Runs a skill once through the skill test workflow and waits for its outcome. */
@@ -154,6 +159,22 @@ export function createTemporalWorkflowPort(client: Client, taskQueue: string): W
           const message = innermostMessage(err);
           if (type.includes('QuotaExceeded')) throw new AppError('quota_exceeded', message);
           if (type.includes('InvestigationRunning') || /closed incident/.test(message)) throw new AppError('conflict', message);
+          throw new AppError('service_unavailable', message);
+        }
+        throw err;
+      }
+    },
+
+    async respondToApproval(incidentId, response) {
+      try {
+        return await client.workflow.getHandle(incidentId).executeUpdate(respondToApprovalUpdate, { args: [response] });
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError) return 'gone';
+        if (err instanceof WorkflowUpdateFailedError) {
+          const message = innermostMessage(err);
+          const code = /^(approval_not_found|approval_expired|already_decided|validation_error):\s*(.*)$/s.exec(message);
+          if (code) throw new AppError(code[1] as 'approval_not_found' | 'approval_expired' | 'already_decided' | 'validation_error', code[2]);
+          if (failureTypes(err).includes('AlreadyDecided')) throw new AppError('already_decided', 'This approval has already been answered');
           throw new AppError('service_unavailable', message);
         }
         throw err;

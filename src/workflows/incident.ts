@@ -20,6 +20,7 @@ import {
   type InvestigationActivities,
   type InvestigationRequest,
 } from '../analysis/investigation-types.js';
+import type { ProposedRemediation, RemediationActivities } from '../analysis/remediation-types.js';
 import { agentRoles } from '../analysis/types.js';
 import type { IncidentStatus } from '../db/schema/incidents.js';
 import { isIncidentStatus, isTerminal } from './lifecycle.js';
@@ -27,10 +28,13 @@ import {
   alertsReceivedSignal,
   getStateQuery,
   investigationContextSignal,
+  respondToApprovalUpdate,
   setStatusUpdate,
   startInvestigationUpdate,
   triageUpdate,
   type Actor,
+  type ApprovalDecidedView,
+  type ApprovalResponse,
   type InvestigationStarted,
   type ReceivedAlert,
   type IncidentView,
@@ -68,6 +72,13 @@ const agents = proxyActivities<InvestigationActivities>({
 const synthesis = proxyActivities<InvestigationActivities>({
   startToCloseTimeout: '2 minutes',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
+});
+
+// Remediation bookkeeping and steps. A step runs its action once (idempotency key per step), so
+// retrying the activity is safe; a step's own failure is an outcome, not a thrown error.
+const remediation = proxyActivities<RemediationActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
 });
 
 const failureReason = (err: unknown): string =>
@@ -219,6 +230,11 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       await synthesis.synthesizeInvestigation({ ...request, reports: reports ?? [] });
       state.investigationStatus = 'completed';
       state.syntheses = (state.syntheses ?? 0) + 1;
+      // A conclusion asks for a remediation; one awaiting approval is checked for stale evidence.
+      if (patched('remediation')) {
+        remediationRequested = request.run;
+        evidenceMayHaveChanged = true;
+      }
     } catch (err) {
       state.investigationStatus = 'failed';
       await investigationLifecycle.recordInvestigationFailure({ ...request, reason: failureReason(err) });
@@ -269,6 +285,165 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       validator: (command) => {
         if (!command?.actor?.id) throw new Error('an actor is required');
         if (isTerminal(state.status)) throw new Error('a closed incident is not investigated; reopen it first');
+      },
+    },
+  );
+
+  // Remediation: proposed after each conclusion, approved by an admin (or the system with
+  // autoRemediation) before a durable deadline, then executed step by step.
+  let remediationRequested: number | null = null;
+  let evidenceMayHaveChanged = false;
+  let remediationTask: Promise<void> | null = null;
+  let pending: (ProposedRemediation & { decision?: ApprovalResponse; decidedView?: Promise<ApprovalDecidedView> }) | null = null;
+  /** How each approval of this run ended, for answers that come late. */
+  const endedApprovals = new Map<string, 'expired' | 'superseded' | 'decided'>();
+
+  const remediationBase = () => ({ incidentId: state.incidentId, tenantId: state.tenantId, workflowId: workflowInfo().workflowId });
+  const system: Actor = { type: 'system', id: 'remediation' };
+
+  /**
+   * Moves the incident along the remediation only from where the remediation left it: a person
+   * who moved it elsewhere in the meantime (PATCH) is never overridden.
+   */
+  const remediationMoves: Partial<Record<IncidentStatus, IncidentStatus[]>> = {
+    awaiting_approval: ['investigating'],
+    remediating: ['awaiting_approval'],
+    resolved: ['remediating'],
+    investigating: ['awaiting_approval', 'remediating'],
+  };
+  async function moveTo(target: IncidentStatus): Promise<void> {
+    await exclusive(async () => {
+      if (remediationMoves[target]?.includes(state.status)) await transition(target, system);
+    });
+  }
+
+  async function runRemediation(): Promise<void> {
+    try {
+      await proposeAndCarryOut();
+    } finally {
+      remediationRequested = null; // a later conclusion (new context) asks again
+    }
+  }
+
+  async function proposeAndCarryOut(): Promise<void> {
+    while (remediationRequested !== null && !closeRequested) {
+      const run = remediationRequested;
+      remediationRequested = null;
+      // Proposed while the incident is under investigation; not after a person moved it on.
+      if (state.status !== 'investigating' && state.status !== 'awaiting_approval') return;
+      evidenceMayHaveChanged = false;
+      state.remediationProposals = (state.remediationProposals ?? 0) + 1;
+      const proposed = await remediation.proposeRemediation({
+        ...remediationBase(),
+        investigationRun: run,
+        requestKey: `${workflowInfo().runId}:${state.remediationProposals}`,
+      });
+      if (proposed.steps === 0) {
+        state.remediationStatus = 'nothing_to_do';
+        return;
+      }
+      pending = proposed;
+      state.pendingApprovalId = proposed.approvalId;
+      state.remediationStatus = 'awaiting_approval';
+      await moveTo('awaiting_approval');
+
+      if (proposed.autoApprove) {
+        pending.decision = { approvalId: proposed.approvalId, decision: 'approve', actor: { type: 'system', id: 'auto-remediation' }, notes: 'autoRemediation' };
+        pending.decidedView = remediation.recordApprovalDecision({
+          ...remediationBase(),
+          approvalId: proposed.approvalId,
+          remediationId: proposed.remediationId,
+          decision: 'approve',
+          actor: pending.decision.actor,
+          notes: 'Granted by the system: the tenant enables autoRemediation',
+        });
+      } else {
+        // The durable deadline: a timer in the workflow history, kept across worker restarts.
+        for (;;) {
+          const remaining = Date.parse(proposed.deadline) - Date.now();
+          const woke = remaining > 0 && (await condition(() => pending?.decision !== undefined || closeRequested || evidenceMayHaveChanged, remaining));
+          if (!woke) break; // deadline
+          if (pending?.decision || closeRequested) break;
+          // A re-synthesis happened while waiting: is the proposal still about the same evidence?
+          evidenceMayHaveChanged = false;
+          const hash = await remediation.evidenceHash({ incidentId: state.incidentId, tenantId: state.tenantId });
+          if (hash !== proposed.evidenceHash && !pending?.decision) break;
+          remediationRequested = null; // same evidence: the proposal stands
+        }
+        if (!pending?.decision) {
+          const reason = closeRequested ? 'closed' : Date.now() >= Date.parse(proposed.deadline) ? 'deadline' : 'superseded';
+          endedApprovals.set(proposed.approvalId, reason === 'superseded' ? 'superseded' : 'expired');
+          pending = null;
+          state.pendingApprovalId = undefined;
+          await remediation.expireApproval({ ...remediationBase(), approvalId: proposed.approvalId, remediationId: proposed.remediationId, reason });
+          if (reason === 'superseded') {
+            remediationRequested = remediationRequested ?? run; // propose again on the new evidence
+            continue;
+          }
+          state.remediationStatus = reason === 'deadline' ? 'expired' : 'cancelled';
+          if (reason === 'deadline') await moveTo('investigating'); // open for a human
+          return;
+        }
+      }
+
+      const decision = pending.decision!;
+      await pending.decidedView;
+      endedApprovals.set(proposed.approvalId, 'decided');
+      pending = null;
+      state.pendingApprovalId = undefined;
+      if (decision.decision === 'reject') {
+        state.remediationStatus = 'rejected';
+        await moveTo('investigating');
+        return;
+      }
+
+      state.remediationStatus = 'executing';
+      await moveTo('remediating');
+      for (let index = 0; index < proposed.steps; index++) {
+        const outcome = await remediation.executeRemediationStep({ ...remediationBase(), remediationId: proposed.remediationId, index });
+        if (!outcome.ok) {
+          await remediation.completeRemediation({ ...remediationBase(), remediationId: proposed.remediationId, ok: false, detail: `Step ${index + 1} failed: ${outcome.error ?? 'unknown error'}` });
+          state.remediationStatus = 'failed';
+          await moveTo('investigating');
+          return;
+        }
+      }
+      const verified = await remediation.verifyRemediation({ incidentId: state.incidentId, tenantId: state.tenantId, remediationId: proposed.remediationId });
+      await remediation.completeRemediation({ ...remediationBase(), remediationId: proposed.remediationId, ok: verified.ok, detail: verified.detail });
+      state.remediationStatus = verified.ok ? 'completed' : 'failed';
+      await moveTo(verified.ok ? 'resolved' : 'investigating');
+      return;
+    }
+  }
+
+  setHandler(
+    respondToApprovalUpdate,
+    async (response): Promise<ApprovalDecidedView> => {
+      // Checked again here: of two answers accepted together, the second finds the first.
+      if (!pending || pending.approvalId !== response.approvalId || pending.decision) {
+        throw ApplicationFailure.nonRetryable('already_decided: this approval has already been answered', 'AlreadyDecided');
+      }
+      pending.decision = response;
+      pending.decidedView = remediation.recordApprovalDecision({
+        ...remediationBase(),
+        approvalId: pending.approvalId,
+        remediationId: pending.remediationId,
+        decision: response.decision,
+        actor: response.actor,
+        ...(response.notes !== undefined ? { notes: response.notes } : {}),
+      });
+      return pending.decidedView;
+    },
+    {
+      validator: (response) => {
+        const ended = endedApprovals.get(response?.approvalId);
+        if (ended === 'superseded') throw new Error('approval_expired: this approval was superseded by a proposal on newer evidence');
+        if (ended === 'expired') throw new Error('approval_expired: the approval deadline has passed');
+        if (ended === 'decided') throw new Error('already_decided: this approval has already been answered');
+        if (!pending || pending.approvalId !== response?.approvalId) throw new Error('approval_not_found: no pending approval with that id');
+        if (pending.decision) throw new Error('already_decided: this approval has already been answered');
+        if (Date.now() >= Date.parse(pending.deadline)) throw new Error('approval_expired: the approval deadline has passed');
+        if (response.decision !== 'approve' && response.decision !== 'reject') throw new Error('validation_error: decision must be approve or reject');
       },
     },
   );
@@ -326,9 +501,16 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
         closeRequested ||
         pendingAlerts.length > 0 ||
         (pendingInvestigation !== null && !investigationTask) ||
+        (remediationRequested !== null && !remediationTask && !investigationTask) ||
         (!investigationTask && reports !== null && contextVersion > contextSynthesised) ||
         workflowInfo().continueAsNewSuggested,
     );
+    if (remediationRequested !== null && !remediationTask && !investigationTask && !closeRequested) {
+      remediationTask = runRemediation().finally(() => {
+        remediationTask = null;
+      });
+      continue;
+    }
     if (pendingInvestigation && !investigationTask) {
       // Runs beside the loop, so alerts and status changes are handled while agents work.
       const started = pendingInvestigation;
@@ -347,7 +529,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       await synthesise({ incidentId: state.incidentId, tenantId: state.tenantId, run: state.investigationRun, workflowId: workflowInfo().workflowId });
       continue;
     }
-    await condition(() => allHandlersFinished() && !investigationTask);
+    await condition(() => allHandlersFinished() && !investigationTask && !remediationTask);
     if (closeRequested && isTerminal(state.status)) return state;
     closeRequested = false;
     if (workflowInfo().continueAsNewSuggested) {

@@ -45,6 +45,10 @@ export interface IncidentWorkflowState {
   syntheses?: number;
   /** Investigation start requests this run handled. */
   investigationStarts?: number;
+  /** Remediation proposals this run made, and the approval now awaited (if any). */
+  remediationProposals?: number;
+  pendingApprovalId?: string;
+  remediationStatus?: string;
 }
 
 /** The incident as projected to PostgreSQL, returned by updates (read-your-writes). */
@@ -92,6 +96,13 @@ export interface InvestigationStarted {
   status: 'investigating';
 }
 
+export interface ApprovalResponse {
+  approvalId: string;
+  decision: 'approve' | 'reject';
+  notes?: string;
+  actor: Actor;
+}
+
 export interface SetStatusRequest {
   status: IncidentStatus;
   actor: Actor;
@@ -115,6 +126,21 @@ export const setStatusUpdate = defineUpdate<IncidentView, [SetStatusRequest]>('s
 export const triageUpdate = defineUpdate<TriageClassificationView, [TriageCommand]>('triage');
 /** Starts an investigation (triage first when it has not run); refused while one runs. */
 export const startInvestigationUpdate = defineUpdate<InvestigationStarted, [InvestigationCommand]>('startInvestigation');
+/**
+ * An admin's answer to an approval request. The validator refuses with a message starting with
+ * the error code: `approval_not_found`, `approval_expired` (deadline passed or superseded),
+ * `already_decided`.
+ */
+export const respondToApprovalUpdate = defineUpdate<ApprovalDecidedView, [ApprovalResponse]>('respondToApproval');
+
+export interface ApprovalDecidedView {
+  approvalId: string;
+  decision: 'approve' | 'reject';
+  remediationId: string;
+  remediationStatus: string;
+  decidedAt: string;
+}
+
 /** Human context was stored for the incident: a running investigation takes it in, a finished one is re-synthesised. */
 export const investigationContextSignal = defineSignal('investigationContext');
 export const alertsReceivedSignal = defineSignal<[AlertsReceived]>('alertsReceived');

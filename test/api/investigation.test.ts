@@ -57,7 +57,9 @@ describe('POST /v1/investigation/', () => {
     expect(done.body.recommendedActions.length).toBeGreaterThan(0);
 
     const [incident] = await svc.database.db.select().from(incidents).where(eq(incidents.id, id));
-    expect(incident).toMatchObject({ status: 'investigating', rootCause: done.body.rootCause, recommendedActions: done.body.recommendedActions });
+    // Then a remediation is proposed for approval (issue 6).
+    expect(incident).toMatchObject({ rootCause: done.body.rootCause, recommendedActions: done.body.recommendedActions });
+    expect(incident!.status).toMatch(/^(investigating|awaiting_approval)$/);
     expect(incident!.assignedAgents.sort()).toEqual([...agentRoles].sort());
     expect((await svc.database.db.select().from(triageResults).where(eq(triageResults.incidentId, id)))).toHaveLength(1);
     const types = await eventTypes(id);

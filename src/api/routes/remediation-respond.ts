@@ -1,0 +1,76 @@
+import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
+import { and, eq } from 'drizzle-orm';
+import { approvals } from '../../db/schema/remediation.js';
+import { AppError } from '../../errors.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { requireAuth } from '../context.js';
+import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+
+const RespondBody = z
+  .object({
+    decision: z.enum(['approve', 'reject']).openapi({ description: '`approve` runs the remediation now; `reject` cancels it' }),
+    notes: z.string().trim().min(1).max(2000).optional().openapi({ description: 'Kept in the audit log' }),
+  })
+  .strict()
+  .openapi('ApprovalResponse');
+
+const ApprovalDecided = z
+  .object({
+    approvalId: z.string(),
+    decision: z.enum(['approve', 'reject']),
+    remediationId: z.string(),
+    remediationStatus: z.enum(['executing', 'rejected']),
+    decidedAt: z.string(),
+  })
+  .openapi('ApprovalDecision');
+
+const ApprovalIdParam = z.object({
+  approvalId: z.string().min(1).max(64).openapi({ param: { name: 'approvalId', in: 'path' } }),
+});
+
+export function registerApprovalRespondRoute(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/notifications/approvals/{approvalId}/respond',
+      tags: ['remediation'],
+      summary: "Approve or reject a remediation before its deadline (admin)",
+      description:
+        "A workflow Update with a validator, so the answer is synchronous: 409 `approval_expired` after the deadline (or when newer evidence superseded the proposal), 409 `already_decided` on a second answer (of two concurrent answers exactly one succeeds).",
+      security: bearerSecurity,
+      request: { params: ApprovalIdParam, body: { required: true, content: { 'application/json': { schema: RespondBody } } } },
+      responses: { 200: jsonResponse(ApprovalDecided, 'The decision'), ...errorResponses(400, 401, 403, 404, 409, 503) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'admin');
+      const { approvalId } = c.req.valid('param');
+      const { decision, notes } = c.req.valid('json');
+      const [row] = await deps.db
+        .select()
+        .from(approvals)
+        .where(and(eq(approvals.tenantId, auth.tenantId), eq(approvals.id, approvalId)));
+      if (!row) throw new AppError('approval_not_found', 'No approval has that identifier');
+      const answered = await deps.workflows.respondToApproval(row.incidentId, {
+        approvalId,
+        decision,
+        ...(notes !== undefined ? { notes } : {}),
+        actor: { type: 'user', id: auth.userId, requestId: c.get('requestId') },
+      });
+      if (answered === 'gone') {
+        // The incident's workflow has ended: the stored approval says how it ended.
+        if (row.status === 'approved' || row.status === 'rejected') throw new AppError('already_decided', 'This approval has already been answered');
+        throw new AppError('approval_expired', 'The approval is no longer open: its incident was closed or its deadline passed');
+      }
+      return c.json(
+        {
+          approvalId: answered.approvalId,
+          decision: answered.decision,
+          remediationId: answered.remediationId,
+          remediationStatus: answered.decision === 'approve' ? ('executing' as const) : ('rejected' as const),
+          decidedAt: answered.decidedAt,
+        },
+        200,
+      );
+    },
+  );
+}

@@ -1,0 +1,239 @@
+import { and, eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditLog } from '../../src/db/schema/audit.js';
+import { events } from '../../src/db/schema/events.js';
+import { incidents } from '../../src/db/schema/incidents.js';
+import { approvals, notifications, remediations, remediationSteps } from '../../src/db/schema/remediation.js';
+import { tenants, type TenantSettings } from '../../src/db/schema/tenants.js';
+import { getStateQuery } from '../../src/workflows/messages.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/webhooks.js';
+
+let svc: TestService;
+
+beforeAll(async () => {
+  svc = await startTestService();
+});
+afterAll(() => svc?.stop());
+
+type Tenant = Awaited<ReturnType<TestService['newTenant']>>;
+
+/** A tenant whose approvals wait `seconds` (the setting is minutes; tests store a fraction directly). */
+async function tenantWith(settings: Partial<TenantSettings> & { approvalSeconds?: number } = {}): Promise<Tenant> {
+  const tenant = await svc.newTenant({ plan: 'plan_business' });
+  const { approvalSeconds, ...rest } = settings;
+  await svc.database.db
+    .update(tenants)
+    .set({ settings: { ...rest, ...(approvalSeconds !== undefined ? { approvalTimeoutMinutes: approvalSeconds / 60 } : {}) } as TenantSettings })
+    .where(eq(tenants.id, tenant.tenantId));
+  // The admin and the member have used the api: they are the tenant's known users.
+  await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
+  await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.member });
+  return tenant;
+}
+
+/** An incident investigated to a conclusion, with its approval requested. */
+async function awaitingApproval(tenant: Tenant) {
+  const created = await svc.api('POST', '/v1/incidents/chat', {
+    token: tenant.member,
+    body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
+  });
+  const incidentId = created.body.incidentId as string;
+  expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(202);
+  const approval = await eventually(async () => {
+    const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
+    return row?.status === 'pending' ? row : undefined;
+  }, 30_000);
+  await eventually(async () => (await svc.client.workflow.getHandle(incidentId).query(getStateQuery)).pendingApprovalId === approval.id);
+  return { incidentId, approval };
+}
+
+const respond = (tenant: Tenant, approvalId: string, body: Record<string, unknown>, token = tenant.admin) =>
+  svc.api('POST', `/v1/notifications/approvals/${approvalId}/respond`, { token, body });
+
+async function incident(id: string) {
+  const [row] = await svc.database.db.select().from(incidents).where(eq(incidents.id, id));
+  return row!;
+}
+
+async function eventTypes(id: string) {
+  return (await svc.database.db.select().from(events).where(eq(events.incidentId, id)).orderBy(events.seq)).map((e) => e.type);
+}
+
+describe('remediation behind approval', () => {
+  it('requests an approval after the investigation, notifies each admin with both ids, and waits on a durable timer', async () => {
+    const tenant = await tenantWith({ approvalSeconds: 600 });
+    const { incidentId, approval } = await awaitingApproval(tenant);
+    expect((await incident(incidentId)).status).toBe('awaiting_approval');
+    const [rem] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+    expect(rem!.status).toBe('awaiting_approval');
+    expect(rem!.plan.length).toBeGreaterThan(0);
+    const deadline = approval.deadline.getTime() - approval.createdAt.getTime();
+    expect(deadline).toBeGreaterThan(590_000);
+    expect(deadline).toBeLessThan(610_000);
+    const sent = await svc.database.db.select().from(notifications).where(eq(notifications.tenantId, tenant.tenantId));
+    expect(sent.map((n) => n.userId)).toEqual(['user-admin']); // admins only
+    expect(sent[0]).toMatchObject({ type: 'approval.requested', incidentId, payload: expect.objectContaining({ incidentId, remediationId: approval.remediationId, approvalId: approval.id }) });
+    expect(await eventTypes(incidentId)).toContain('approval.requested');
+    // The wait is a timer in the workflow history.
+    const timers = await eventually(async () => {
+      const history = await svc.client.workflow.getHandle(incidentId).fetchHistory();
+      const started = (history.events ?? []).filter((e) => e.timerStartedEventAttributes);
+      return started.length > 0 ? started : undefined;
+    });
+    const timeout = timers.at(-1)!.timerStartedEventAttributes!.startToFireTimeout!;
+    expect(Number(timeout.seconds)).toBeGreaterThan(500);
+  });
+
+  it('approve: executes every step once, verifies, and resolves; a second answer is 409 already_decided', async () => {
+    const tenant = await tenantWith({ approvalSeconds: 600 });
+    const { incidentId, approval } = await awaitingApproval(tenant);
+    const res = await respond(tenant, approval.id, { decision: 'approve', notes: 'Go ahead, rollback is safe' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ approvalId: approval.id, decision: 'approve', remediationId: approval.remediationId, remediationStatus: 'executing', decidedAt: expect.any(String) });
+    const again = await respond(tenant, approval.id, { decision: 'reject' });
+    expect(again.status).toBe(409);
+    expect(again.body.error).toBe('already_decided');
+    const done = await eventually(async () => {
+      const [row] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+      return row?.status === 'completed' || row?.status === 'failed' ? row : undefined;
+    }, 30_000);
+    const steps = await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId));
+    expect(steps.every((s) => s.attempts === 1)).toBe(true);
+    const types = await eventTypes(incidentId);
+    expect(types).toContain('remediation.approved');
+    expect(types).toContain(done.status === 'completed' ? 'remediation.completed' : 'remediation.failed');
+    const finalStatus = (await eventually(async () => {
+      const row = await incident(incidentId);
+      return row.status === 'resolved' || row.status === 'investigating' ? row : undefined;
+    })).status;
+    expect(finalStatus).toBe(done.status === 'completed' ? 'resolved' : 'investigating');
+    const [audit] = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.responded')));
+    expect(audit).toMatchObject({ actorType: 'user', actorId: 'user-admin' });
+    expect(JSON.stringify(audit!.details)).toContain('Go ahead, rollback is safe');
+  });
+
+  it('reject: cancels the remediation and leaves the incident investigating', async () => {
+    const tenant = await tenantWith({ approvalSeconds: 600 });
+    const { incidentId, approval } = await awaitingApproval(tenant);
+    const res = await respond(tenant, approval.id, { decision: 'reject' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ decision: 'reject', remediationStatus: 'rejected' });
+    await eventually(async () => (await incident(incidentId)).status === 'investigating');
+    const [rem] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+    expect(rem!.status).toBe('rejected');
+    expect(await eventTypes(incidentId)).toContain('remediation.rejected');
+  });
+
+  it('expires at the deadline; a late answer is 409 approval_expired', async () => {
+    const tenant = await tenantWith({ approvalSeconds: 3 });
+    const { incidentId, approval } = await awaitingApproval(tenant);
+    const expired = await eventually(async () => {
+      const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id));
+      return row?.status === 'expired' ? row : undefined;
+    }, 20_000);
+    expect(expired.expiredReason).toBe('deadline');
+    expect(await eventTypes(incidentId)).toContain('approval.expired');
+    const late = await respond(tenant, approval.id, { decision: 'approve' });
+    expect(late.status).toBe(409);
+    expect(late.body.error).toBe('approval_expired');
+    await eventually(async () => (await incident(incidentId)).status === 'investigating');
+  });
+
+  it('of two concurrent answers exactly one succeeds; members get 403; bad input 400; unknown and foreign 404', async () => {
+    const tenant = await tenantWith({ approvalSeconds: 600 });
+    const { approval } = await awaitingApproval(tenant);
+    expect((await respond(tenant, approval.id, { decision: 'approve' }, tenant.member)).status).toBe(403);
+    for (const body of [{}, { decision: 'maybe' }, { decision: 'approve', extra: 1 }, { decision: 'approve', notes: 'x'.repeat(2001) }]) {
+      const bad = await respond(tenant, approval.id, body);
+      expect(bad.status).toBe(400);
+      expect(bad.body.error).toBe('validation_error');
+    }
+    const unknown = await respond(tenant, 'apr_missing', { decision: 'approve' });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error).toBe('approval_not_found');
+    const other = await svc.newTenant();
+    const foreign = await respond(other, approval.id, { decision: 'approve' });
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.error).toBe('approval_not_found');
+    const [a, b] = await Promise.all([respond(tenant, approval.id, { decision: 'approve' }), respond(tenant, approval.id, { decision: 'reject' })]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    expect([a, b].find((r) => r.status === 409)!.body.error).toBe('already_decided');
+  });
+
+  it('a failing step fails the remediation, puts the incident back to investigating, and becomes evidence', async () => {
+    const tenant = await tenantWith({ approvalSeconds: 600 });
+    const { incidentId, approval } = await awaitingApproval(tenant);
+    // Arrange a step that cannot succeed: an integration action (none is connected).
+    const [rem] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+    const plan = rem!.plan.map((step, i) => (i === 0 ? { ...step, kind: 'integration' as const, action: 'page_vendor', input: {} } : step));
+    await svc.database.db.update(remediations).set({ plan }).where(eq(remediations.id, approval.remediationId));
+    expect((await respond(tenant, approval.id, { decision: 'approve' })).status).toBe(200);
+    const failed = await eventually(async () => {
+      const [row] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+      return row?.status === 'failed' ? row : undefined;
+    }, 30_000);
+    expect(failed.failure).toContain('Step 1 failed');
+    const steps = await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId));
+    expect(steps.find((s) => s.index === 0)).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(steps.filter((s) => s.index > 0).every((s) => s.status === 'pending')).toBe(true); // later steps never ran
+    await eventually(async () => (await incident(incidentId)).status === 'investigating');
+    expect(await eventTypes(incidentId)).toContain('remediation.failed');
+    const { evidenceItems } = await import('../../src/db/schema/investigation.js');
+    const evidence = await svc.database.db.select().from(evidenceItems).where(eq(evidenceItems.incidentId, incidentId));
+    expect(evidence.find((e) => e.source === 'remediation')?.summary).toBeTruthy();
+  });
+
+  it('autoRemediation: the system grants the approval (audited) and the remediation runs without waiting', async () => {
+    const tenant = await tenantWith({ approvalSeconds: 600, autoRemediation: true });
+    const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Disk full', description: 'orders-db disk at 100%', service: 'orders-db' } });
+    const incidentId = created.body.incidentId as string;
+    await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } });
+    const approval = await eventually(async () => {
+      const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
+      return row?.status === 'approved' ? row : undefined;
+    }, 30_000);
+    expect(approval).toMatchObject({ decidedByType: 'system' });
+    await eventually(async () => {
+      const [row] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+      return row?.status === 'completed' || row?.status === 'failed';
+    }, 30_000);
+    const [audit] = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.responded')));
+    expect(audit).toMatchObject({ actorType: 'system' });
+  });
+
+  it('supersedes a pending approval when new evidence changes the conclusion', async () => {
+    const tenant = await tenantWith({ approvalSeconds: 600 });
+    const { incidentId, approval } = await awaitingApproval(tenant);
+    // New evidence: an alert that fires on the incident's service, then human context re-synthesises.
+    const { evidenceItems } = await import('../../src/db/schema/investigation.js');
+    await svc.database.db.insert(evidenceItems).values({
+      id: `evi_new_${Date.now()}`,
+      tenantId: tenant.tenantId,
+      incidentId,
+      agentRole: 'logs',
+      type: 'log',
+      source: 'sentry',
+      summary: 'x509: certificate has expired',
+      severity: 'critical',
+      occurredAt: new Date(),
+      rawSnippet: 'x509: certificate has expired or is not yet valid',
+      dedupeKey: `logs:new-${Date.now()}`,
+    });
+    expect((await svc.api('POST', `/v1/investigation/${incidentId}/context`, { token: tenant.member, body: { content: 'The TLS certificate of checkout-api expired at 03:00' } })).status).toBe(202);
+    const old = await eventually(async () => {
+      const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id));
+      return row?.status === 'expired' ? row : undefined;
+    }, 30_000);
+    expect(old.expiredReason).toBe('superseded');
+    const replacement = await eventually(async () => {
+      const rows = await svc.database.db.select().from(approvals).where(and(eq(approvals.incidentId, incidentId), eq(approvals.status, 'pending')));
+      return rows[0];
+    }, 30_000);
+    expect(replacement.id).not.toBe(approval.id);
+    const late = await respond(tenant, approval.id, { decision: 'approve' });
+    expect(late.status).toBe(409);
+    expect(late.body.error).toBe('approval_expired');
+    expect(late.body.message).toContain('superseded');
+  });
+});
