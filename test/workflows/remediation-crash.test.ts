@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import { Context } from '@temporalio/activity';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { createActivities } from '../../src/activities/index.js';
+import type { StepRequest } from '../../src/analysis/remediation-types.js';
+import { approvals, remediations, remediationSteps, type RemediationStepPlan } from '../../src/db/schema/remediation.js';
+import { tenants } from '../../src/db/schema/tenants.js';
+import { createSkillCipher } from '../../src/skills/crypto.js';
+import { createSkillRuntime } from '../../src/skills/invoke.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/webhooks.js';
+
+let svc: TestService;
+let connection: NativeConnection;
+
+beforeAll(async () => {
+  svc = await startTestService({ withoutWorker: true, withoutDispatcher: true });
+  connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+});
+afterAll(async () => {
+  await connection?.close();
+  await svc?.stop();
+});
+
+async function runWorker(overrides: Record<string, unknown> = {}) {
+  const activities = createActivities({ db: svc.database.db, skills: createSkillRuntime({ cipher: createSkillCipher(randomBytes(32)), allowedNetworks: [] }) });
+  const worker = await Worker.create({
+    connection,
+    namespace: 'default',
+    taskQueue: svc.taskQueue,
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+    activities: { ...activities, ...overrides },
+    shutdownGraceTime: '100 milliseconds',
+  });
+  return { worker, running: worker.run(), activities };
+}
+
+describe('a worker killed between two remediation steps', () => {
+  it('runs each step exactly once across the restart', async () => {
+    const tenant = await svc.newTenant({ plan: 'plan_business' });
+    await svc.database.db.update(tenants).set({ settings: { approvalTimeoutMinutes: 10 } }).where(eq(tenants.id, tenant.tenantId));
+    await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
+
+    // The crashing worker hangs in step 2 (index 1), after step 1 has run.
+    let hung = false;
+    const first = await runWorker();
+    const realStep = first.activities.executeRemediationStep;
+    first.worker.shutdown();
+    await first.running;
+    const crashing = await runWorker({
+      executeRemediationStep: async (req: StepRequest) => {
+        if (req.index === 1) {
+          hung = true;
+          for (;;) await Context.current().sleep(100); // cut off when the worker shuts down
+        }
+        return realStep(req);
+      },
+    });
+
+    const created = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
+    });
+    const incidentId = created.body.incidentId as string;
+    expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(202);
+    const approval = await eventually(async () => {
+      const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
+      return row?.status === 'pending' ? row : undefined;
+    }, 30_000);
+    // Simulated steps only (the workflow runs as many as were proposed; at least two here).
+    const [proposed] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+    const count = proposed!.plan.length;
+    expect(count).toBeGreaterThanOrEqual(2);
+    const plan: RemediationStepPlan[] = proposed!.plan.map((step) => ({ ...step, kind: 'builtin', action: 'notify_team', input: { message: `step ${step.index + 1}` } }));
+    await svc.database.db.update(remediations).set({ plan }).where(eq(remediations.id, approval.remediationId));
+    await eventually(async () => {
+      const res = await svc.api('POST', `/v1/notifications/approvals/${approval.id}/respond`, { token: tenant.admin, body: { decision: 'approve' } });
+      return res.status === 200;
+    });
+    await eventually(async () => hung);
+    const midway = await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId));
+    expect(midway.find((s) => s.index === 0)).toMatchObject({ status: 'succeeded', attempts: 1 });
+
+    crashing.worker.shutdown();
+    await crashing.running;
+    const healthy = await runWorker();
+    try {
+      const done = await eventually(async () => {
+        const [row] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+        return row?.status === 'completed' || row?.status === 'failed' ? row : undefined;
+      }, 60_000);
+      const steps = (await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId))).sort((a, b) => a.index - b.index);
+      expect(steps).toHaveLength(count);
+      expect(steps.every((s) => s.status === 'succeeded')).toBe(true);
+      // Step 1 ran once, before the kill; step 2 was cut off before it did anything, then every
+      // step ran once on the new worker: one attempt each.
+      expect(steps.map((s) => s.attempts)).toEqual(steps.map(() => 1));
+      expect(done.status).toMatch(/^(completed|failed)$/); // verification: no alert recovered here
+    } finally {
+      healthy.worker.shutdown();
+      await healthy.running;
+    }
+  }, 120_000);
+});
