@@ -874,7 +874,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       .where(and(eq(investigationContext.tenantId, req.tenantId), eq(investigationContext.incidentId, req.incidentId)))
       .orderBy(asc(investigationContext.seq));
     const contextSeq = contextRows.length > 0 ? contextRows[contextRows.length - 1]!.seq : 0;
-    const key = `${req.incidentId}:investigation:${req.run}:synthesis:${contextSeq}`;
+    const key = `${req.incidentId}:investigation:${req.run}:synthesis:${contextSeq}${req.alertsSeen ? `:alerts:${req.alertsSeen}` : ''}`;
     const [done] = await db.select({ seq: events.seq }).from(events).where(eq(events.idempotencyKey, `${key}:completed`));
     if (done) {
       const [row] = await db

@@ -27,6 +27,11 @@ export interface AgentReport {
 
 export interface SynthesisRequest extends InvestigationRequest {
   reports: AgentReport[];
+  /**
+   * Alerts the workflow has heard of since it opened: a synthesis after new alerts is a new
+   * conclusion (its own event), not a retry of the previous one.
+   */
+  alertsSeen?: number;
 }
 
 export interface SynthesisResult {

@@ -227,7 +227,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
   async function synthesise(request: InvestigationRequest): Promise<void> {
     const seen = contextVersion;
     try {
-      await synthesis.synthesizeInvestigation({ ...request, reports: reports ?? [] });
+      await synthesis.synthesizeInvestigation({ ...request, reports: reports ?? [], ...(state.alertsReceived ? { alertsSeen: state.alertsReceived } : {}) });
       state.investigationStatus = 'completed';
       state.syntheses = (state.syntheses ?? 0) + 1;
       // A conclusion asks for a remediation; one awaiting approval is checked for stale evidence.
@@ -479,6 +479,9 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     if (!last) return;
     state.alertsReceived = (state.alertsReceived ?? 0) + batch.length;
     state.lastAlertStatus = last.status;
+    // New evidence while a proposal awaits its decision: re-synthesise, which supersedes the
+    // approval when the conclusion it was based on changed.
+    if (pending && !pending.decision && reports !== null) contextVersion++;
     // Last status wins: every alert of the incident has recovered when the latest one says so.
     if (last.status === 'resolved' && autoResolve && state.status !== 'resolved' && state.status !== 'closed') {
       await transition('resolved', { type: 'system', id: 'auto-resolve' });

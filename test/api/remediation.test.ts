@@ -7,7 +7,7 @@ import { approvals, notifications, remediations, remediationSteps } from '../../
 import { tenants, type TenantSettings } from '../../src/db/schema/tenants.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
 import { startTestService, type TestService } from '../helpers/service.js';
-import { eventually } from '../helpers/webhooks.js';
+import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 
 let svc: TestService;
 
@@ -200,6 +200,33 @@ describe('remediation behind approval', () => {
     }, 30_000);
     const [audit] = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.responded')));
     expect(audit).toMatchObject({ actorType: 'system' });
+  });
+
+  it('re-synthesises when an alert changes state while the approval waits, superseding it when the conclusion changed', async () => {
+    const tenant = await tenantWith({ approvalSeconds: 600 });
+    const key = await createKey(svc, tenant.admin);
+    const alert = { name: 'CheckoutErrors', severity: 'high', service: 'checkout-api', summary: '5xx above 5%' };
+    const posted = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });
+    const incidentId = posted.body.incidentIds[0] as string;
+    const approval = await eventually(async () => {
+      const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
+      return row?.status === 'pending' ? row : undefined;
+    }, 30_000);
+    const handle = svc.client.workflow.getHandle(incidentId);
+    await eventually(async () => (await handle.query(getStateQuery)).pendingApprovalId === approval.id);
+    const { investigations } = await import('../../src/db/schema/investigation.js');
+    const [before] = await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, incidentId));
+    await postWebhook(svc, tenant.tenantId, 'generic', { ...alert, status: 'resolved' }, { key: key.key });
+    await eventually(async () => (await handle.query(getStateQuery)).syntheses === 2, 30_000);
+    const completed = (await eventTypes(incidentId)).filter((t) => t === 'investigation.completed');
+    expect(completed).toHaveLength(2);
+    const [after] = await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, incidentId));
+    const [now] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id));
+    if (after!.rootCause !== before!.rootCause) {
+      await eventually(async () => (await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id)))[0]?.expiredReason === 'superseded');
+    } else {
+      expect(now!.status).toBe('pending'); // same conclusion: the proposal stands
+    }
   });
 
   it('supersedes a pending approval when new evidence changes the conclusion', async () => {
