@@ -30,6 +30,9 @@ import { createSkillInvoker, type SkillRuntime } from '../skills/invoke.js';
 export const DEFAULT_APPROVAL_TIMEOUT_MINUTES = 60;
 
 /** Builtin remediation actions; none of them touches infrastructure (see the module comment). */
+/** An action that checks rather than changes ("Confirm the errors stop after the rollback"). */
+const CHECK_ACTION = /^\s*(check|verify|look|confirm|inspect|observe|review|find|identify|open|see|watch|capture)\b/i;
+
 export const builtinRemediationActions = ['rollback_deployment', 'restart_service', 'scale_service', 'follow_runbook', 'notify_team', 'manual_step'] as const;
 
 const words = (s: string) => s.toLowerCase().replace(/[^a-z0-9]+/g, ' ').trim();
@@ -40,7 +43,7 @@ export function builtinStepFor(action: string, incident: { service: string | nul
   const lower = text.toLowerCase();
   const fallbackService = incident.service ?? null;
   // A check ("Confirm the errors stop after the rollback") is for a human, whatever it names.
-  if (/^\s*(check|verify|look|confirm|inspect|observe|review|find|identify|open|see|watch|capture)\b/i.test(text)) {
+  if (CHECK_ACTION.test(text)) {
     return { action: 'manual_step', input: { instruction: text } };
   }
   if (/\broll(?:\s|-)?back\b/.test(lower)) {
@@ -110,6 +113,7 @@ export function buildPlan(
         skillId: skill.id,
         input: { ...builtinStepFor(description, incident).input, recommendedAction: description },
         description,
+        ...(skill.type === 'http' && CHECK_ACTION.test(description) ? { check: true } : {}),
       };
     }
     const builtin = builtinStepFor(description, incident);
@@ -508,10 +512,26 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
     const firing = alerts.filter((a) => a.status !== 'resolved').map((a) => a.alert);
     if (alerts.length > 0 && firing.length === 0) return { ok: true, detail: `All ${alerts.length} alert(s) of the incident have resolved` };
     const steps = await db
-      .select({ index: remediationSteps.index, status: remediationSteps.status, error: remediationSteps.error })
+      .select({ index: remediationSteps.index, status: remediationSteps.status, error: remediationSteps.error, output: remediationSteps.output })
       .from(remediationSteps)
       .where(eq(remediationSteps.remediationId, req.remediationId))
       .orderBy(asc(remediationSteps.index));
+    // Step-defined checks decide when the plan has them.
+    const [rem] = await db.select({ plan: remediations.plan }).from(remediations).where(eq(remediations.id, req.remediationId));
+    const checks = (rem?.plan ?? []).filter((p) => p.check).map((p) => steps.find((s) => s.index === p.index));
+    if (checks.length > 0) {
+      // A skill step stores `{ invocationId, output }`; the skill's answer may wrap its JSON in `body`.
+      const verdict = (value: unknown, depth = 0): boolean => {
+        if (typeof value !== 'object' || value === null || depth > 3) return true;
+        const o = value as Record<string, unknown>;
+        if (o.ok === false || o.healthy === false) return false;
+        return verdict(o.output, depth + 1) && verdict(o.body, depth + 1);
+      };
+      const failedCheck = checks.find((s) => !s || s.status !== 'succeeded' || !verdict(s.output));
+      return failedCheck
+        ? { ok: false, detail: `The check of step ${(failedCheck?.index ?? 0) + 1} did not pass` }
+        : { ok: true, detail: `${checks.length} step-defined check(s) passed` };
+    }
     const notDone = steps.filter((s) => s.status !== 'succeeded');
     if (firing.length > 0) return { ok: false, detail: `Still firing: ${[...new Set(firing)].join(', ')}` };
     if (notDone.length === 0) return { ok: true, detail: `All ${steps.length} step(s) succeeded and no alert of the incident is firing` };

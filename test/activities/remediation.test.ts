@@ -313,6 +313,37 @@ describe('execution, verification, completion', () => {
     expect(await eventsOf(incidentId, 'remediation.completed')).toHaveLength(1);
   });
 
+  it('verifies by a step-defined check: a check skill that answers healthy passes, one that answers healthy: false fails', async () => {
+    for (const [path, ok] of [['/echo', true], ['/unhealthy', false]] as const) {
+      const { tenantId, incidentId } = await setup({ actions: [ROLLBACK, 'Verify checkout health with the probe_checkout_health skill'] });
+      await addSkill(tenantId, { name: 'probe_checkout_health', path });
+      // An alert still fires: without a check the remediation could not be verified.
+      await service.database.db.insert(ingestedEvents).values({
+        id: newId('evt'),
+        tenantId,
+        provider: 'generic',
+        kind: 'alert',
+        status: 'firing',
+        fingerprint: `fp-${incidentId}`,
+        alertName: 'CheckoutErrors',
+        title: 'checkout 5xx',
+        description: 'errors above threshold',
+        raw: {},
+        occurredAt: new Date(),
+        incidentId,
+      });
+      const p = await propose(tenantId, incidentId);
+      const [rem] = await service.database.db.select().from(remediations).where(eq(remediations.id, p.remediationId));
+      expect(rem!.plan[1]).toMatchObject({ kind: 'skill', action: 'probe_checkout_health', check: true });
+      expect(rem!.plan[0]!.check).toBeUndefined();
+      await approve(tenantId, incidentId, p);
+      for (const index of [0, 1]) await acts.executeRemediationStep({ tenantId, incidentId, remediationId: p.remediationId, index, workflowId: wf(incidentId) });
+      const v = await acts.verifyRemediation({ tenantId, incidentId, remediationId: p.remediationId });
+      expect(v.ok).toBe(ok);
+      expect(v.detail).toContain(ok ? 'check(s) passed' : 'The check of step 2 did not pass');
+    }
+  });
+
   it('a failing step is an outcome, stored once; verification fails; completion records the failure as evidence once', async () => {
     const { tenantId, incidentId } = await setup({ actions: ['Open a ticket with create_jira_ticket'] });
     await addSkill(tenantId, { name: 'create_jira_ticket', type: 'integration' });

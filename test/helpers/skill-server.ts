@@ -56,6 +56,8 @@ export async function startSkillServer(): Promise<SkillServer> {
             authorization: req.headers.authorization ?? null,
             apiKey: req.headers['x-api-key'] ?? null,
           });
+        case '/unhealthy':
+          return json(200, { healthy: false, reason: 'checkout still answers 502' });
         case '/text':
           res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
           return res.end('plain words');

@@ -15,6 +15,12 @@ export interface RemediationStepPlan {
   input: Record<string, unknown>;
   /** The recommended action the step comes from, as the investigation wrote it. */
   description: string;
+  /**
+   * A step-defined check: a skill step for a check action ("Verify checkout answers 200"). The
+   * remediation is verified by it when the incident's alerts have not recovered: it must succeed
+   * and its output must not say `ok: false` or `healthy: false`.
+   */
+  check?: boolean;
 }
 
 /** A remediation (`rem_…`) proposed from an investigation's recommended actions. */
