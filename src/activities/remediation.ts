@@ -396,7 +396,8 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
         .where(and(eq(approvals.id, req.approvalId), eq(approvals.tenantId, req.tenantId), eq(approvals.status, 'pending')))
         .returning({ id: approvals.id });
       if (!updated) return; // already expired, or decided first
-      const remediationStatus = req.reason === 'deadline' ? 'expired' : 'cancelled';
+      // Issue 6: at expiry the remediation is cancelled; the approval's reason says why.
+      const remediationStatus = 'cancelled';
       await tx
         .update(remediations)
         .set({ status: remediationStatus, updatedAt: now })

@@ -67,8 +67,8 @@ export interface RemediationActivities {
   proposeRemediation(req: ProposeRemediationRequest): Promise<ProposedRemediation>;
   recordApprovalDecision(req: ApprovalDecisionRecord): Promise<ApprovalDecided>;
   /**
-   * Marks the approval expired and the remediation `expired` (reason deadline) or `cancelled`
-   * (superseded by a proposal on newer evidence, or the incident was closed while it waited).
+   * Marks the approval expired (reason: the deadline, superseded by a proposal on newer evidence,
+   * or the incident closed while it waited) and the remediation `cancelled`.
    */
   expireApproval(req: { incidentId: string; tenantId: string; approvalId: string; remediationId: string; reason: 'deadline' | 'superseded' | 'closed'; workflowId: string }): Promise<void>;
   /** Runs one step exactly once (idempotency key per step); a failure is an outcome, not a throw. */

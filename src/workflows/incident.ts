@@ -380,7 +380,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
             remediationRequested = remediationRequested ?? run; // propose again on the new evidence
             continue;
           }
-          state.remediationStatus = reason === 'deadline' ? 'expired' : 'cancelled';
+          state.remediationStatus = 'cancelled';
           if (reason === 'deadline') await moveTo('investigating'); // open for a human
           return;
         }

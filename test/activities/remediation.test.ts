@@ -268,7 +268,7 @@ describe('decisions and expiry', () => {
       [q.approvalId]: ['expired', 'superseded'],
     });
     const rems = await service.database.db.select().from(remediations).where(eq(remediations.incidentId, incidentId));
-    expect(Object.fromEntries(rems.map((r) => [r.id, r.status]))).toEqual({ [p.remediationId]: 'expired', [q.remediationId]: 'cancelled' });
+    expect(Object.fromEntries(rems.map((r) => [r.id, r.status]))).toEqual({ [p.remediationId]: 'cancelled', [q.remediationId]: 'cancelled' });
     const expired = await eventsOf(incidentId, 'approval.expired');
     expect(expired.map((e) => e.payload.reason).sort()).toEqual(['deadline', 'superseded']);
     const audits = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.expired')));
