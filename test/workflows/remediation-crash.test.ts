@@ -37,6 +37,47 @@ async function runWorker(overrides: Record<string, unknown> = {}) {
   return { worker, running: worker.run(), activities };
 }
 
+describe('an approval deadline while no worker runs', () => {
+  it('expires the approval once a worker is back', async () => {
+    const tenant = await svc.newTenant({ plan: 'plan_business' });
+    await svc.database.db.update(tenants).set({ settings: { approvalTimeoutMinutes: 3 / 60 } }).where(eq(tenants.id, tenant.tenantId));
+    const first = await runWorker();
+    const created = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
+    });
+    const incidentId = created.body.incidentId as string;
+    expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(202);
+    const approval = await eventually(async () => {
+      const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
+      return row?.status === 'pending' ? row : undefined;
+    }, 30_000);
+    // Wait until the workflow sleeps on its deadline timer, then take every worker away.
+    await eventually(async () => {
+      const history = await svc.client.workflow.getHandle(incidentId).fetchHistory();
+      return (history.events ?? []).some((e) => e.timerStartedEventAttributes);
+    });
+    first.worker.shutdown();
+    await first.running;
+    await new Promise((r) => setTimeout(r, Math.max(0, approval.deadline.getTime() - Date.now()) + 1500));
+    const [whileDown] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id));
+    expect(whileDown!.status).toBe('pending'); // nothing ran at the deadline
+    const second = await runWorker();
+    try {
+      const expired = await eventually(async () => {
+        const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id));
+        return row?.status === 'expired' ? row : undefined;
+      }, 30_000);
+      expect(expired.expiredReason).toBe('deadline');
+      const [rem] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+      expect(rem!.status).toBe('cancelled');
+    } finally {
+      second.worker.shutdown();
+      await second.running;
+    }
+  }, 90_000);
+});
+
 describe('a worker killed between two remediation steps', () => {
   it('runs each step exactly once across the restart', async () => {
     const tenant = await svc.newTenant({ plan: 'plan_business' });
