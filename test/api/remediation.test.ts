@@ -45,6 +45,8 @@ async function awaitingApproval(tenant: Tenant) {
     return row?.status === 'pending' ? row : undefined;
   }, 30_000);
   await eventually(async () => (await svc.client.workflow.getHandle(incidentId).query(getStateQuery)).pendingApprovalId === approval.id);
+  // The move to awaiting_approval is the next step of the workflow after the proposal.
+  await eventually(async () => (await svc.database.db.select().from(incidents).where(eq(incidents.id, incidentId)))[0]?.status === 'awaiting_approval');
   return { incidentId, approval };
 }
 
