@@ -140,6 +140,12 @@ describe('remediation behind approval', () => {
     expect(late.status).toBe(409);
     expect(late.body.error).toBe('approval_expired');
     await eventually(async () => (await incident(incidentId)).status === 'investigating');
+    // Once the incident is closed (its workflow ended) the stored approval still answers.
+    expect((await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.member, body: { status: 'closed' } })).status).toBe(200);
+    await svc.client.workflow.getHandle(incidentId).result();
+    const afterClose = await respond(tenant, approval.id, { decision: 'approve' });
+    expect(afterClose.status).toBe(409);
+    expect(afterClose.body.error).toBe('approval_expired');
   });
 
   it('of two concurrent answers exactly one succeeds; members get 403; bad input 400; unknown and foreign 404', async () => {

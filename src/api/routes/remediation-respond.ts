@@ -50,17 +50,24 @@ export function registerApprovalRespondRoute(app: OpenAPIHono<AppEnv>, deps: App
         .from(approvals)
         .where(and(eq(approvals.tenantId, auth.tenantId), eq(approvals.id, approvalId)));
       if (!row) throw new AppError('approval_not_found', 'No approval has that identifier');
-      const answered = await deps.workflows.respondToApproval(row.incidentId, {
-        approvalId,
-        decision,
-        ...(notes !== undefined ? { notes } : {}),
-        actor: { type: 'user', id: auth.userId, requestId: c.get('requestId') },
-      });
-      if (answered === 'gone') {
-        // The incident's workflow has ended: the stored approval says how it ended.
-        if (row.status === 'approved' || row.status === 'rejected') throw new AppError('already_decided', 'This approval has already been answered');
-        throw new AppError('approval_expired', 'The approval is no longer open: its incident was closed or its deadline passed');
-      }
+      const endedAnswer = () =>
+        row.status === 'approved' || row.status === 'rejected'
+          ? new AppError('already_decided', 'This approval has already been answered')
+          : new AppError('approval_expired', 'The approval is no longer open: its deadline passed, newer evidence superseded it, or its incident was closed');
+      const answered = await deps.workflows
+        .respondToApproval(row.incidentId, {
+          approvalId,
+          decision,
+          ...(notes !== undefined ? { notes } : {}),
+          actor: { type: 'user', id: auth.userId, requestId: c.get('requestId') },
+        })
+        .catch((err: unknown) => {
+          // An approval of an earlier run of the incident's workflow (before a reopen) is not
+          // known to the current run: the stored approval says how it ended.
+          if (err instanceof AppError && err.code === 'approval_not_found' && row.status !== 'pending') throw endedAnswer();
+          throw err;
+        });
+      if (answered === 'gone') throw endedAnswer(); // the incident's workflow has ended
       return c.json(
         {
           approvalId: answered.approvalId,
