@@ -1,4 +1,4 @@
-import { index, integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, index, integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
 import { incidents } from './incidents.js';
 import { tenants } from './tenants.js';
 
@@ -121,4 +121,26 @@ export const notifications = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
   (t) => [index('notifications_user_created_idx').on(t.tenantId, t.userId, t.createdAt, t.id)],
+);
+
+/** Where each durable consumer of the outbox (`events`) has got to, by `seq`. */
+export const eventConsumers = pgTable('event_consumers', {
+  name: text('name').primaryKey(),
+  lastSeq: bigint('last_seq', { mode: 'number' }).notNull().default(0),
+  updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+});
+
+/** Short-lived single-use tokens for `EventSource` (`?token=`); only a SHA-256 hash is kept. */
+export const streamTokens = pgTable(
+  'stream_tokens',
+  {
+    tokenHash: text('token_hash').primaryKey(),
+    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    userId: text('user_id').notNull(),
+    roles: jsonb('roles').$type<string[]>().notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, precision: 3 }).notNull(),
+    usedAt: timestamp('used_at', { withTimezone: true, precision: 3 }),
+    createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+  },
+  (t) => [index('stream_tokens_expires_idx').on(t.expiresAt)],
 );
