@@ -15,6 +15,7 @@ import { createModelProvider } from './analysis/providers.js';
 import { createIncidentWorker } from './temporal/incident-worker.js';
 import { createTemporalWorkflowPort } from './temporal/port.js';
 import { startDispatcher } from './temporal/reconciler.js';
+import { startNotifier } from './notifications/notifier.js';
 import { installTemporalRuntimeLogger } from './temporal/runtime-logger.js';
 import { ensureSearchAttributes } from './temporal/search-attributes.js';
 
@@ -98,8 +99,10 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
     config.temporal.taskQueue,
   );
   const dispatcher = startDispatcher({ db: database.db, sql: database.sql, workflows, logger });
+  const notifier = startNotifier({ db: database.db, sql: database.sql, logger });
   return {
     async stop() {
+      await notifier.stop();
       await dispatcher.stop();
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running.catch(() => undefined);

@@ -15,6 +15,7 @@ import { registerTenantRoutes } from './routes/tenants.js';
 import { registerApiKeyRoutes } from './routes/api-keys.js';
 import { registerApprovalRoutes } from './routes/approvals.js';
 import { registerGraphRoutes } from './routes/graph.js';
+import { registerNotificationRoutes } from './routes/notifications.js';
 import { registerRunbookRoutes } from './routes/runbooks.js';
 import { registerSkillRoutes } from './routes/skills.js';
 import { registerInvestigationRoutes } from './routes/investigation.js';
@@ -87,6 +88,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerApprovalRespondRoute(app, deps);
   registerGraphRoutes(app, deps);
   registerRunbookRoutes(app, deps);
+  registerNotificationRoutes(app, deps);
   registerSkillRoutes(app, deps);
   registerApprovalRoutes(app, deps);
 

@@ -20,6 +20,7 @@ import type { HostResolver } from '../../src/skills/ssrf.js';
 import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
 import { startDispatcher, type Dispatcher } from '../../src/temporal/reconciler.js';
+import { startNotifier, type NotifierLoop } from '../../src/notifications/notifier.js';
 import { installTemporalRuntimeLogger } from '../../src/temporal/runtime-logger.js';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
@@ -59,6 +60,8 @@ export interface TestService {
   taskQueue: string;
   worker: Worker | undefined;
   dispatcher: Dispatcher | undefined;
+  /** The notifications consumer of the outbox; runs wherever the dispatcher does. */
+  notifier: NotifierLoop | undefined;
   newTenant(options?: { plan?: PlanId; settings?: TenantSettings; name?: string }): Promise<{ tenantId: string; admin: string; member: string }>;
   token(tenantId: string, role: Role, overrides?: { sub?: string; ttlSeconds?: number }): string;
   api<T = any>(method: string, path: string, options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
@@ -132,6 +135,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     skills,
   };
   const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000, repeatIntervalMs: 500 }) : undefined;
+  const notifier = worker && !options.withoutDispatcher ? startNotifier({ db: database.db, sql: database.sql, logger }, { intervalMs: 1000 }) : undefined;
   const app = createApp(deps);
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
@@ -156,6 +160,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     taskQueue,
     worker,
     dispatcher,
+    notifier,
     token,
     async newTenant(opts = {}) {
       const tenant = await createTenant(database.db, {
@@ -184,6 +189,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
         server.close(() => resolve());
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
+      await notifier?.stop();
       await dispatcher?.stop();
       if (worker) {
         worker.shutdown();

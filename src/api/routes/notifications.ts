@@ -1,0 +1,99 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { and, count, desc, eq, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import { notifications } from '../../db/schema/remediation.js';
+import { describeEvent } from '../../notifications/notifier.js';
+import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { decodeCursor, encodeCursor } from '../cursor.js';
+import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { ListNotificationsQuery, MarkNotificationsReadBody, NotificationList } from '../schemas/notifications.js';
+
+const tags = ['notifications'];
+
+type NotificationRow = typeof notifications.$inferSelect;
+
+const text = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
+
+/** The api shape; rows written without a title/body (approval requests) get one from their type. */
+export function toNotificationView(row: NotificationRow) {
+  const fallback = text(row.payload.title) && typeof row.payload.body === 'string' ? null : describeEvent(row.type, row.payload);
+  return {
+    notificationId: row.id,
+    type: row.type,
+    title: text(row.payload.title) ?? fallback?.title ?? row.type,
+    body: typeof row.payload.body === 'string' ? row.payload.body : (fallback?.body ?? ''),
+    read: row.readAt !== null,
+    incidentId: row.incidentId ?? text(row.payload.incidentId),
+    remediationId: text(row.payload.remediationId),
+    approvalId: text(row.payload.approvalId),
+    createdAt: row.createdAt.toISOString(),
+  };
+}
+
+/** The caller's own notifications (token subject within its tenant): list them, mark them read. */
+export function registerNotificationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/notifications',
+      tags,
+      summary: 'Notifications of the current user, most recent first',
+      security: bearerSecurity,
+      request: { query: ListNotificationsQuery },
+      responses: { 200: jsonResponse(NotificationList, 'A page of notifications and the unread count'), ...errorResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const query = c.req.valid('query');
+      const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
+      const mine = and(eq(notifications.tenantId, auth.tenantId), eq(notifications.userId, auth.userId))!;
+      const filters: SQL[] = [mine];
+      if (query.read !== undefined) filters.push(query.read ? isNotNull(notifications.readAt) : isNull(notifications.readAt));
+      if (query.type) filters.push(eq(notifications.type, query.type));
+      if (after) {
+        filters.push(
+          or(lt(notifications.createdAt, after.createdAt), and(eq(notifications.createdAt, after.createdAt), lt(notifications.id, after.id)))!,
+        );
+      }
+      const [rows, unread] = await Promise.all([
+        deps.db
+          .select()
+          .from(notifications)
+          .where(and(...filters))
+          .orderBy(desc(notifications.createdAt), desc(notifications.id))
+          .limit(query.limit + 1),
+        deps.db.select({ n: count() }).from(notifications).where(and(mine, isNull(notifications.readAt))),
+      ]);
+      const page = rows.slice(0, query.limit);
+      const last = page.at(-1);
+      return c.json(
+        {
+          items: page.map(toNotificationView),
+          unreadCount: unread[0]?.n ?? 0,
+          nextCursor: rows.length > query.limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'desc' }) : null,
+        },
+        200,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/notifications/read',
+      tags,
+      summary: "Mark the caller's notifications read: the given ids, or all",
+      description: 'Ids that are not the caller\'s own (or do not exist) are ignored.',
+      security: bearerSecurity,
+      request: { body: { required: true, content: { 'application/json': { schema: MarkNotificationsReadBody } } } },
+      responses: { 204: { description: 'Marked read' }, ...errorResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const body = c.req.valid('json');
+      const filters: SQL[] = [eq(notifications.tenantId, auth.tenantId), eq(notifications.userId, auth.userId), isNull(notifications.readAt)];
+      if (body.notificationIds) filters.push(inArray(notifications.id, [...new Set(body.notificationIds)]));
+      await deps.db.update(notifications).set({ readAt: sql`now()` }).where(and(...filters));
+      return c.body(null, 204);
+    },
+  );
+}

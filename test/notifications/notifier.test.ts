@@ -1,0 +1,200 @@
+import { and, eq, inArray, max, sql } from 'drizzle-orm';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { appendEvent } from '../../src/db/repositories/events.js';
+import { events } from '../../src/db/schema/events.js';
+import { eventConsumers, notifications, users } from '../../src/db/schema/remediation.js';
+import { newId } from '../../src/ids.js';
+import { createNotifier } from '../../src/notifications/notifier.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+let svc: TestService;
+
+beforeAll(async () => {
+  svc = await startTestService({ withoutWorker: true, withoutDispatcher: true });
+});
+afterAll(() => svc?.stop());
+
+const db = () => svc.database.db;
+
+/** A consumer of its own, positioned at the end of the outbox, that only notifies `tenantId`. */
+async function privateNotifier(tenantId: string, extra: Parameters<typeof createNotifier>[1] = {}) {
+  const name = `test-${newId('ntf')}`;
+  const [top] = await db().select({ seq: max(events.seq) }).from(events);
+  await db().insert(eventConsumers).values({ name, lastSeq: top?.seq ?? 0 });
+  return createNotifier({ db: db(), sql: svc.database.sql, logger: pino({ level: 'silent' }) }, { name, tenantId, gapSettleMs: 0, ...extra });
+}
+
+async function lastSeqOf(name: string) {
+  const [row] = await db().select().from(eventConsumers).where(eq(eventConsumers.name, name));
+  return row!.lastSeq;
+}
+
+/** Passes until the consumer is past `seq` (other test files append events meanwhile). */
+async function drainPast(notifier: { name: string; runOnce: () => Promise<unknown> }, seq: number) {
+  for (let i = 0; i < 200; i++) {
+    await notifier.runOnce();
+    if ((await lastSeqOf(notifier.name)) >= seq) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`consumer did not get past ${seq}`);
+}
+
+async function tenantWithUsers() {
+  const { tenantId } = await svc.newTenant();
+  await db()
+    .insert(users)
+    .values([
+      { tenantId, userId: 'alice-admin', roles: ['admin'] },
+      { tenantId, userId: 'bob-member', roles: ['member'] },
+      { tenantId, userId: 'carol-both', roles: ['member', 'admin'] },
+    ]);
+  return tenantId;
+}
+
+async function append(tenantId: string, type: string, payload: Record<string, unknown>, incidentId: string | null = null) {
+  await db().transaction((tx) => appendEvent(tx, { tenantId, type, incidentId, payload, idempotencyKey: newId('oev') }));
+  const [row] = await db().select({ seq: max(events.seq) }).from(events).where(eq(events.tenantId, tenantId));
+  return row!.seq!;
+}
+
+/** Appended without NOTIFY, so a notifier of another test file only sees it on its interval. */
+async function appendQuiet(tenantId: string, type: string, payload: Record<string, unknown>, incidentId: string | null = null) {
+  const [row] = await db()
+    .insert(events)
+    .values({ id: newId('oev'), tenantId, type, incidentId, payload, idempotencyKey: newId('oev') })
+    .returning({ seq: events.seq });
+  return row!.seq;
+}
+
+const byUser = async (tenantId: string) => {
+  const rows = await db().select().from(notifications).where(eq(notifications.tenantId, tenantId));
+  const out: Record<string, string[]> = {};
+  for (const r of rows) (out[r.userId] ??= []).push(r.type);
+  for (const k of Object.keys(out)) out[k]!.sort();
+  return { rows, out };
+};
+
+describe('notifier: fan-out', () => {
+  it('notifies every member and admin of the event tenant, system events admins only, approval requests not again', async () => {
+    const tenantId = await tenantWithUsers();
+    const other = await tenantWithUsers();
+    const notifier = await privateNotifier(tenantId);
+    const incidentId = newId('inc');
+    await append(tenantId, 'incident.created', { incidentId, title: 'Checkout down', severity: 'high', source: 'manual' }, incidentId);
+    await append(tenantId, 'investigation.completed', { incidentId, rootCause: 'pool exhausted', confidence: 0.9 }, incidentId);
+    await append(tenantId, 'approval.requested', { incidentId, remediationId: 'rem_x', approvalId: 'apr_x' }, incidentId);
+    await append(tenantId, 'remediation.completed', { incidentId, remediationId: 'rem_1', verification: 'healthy' }, incidentId);
+    await append(tenantId, 'system.quota_warning', { metric: 'events', period: '2025-01', used: 800, limit: 1000, percent: 80 });
+    await append(tenantId, 'not.in.catalogue', {});
+    const last = await append(other, 'incident.created', { incidentId: 'inc_other', title: 'Other tenant' });
+    await drainPast(notifier, last);
+
+    const { rows, out } = await byUser(tenantId);
+    const all = ['incident.created', 'investigation.completed', 'remediation.completed'];
+    expect(out['bob-member']).toEqual(all);
+    expect(out['alice-admin']).toEqual([...all, 'system.quota_warning'].sort());
+    expect(out['carol-both']).toEqual([...all, 'system.quota_warning'].sort());
+    const opened = rows.find((r) => r.type === 'incident.created' && r.userId === 'bob-member')!;
+    expect(opened.payload).toMatchObject({ title: 'Incident opened: Checkout down', incidentId });
+    expect(opened.incidentId).toBe(incidentId);
+    expect(rows.find((r) => r.type === 'investigation.completed')!.payload.title).toBe('Root cause found: pool exhausted');
+    expect(rows.find((r) => r.type === 'remediation.completed')!.payload).toMatchObject({ remediationId: 'rem_1', incidentId });
+    expect(rows.find((r) => r.type === 'system.quota_warning')!.payload.title).toBe('Quota warning: events at 80%');
+    // The tenant's events reached none of the other tenant's users.
+    const seqs = rows.map((r) => `${String(r.payload.eventSeq)}:`);
+    const leaked = await db().select().from(notifications).where(eq(notifications.tenantId, other));
+    expect(leaked.filter((r) => seqs.some((s) => r.idempotencyKey.startsWith(s)))).toEqual([]);
+  });
+});
+
+describe('notifier: exactly once', () => {
+  it('a second run creates nothing more', async () => {
+    const tenantId = await tenantWithUsers();
+    const notifier = await privateNotifier(tenantId);
+    const last = await append(tenantId, 'incident.resolved', { incidentId: 'inc_1' }, 'inc_1');
+    await drainPast(notifier, last);
+    const again = await notifier.runOnce();
+    expect(again.created).toBe(0);
+    const { rows } = await byUser(tenantId);
+    expect(rows).toHaveLength(3);
+    expect(new Set(rows.map((r) => r.idempotencyKey)).size).toBe(3);
+    expect(rows.map((r) => r.idempotencyKey).sort()).toEqual(['alice-admin', 'bob-member', 'carol-both'].map((u) => `${last}:${u}`));
+  });
+
+  it('a pass that crashes after inserting commits nothing; the next pass creates each notification once', async () => {
+    const tenantId = await tenantWithUsers();
+    let crash = true;
+    const crashed: string[] = [];
+    const notifier = await privateNotifier(tenantId, {
+      beforeCommit: (inserted) => {
+        if (crash && inserted.length > 0) {
+          crashed.push(...inserted);
+          throw new Error('simulated crash');
+        }
+      },
+    });
+    // Written without NOTIFY, so only this consumer picks them up at once.
+    const first = await appendQuiet(tenantId, 'triage.completed', { incidentId: 'inc_2', priority: 'high', summary: 'DB saturated' }, 'inc_2');
+    const last = await appendQuiet(tenantId, 'incident.status_changed', { incidentId: 'inc_2', from: 'open', to: 'investigating' }, 'inc_2');
+    const before = await lastSeqOf(notifier.name);
+    let thrown: unknown;
+    for (let i = 0; i < 200 && !thrown; i++) {
+      await notifier.runOnce().catch((err: unknown) => (thrown = err));
+      if (!thrown) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(String(thrown)).toContain('simulated crash');
+    expect(crashed.length).toBeGreaterThan(0);
+    expect(await lastSeqOf(notifier.name)).toBeLessThan(first);
+    expect(await lastSeqOf(notifier.name)).toBeGreaterThanOrEqual(before);
+    expect(await db().select().from(notifications).where(inArray(notifications.id, crashed))).toEqual([]);
+
+    crash = false;
+    await drainPast(notifier, last);
+    await notifier.runOnce();
+    const { rows, out } = await byUser(tenantId);
+    expect(rows).toHaveLength(6);
+    for (const u of ['alice-admin', 'bob-member', 'carol-both']) expect(out[u]).toEqual(['incident.status_changed', 'triage.completed']);
+    expect(rows.find((r) => r.type === 'triage.completed')!.payload.title).toBe('Triage completed: high priority');
+  });
+
+  it('waits for an earlier seq that is still being written instead of skipping it', async () => {
+    const tenantId = await tenantWithUsers();
+    const notifier = await privateNotifier(tenantId);
+    let release!: () => void;
+    let inserted!: () => void;
+    const wasInserted = new Promise<void>((r) => (inserted = r));
+    const held = svc.database.sql.begin(async (tx) => {
+      await tx`insert into events (id, tenant_id, type, incident_id, payload, idempotency_key)
+               values (${newId('oev')}, ${tenantId}, 'incident.resolved', 'inc_slow', '{"incidentId":"inc_slow"}'::jsonb, ${newId('oev')})`;
+      inserted();
+      await new Promise<void>((r) => (release = r));
+    });
+    await wasInserted;
+    const later = await append(tenantId, 'triage.failed', { incidentId: 'inc_fast', reason: 'model down' }, 'inc_fast');
+    for (let i = 0; i < 5; i++) {
+      const r = await notifier.runOnce();
+      expect(r.lastSeq).toBeLessThan(later);
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    release();
+    await held;
+    await drainPast(notifier, later);
+    const { out } = await byUser(tenantId);
+    expect(out['bob-member']).toEqual(['incident.resolved', 'triage.failed']);
+  });
+});
+
+describe('notifier: consumer row', () => {
+  it('advances last_seq in the same transaction as the notifications', async () => {
+    const tenantId = await tenantWithUsers();
+    const notifier = await privateNotifier(tenantId);
+    const last = await append(tenantId, 'approval.expired', { incidentId: 'inc_3', remediationId: 'rem_3', approvalId: 'apr_3' }, 'inc_3');
+    await drainPast(notifier, last);
+    const rows = await db()
+      .select({ n: sql<number>`count(*)::int` })
+      .from(notifications)
+      .where(and(eq(notifications.tenantId, tenantId), eq(notifications.type, 'approval.expired')));
+    expect(rows[0]!.n).toBe(3);
+  });
+});
