@@ -73,8 +73,21 @@ describe('remediation behind approval', () => {
     const deadline = approval.deadline.getTime() - approval.createdAt.getTime();
     expect(deadline).toBeGreaterThan(590_000);
     expect(deadline).toBeLessThan(610_000);
-    const sent = await svc.database.db.select().from(notifications).where(eq(notifications.tenantId, tenant.tenantId));
+    const sent = await svc.database.db
+      .select()
+      .from(notifications)
+      .where(and(eq(notifications.tenantId, tenant.tenantId), eq(notifications.type, 'approval.requested')));
     expect(sent.map((n) => n.userId)).toEqual(['user-admin']); // admins only
+    // Over the api too: the admin's list has it, the member's does not.
+    const adminList = await svc.api('GET', '/v1/notifications?type=approval.requested', { token: tenant.admin });
+    expect(adminList.body.items).toEqual([expect.objectContaining({ type: 'approval.requested', incidentId, remediationId: approval.remediationId, approvalId: approval.id, read: false })]);
+    const memberList = await svc.api('GET', '/v1/notifications?type=approval.requested', { token: tenant.member });
+    expect(memberList.body.items).toEqual([]);
+    // Other events reach members and admins through the outbox consumer.
+    await eventually(async () => {
+      const list = await svc.api('GET', '/v1/notifications?type=investigation.completed', { token: tenant.member });
+      return list.body.items.length === 1 && list.body.items[0].incidentId === incidentId;
+    });
     expect(sent[0]).toMatchObject({ type: 'approval.requested', incidentId, payload: expect.objectContaining({ incidentId, remediationId: approval.remediationId, approvalId: approval.id }) });
     expect(await eventTypes(incidentId)).toContain('approval.requested');
     // The wait is a timer in the workflow history.
