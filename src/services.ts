@@ -5,6 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createApp } from './api/app.js';
+import { createRealtimeHub } from './realtime/hub.js';
 import { createTokenVerifier } from './auth/tokens.js';
 import type { Config } from './config.js';
 import { connectDatabase } from './db/client.js';
@@ -43,6 +44,8 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
   const database = connectDatabase(settings.databaseUrl, { max: 20 });
   const connection = await Connection.connect({ address: settings.temporalAddress });
   const client = new Client({ connection, namespace: config.temporal.namespace });
+  // The one LISTEN connection of this process for the event streams; closed before the server.
+  const hub = createRealtimeHub({ sql: database.sql, logger });
   const app = createApp({
     db: database.db,
     sql: database.sql,
@@ -53,6 +56,7 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
     logger,
     config,
     skills: skillRuntime(config, settings),
+    realtime: { hub },
   });
   let server: ServerType;
   try {
@@ -66,6 +70,8 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
   return {
     url: `http://${config.host === '0.0.0.0' ? '127.0.0.1' : config.host}:${port}`,
     async stop() {
+      // Open streams would keep server.close() waiting: end them first.
+      await hub.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         if ('closeIdleConnections' in server) server.closeIdleConnections();

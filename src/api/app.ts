@@ -22,6 +22,7 @@ import { registerInvestigationRoutes } from './routes/investigation.js';
 import { registerApprovalRespondRoute } from './routes/remediation-respond.js';
 import { registerTriageRoutes } from './routes/triage.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
+import { registerStreamRoutes } from './routes/stream.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -91,6 +92,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerNotificationRoutes(app, deps);
   registerSkillRoutes(app, deps);
   registerApprovalRoutes(app, deps);
+  registerStreamRoutes(app, deps);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

@@ -7,6 +7,8 @@ import type { TenantRow } from '../db/schema/tenants.js';
 import { AppError } from '../errors.js';
 import type { SkillRuntime } from '../skills/invoke.js';
 import type { WorkflowPort } from '../temporal/port.js';
+import type { RealtimeHub } from '../realtime/hub.js';
+import type { StreamSettings } from '../realtime/sse.js';
 import type { Context } from 'hono';
 
 /** Everything the api needs, injected (no module singletons). */
@@ -22,6 +24,11 @@ export interface AppDeps {
   config: Pick<Config, 'publicBaseUrl' | 'trustProxy' | 'publicRateLimitPerMinute' | 'webhookRateLimitPerMinute'>;
   /** Encrypts skill header values; its allowlist judges skill URLs at creation. */
   skills: SkillRuntime;
+  /**
+   * The event stream: the process's one LISTEN hub (createApp makes one when absent; the owner
+   * closes it on shutdown) and the heartbeat and slow-client bounds (defaults when absent).
+   */
+  realtime?: { hub?: RealtimeHub; settings?: Partial<StreamSettings> };
 }
 
 export interface AuthContext extends Principal {

@@ -17,6 +17,7 @@ import { createSkillCipher } from '../../src/skills/crypto.js';
 import { createSkillRuntime, type SkillRuntime } from '../../src/skills/invoke.js';
 import type { HttpCallLimits } from '../../src/skills/http.js';
 import type { HostResolver } from '../../src/skills/ssrf.js';
+import type { StreamSettings } from '../../src/realtime/sse.js';
 import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
 import { startDispatcher, type Dispatcher } from '../../src/temporal/reconciler.js';
@@ -81,6 +82,8 @@ export interface TestServiceOptions {
   skills?: { allowedNetworks?: string[]; limits?: Partial<HttpCallLimits>; resolver?: HostResolver };
   /** Receives every log line (JSON) of the api and the worker, at debug level. */
   logLines?: string[];
+  /** Event stream heartbeat and slow-client bounds (short ones for tests). */
+  stream?: Partial<StreamSettings>;
 }
 
 /** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
@@ -133,6 +136,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       webhookRateLimitPerMinute: options.webhookRateLimitPerMinute ?? 1_000_000,
     },
     skills,
+    ...(options.stream ? { realtime: { settings: options.stream } } : {}),
   };
   const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000, repeatIntervalMs: 500 }) : undefined;
   const notifier = worker && !options.withoutDispatcher ? startNotifier({ db: database.db, sql: database.sql, logger }, { intervalMs: 1000 }) : undefined;

@@ -8,6 +8,10 @@ import { countRequest } from '../../db/repositories/rate-limits.js';
 import { users } from '../../db/schema/remediation.js';
 import type { Principal } from '../../auth/tokens.js';
 import { applyRateLimit } from './rate-limit.js';
+import { consumeStreamToken } from '../../realtime/stream-tokens.js';
+
+/** The one route that also takes a single-use stream token as `?token=` (EventSource sends no headers). */
+export const STREAM_PATH = '/v1/notifications/stream';
 
 /** Routes that need no JWT; they are rate limited per client address instead. */
 const publicPaths = new Set(['/v1/billing/plans', '/v1/integrations/catalog', '/openapi.json', '/docs']);
@@ -89,19 +93,28 @@ export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
     if (path.startsWith('/v1/webhooks/')) return next();
 
     const token = bearerToken(c.req.header('authorization'));
-    if (!token) throw new AppError('unauthorized', 'A bearer token is required');
-    let principal;
-    try {
-      principal = await deps.tokens.verify(token);
-    } catch (err) {
-      c.get('logger').debug({ reason: (err as Error).message }, 'token rejected');
-      throw new AppError('unauthorized', 'The bearer token is invalid or expired');
+    const urlToken = path === STREAM_PATH && !c.req.header('authorization') ? c.req.query('token') : undefined;
+    let principal: Principal;
+    if (urlToken) {
+      // Only a stream token: an access token in the URL is never accepted.
+      const streamPrincipal = await consumeStreamToken(deps.db, urlToken);
+      if (!streamPrincipal) throw new AppError('unauthorized', 'The stream token is unknown, used or expired');
+      principal = { ...streamPrincipal, email: undefined };
+    } else {
+      if (!token) throw new AppError('unauthorized', 'A bearer token is required');
+      try {
+        principal = await deps.tokens.verify(token);
+      } catch (err) {
+        c.get('logger').debug({ reason: (err as Error).message }, 'token rejected');
+        throw new AppError('unauthorized', 'The bearer token is invalid or expired');
+      }
     }
     const tenant = await findTenant(deps.db, principal.tenantId);
     if (!tenant) throw new AppError('unauthorized', 'The token names an unknown tenant');
     if (tenant.status !== 'active') throw new AppError('forbidden', 'This tenant is suspended');
     c.set('auth', { ...principal, tenant });
-    await recordUser(principal, c.get('logger') ?? deps.logger);
+    // A stream token carries no email; its user was recorded when the token was issued.
+    if (!urlToken) await recordUser(principal, c.get('logger') ?? deps.logger);
     applyRateLimit(c, await countRequest(deps.relaxedSql, `tenant:${tenant.id}`, rateLimitPerMinute(tenant)), deps.clock());
     return next();
   };

@@ -1,0 +1,101 @@
+import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
+import { AppError } from '../../errors.js';
+import { createRealtimeHub } from '../../realtime/hub.js';
+import { defaultStreamSettings, openEventStream } from '../../realtime/sse.js';
+import { issueStreamToken } from '../../realtime/stream-tokens.js';
+import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { STREAM_PATH } from '../middleware/auth.js';
+import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+
+const tags = ['notifications'];
+
+const StreamToken = z
+  .object({
+    token: z.string().openapi({ description: 'Single use, for `GET /v1/notifications/stream?token=…` within 60 s' }),
+    expiresAt: z.string().openapi({ format: 'date-time' }),
+  })
+  .openapi('StreamToken');
+
+const seqParam = z
+  .string()
+  .regex(/^\d{1,15}$/, 'must be an event id (a non-negative integer)')
+  .optional();
+
+const StreamQuery = z.object({
+  lastEventId: seqParam.openapi({ description: 'Resume after this event id (same as the Last-Event-ID header)' }),
+  types: z.string().max(2000).optional().openapi({ description: 'Comma-separated event types to receive (all when absent)' }),
+  token: z.string().max(200).optional().openapi({ description: 'A stream token from POST /v1/notifications/stream-token (never an access token)' }),
+});
+
+/**
+ * The real-time stream of the caller's tenant's events (Server-Sent Events), resumable with
+ * `Last-Event-ID`, and the single-use tokens that let `EventSource` (no headers) open it.
+ */
+export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  const hub = deps.realtime?.hub ?? createRealtimeHub({ sql: deps.sql, logger: deps.logger });
+  const settings = { ...defaultStreamSettings, ...deps.realtime?.settings };
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/notifications/stream-token',
+      tags,
+      summary: 'A short-lived single-use token to open the event stream with ?token=',
+      security: bearerSecurity,
+      responses: { 201: jsonResponse(StreamToken, 'The token (60 s, single use)'), ...errorResponses(401, 403, 429) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c);
+      const issued = await issueStreamToken(deps.db, auth, deps.clock());
+      return c.json({ token: issued.token, expiresAt: issued.expiresAt.toISOString() }, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: STREAM_PATH,
+      tags,
+      summary: "Server-Sent Events of the tenant's events, resumable with Last-Event-ID",
+      security: bearerSecurity,
+      request: { query: StreamQuery, headers: z.object({ 'last-event-id': seqParam }) },
+      responses: {
+        200: { description: 'An event stream: `id:` (event id), `event:` (type), `data:` (JSON); `: ping` every 15 s', content: { 'text/event-stream': { schema: z.string() } } },
+        ...errorResponses(400, 401, 403, 429),
+      },
+    }),
+    async (c) => {
+      const auth = requireAuth(c);
+      const query = c.req.valid('query');
+      const header = c.req.valid('header')['last-event-id'];
+      const resumeFrom = header ?? query.lastEventId;
+      const types = query.types
+        ? new Set(
+            query.types
+              .split(',')
+              .map((t) => t.trim())
+              .filter((t) => t !== ''),
+          )
+        : undefined;
+      if (types?.size === 0) throw new AppError('validation_error', 'types: must name at least one event type');
+      const body = await openEventStream({
+        hub,
+        tenantId: auth.tenantId,
+        lastEventId: resumeFrom === undefined ? undefined : Number(resumeFrom),
+        types,
+        settings,
+        signal: c.req.raw.signal,
+        logger: c.get('logger'),
+      });
+      return new Response(body, {
+        status: 200,
+        headers: {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-transform',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+        },
+      });
+    },
+  );
+}

@@ -1,0 +1,201 @@
+import type { Logger } from 'pino';
+import type postgres from 'postgres';
+import { eventsChannel } from '../db/repositories/events.js';
+
+/** One outbox event as the stream delivers it. */
+export interface StreamEvent {
+  seq: number;
+  type: string;
+  incidentId: string | null;
+  payload: Record<string, unknown>;
+  occurredAt: Date;
+}
+
+/** Receives a tenant's events; `deliver` may be called with a seq already seen (dedupe there). */
+export interface HubSubscriber {
+  deliver(events: StreamEvent[]): void;
+  /** The hub is closing: end the stream. */
+  close(): void;
+}
+
+export interface Subscription {
+  /** The tenant's newest seq the hub had read when the subscription started (the live start). */
+  startSeq: number;
+  unsubscribe(): void;
+}
+
+export interface RealtimeHub {
+  /** Registers a subscriber for the tenant's live events (after LISTEN is active). */
+  subscribe(tenantId: string, subscriber: HubSubscriber): Promise<Subscription>;
+  /** Events of the tenant with seq > afterSeq, in seq order, at most `limit`. */
+  readEvents(tenantId: string, afterSeq: number, limit: number): Promise<StreamEvent[]>;
+  /** Number of subscribers (all tenants). */
+  size(): number;
+  close(): Promise<void>;
+}
+
+interface TenantChannel {
+  subscribers: Set<HubSubscriber>;
+  /** The highest seq read for this tenant. */
+  cursor: number;
+  /** A read is running; `again` asks for one more after it. */
+  reading: boolean;
+  again: boolean;
+  /** Seqs committed late (notified at or below the cursor, never read) still to fetch. */
+  late: Set<number>;
+  /** The most recent seqs read (bounded), to tell a late commit from an event already read. */
+  delivered: Set<number>;
+}
+
+const rememberedSeqs = 4096;
+
+/** Adds to an insertion-ordered set, forgetting the oldest entries past `cap`. */
+export function remember(set: Set<number>, seq: number, cap = rememberedSeqs): void {
+  set.add(seq);
+  while (set.size > cap) set.delete(set.values().next().value!);
+}
+
+const readPage = 1000;
+
+interface EventDbRow {
+  seq: string | number;
+  type: string;
+  incident_id: string | null;
+  payload: Record<string, unknown>;
+  /** A string: drizzle's postgres.js client leaves timestamps unparsed. */
+  occurred_at: Date | string;
+}
+
+function toEvent(row: EventDbRow): StreamEvent {
+  return { seq: Number(row.seq), type: row.type, incidentId: row.incident_id, payload: row.payload, occurredAt: new Date(row.occurred_at) };
+}
+
+/**
+ * One `LISTEN incident_events` connection per api process (opened by the first subscription),
+ * fanning events out in memory to the subscribers of each tenant. A notification `tenantId:seq`
+ * makes one read of that tenant's events after the last seq read (coalesced while a read runs),
+ * pushed to every subscriber of the tenant in seq order. An event whose transaction committed
+ * after a later seq was already read (notified at or below the cursor) is fetched by its seq and
+ * delivered too; subscribers dedupe by seq.
+ */
+export function createRealtimeHub(deps: { sql: postgres.Sql; logger: Logger }): RealtimeHub {
+  const { sql, logger } = deps;
+  const tenants = new Map<string, TenantChannel>();
+  let listening: Promise<postgres.ListenMeta> | undefined;
+  let closed = false;
+
+  async function readEvents(tenantId: string, afterSeq: number, limit: number): Promise<StreamEvent[]> {
+    const rows = await sql<EventDbRow[]>`
+      select seq, type, incident_id, payload, occurred_at from events
+      where tenant_id = ${tenantId} and seq > ${afterSeq}
+      order by seq limit ${limit}`;
+    return rows.map(toEvent);
+  }
+
+  async function pump(tenantId: string, channel: TenantChannel): Promise<void> {
+    if (channel.reading) {
+      channel.again = true;
+      return;
+    }
+    channel.reading = true;
+    try {
+      do {
+        channel.again = false;
+        if (channel.late.size > 0) {
+          const seqs = [...channel.late];
+          channel.late.clear();
+          const rows = await sql<EventDbRow[]>`
+            select seq, type, incident_id, payload, occurred_at from events
+            where tenant_id = ${tenantId} and seq in ${sql(seqs)} order by seq`;
+          if (rows.length > 0) fanOut(channel, rows.map(toEvent));
+        }
+        for (;;) {
+          const batch = await readEvents(tenantId, channel.cursor, readPage);
+          if (batch.length === 0) break;
+          channel.cursor = batch[batch.length - 1]!.seq;
+          fanOut(channel, batch);
+          if (batch.length < readPage) break;
+        }
+      } while (channel.again && channel.subscribers.size > 0);
+    } catch (err) {
+      logger.error({ err, tenantId }, 'reading events for the stream failed');
+    } finally {
+      channel.reading = false;
+    }
+    if (channel.again && channel.subscribers.size > 0) void pump(tenantId, channel);
+  }
+
+  function fanOut(channel: TenantChannel, batch: StreamEvent[]): void {
+    for (const event of batch) remember(channel.delivered, event.seq);
+    for (const subscriber of [...channel.subscribers]) {
+      try {
+        subscriber.deliver(batch);
+      } catch (err) {
+        logger.error({ err }, 'delivering to a stream failed');
+      }
+    }
+  }
+
+  function onNotify(payload: string): void {
+    const colon = payload.lastIndexOf(':');
+    if (colon <= 0) return;
+    const tenantId = payload.slice(0, colon);
+    const seq = Number(payload.slice(colon + 1));
+    const channel = tenants.get(tenantId);
+    if (!channel || channel.subscribers.size === 0) return;
+    if (Number.isFinite(seq) && seq <= channel.cursor && !channel.delivered.has(seq)) channel.late.add(seq);
+    void pump(tenantId, channel);
+  }
+
+  function ensureListening(): Promise<postgres.ListenMeta> {
+    listening ??= sql.listen(eventsChannel, onNotify, () => {
+      // (Re)connected: catch up on whatever was committed while the connection was down.
+      for (const [tenantId, channel] of tenants) if (channel.subscribers.size > 0) void pump(tenantId, channel);
+    });
+    listening.catch(() => {
+      listening = undefined;
+    });
+    return listening;
+  }
+
+  return {
+    readEvents,
+    async subscribe(tenantId, subscriber) {
+      if (closed) throw new Error('the realtime hub is closed');
+      await ensureListening();
+      let channel = tenants.get(tenantId);
+      if (!channel) {
+        const [row] = await sql<Array<{ max: string | number | null }>>`
+          select max(seq) as max from events where tenant_id = ${tenantId}`;
+        // Another subscriber may have created it while we read.
+        channel = tenants.get(tenantId);
+        if (!channel) {
+          channel = { subscribers: new Set(), cursor: Number(row?.max ?? 0), reading: false, again: false, late: new Set(), delivered: new Set() };
+          tenants.set(tenantId, channel);
+        }
+      }
+      channel.subscribers.add(subscriber);
+      const current = channel;
+      return {
+        startSeq: current.cursor,
+        unsubscribe() {
+          current.subscribers.delete(subscriber);
+          if (current.subscribers.size === 0 && tenants.get(tenantId) === current && !current.reading) tenants.delete(tenantId);
+        },
+      };
+    },
+    size() {
+      let n = 0;
+      for (const channel of tenants.values()) n += channel.subscribers.size;
+      return n;
+    },
+    async close() {
+      closed = true;
+      for (const channel of tenants.values()) for (const subscriber of [...channel.subscribers]) subscriber.close();
+      tenants.clear();
+      const meta = await listening?.catch(() => undefined);
+      listening = undefined;
+      await meta?.unlisten().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,178 @@
+import type { Logger } from 'pino';
+import { remember, type HubSubscriber, type RealtimeHub, type StreamEvent } from './hub.js';
+
+export interface StreamSettings {
+  /** Milliseconds between `: ping` comments. */
+  heartbeatMs: number;
+  /** Bytes a client may leave unread before it is dropped. */
+  maxQueuedBytes: number;
+  /** Messages a client may leave unread before it is dropped. */
+  maxQueuedMessages: number;
+}
+
+export const defaultStreamSettings: StreamSettings = { heartbeatMs: 15_000, maxQueuedBytes: 1024 * 1024, maxQueuedMessages: 1000 };
+
+const replayPage = 1000;
+const encoder = new TextEncoder();
+
+function stringField(payload: Record<string, unknown>, key: string): string | null {
+  const value = payload[key];
+  return typeof value === 'string' ? value : null;
+}
+
+/** One line saying what happened, for a notification toast. */
+export function summarize(event: StreamEvent): string {
+  const p = event.payload;
+  const explicit = stringField(p, 'summary') ?? stringField(p, 'title');
+  if (explicit) return explicit.slice(0, 200);
+  const subject = event.incidentId ?? stringField(p, 'incidentId');
+  const what = event.type.replace(/[._]/g, ' ');
+  const detail =
+    typeof p.from === 'string' && typeof p.to === 'string' ? ` (${p.from} → ${p.to})` : typeof p.reason === 'string' ? ` (${p.reason.slice(0, 100)})` : '';
+  return `${what}${subject ? ` for ${subject}` : ''}${detail}`;
+}
+
+/** The SSE message of one event: `id`, `event` and one `data` line of JSON. */
+export function formatEvent(event: StreamEvent, id: number): string {
+  const data = {
+    type: event.type,
+    occurredAt: event.occurredAt.toISOString(),
+    incidentId: event.incidentId ?? stringField(event.payload, 'incidentId'),
+    remediationId: stringField(event.payload, 'remediationId'),
+    approvalId: stringField(event.payload, 'approvalId'),
+    summary: summarize(event),
+    payload: event.payload,
+  };
+  return `id: ${id}\nevent: ${event.type}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/**
+ * Opens a Server-Sent Events stream of the tenant's events. It subscribes to the hub first, then
+ * replays the outbox after `lastEventId` (when given), then sends the live events, skipping any
+ * seq already sent, so there is neither a gap nor a duplicate. The `id:` of each message is the
+ * highest seq sent on the stream (the event's own seq, unless a late commit came after a higher
+ * one). A client that leaves more than the bound unread is dropped: the stream ends and the
+ * client reconnects with `Last-Event-ID`.
+ */
+export async function openEventStream(args: {
+  hub: RealtimeHub;
+  tenantId: string;
+  lastEventId: number | undefined;
+  types: Set<string> | undefined;
+  settings: StreamSettings;
+  signal: AbortSignal;
+  logger: Logger;
+}): Promise<ReadableStream<Uint8Array>> {
+  const { hub, tenantId, types, settings, logger } = args;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  /** Where the stream starts: events at or below it are the client's past. */
+  let floor = args.lastEventId ?? 0;
+  let sentSeq = floor;
+  let replaying = true;
+  let pending: StreamEvent[] = [];
+  /** The most recent seqs sent (bounded), so a seq is never sent twice. */
+  const seen = new Set<number>();
+  let ended = false;
+  /** Set once the stream is running; `end` clears them. */
+  const running: { heartbeat?: NodeJS.Timeout; subscription?: { unsubscribe(): void } } = {};
+
+  const end = (reason: 'closed' | 'dropped' | 'disconnected') => {
+    if (ended) return;
+    ended = true;
+    clearInterval(running.heartbeat);
+    running.subscription?.unsubscribe();
+    args.signal.removeEventListener('abort', onAbort);
+    if (reason === 'dropped') {
+      logger.info({ tenantId, sentSeq }, 'slow stream client dropped');
+      controller.error(new Error('the client fell behind'));
+    } else if (reason === 'closed') {
+      try {
+        controller.close();
+      } catch {
+        // already closed
+      }
+    }
+  };
+  const onAbort = () => end('disconnected');
+
+  const write = (text: string) => {
+    if (ended) return;
+    const bytes = encoder.encode(text);
+    controller.enqueue(bytes);
+    if ((controller.desiredSize ?? 0) < 0) end('dropped');
+  };
+
+  const send = (event: StreamEvent) => {
+    if (event.seq <= floor || seen.has(event.seq)) return;
+    remember(seen, event.seq);
+    // A late commit below what was sent keeps the current position as its id.
+    sentSeq = Math.max(sentSeq, event.seq);
+    if (types && !types.has(event.type)) return;
+    write(formatEvent(event, sentSeq));
+  };
+
+  const subscriber: HubSubscriber = {
+    deliver(events) {
+      if (ended) return;
+      if (replaying) {
+        pending.push(...events);
+        return;
+      }
+      for (const event of events) send(event);
+    },
+    close: () => end('closed'),
+  };
+
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        controller = c;
+      },
+      cancel() {
+        end('disconnected');
+      },
+    },
+    // Each message weighs at least bytes/messages, so both bounds hold with one queue.
+    {
+      highWaterMark: settings.maxQueuedBytes,
+      size: (chunk) => Math.max(chunk.byteLength, settings.maxQueuedBytes / settings.maxQueuedMessages),
+    },
+  );
+
+  const sub = await hub.subscribe(tenantId, subscriber);
+  running.subscription = sub;
+  if (ended || args.signal.aborted) {
+    // The client went away while subscribing.
+    sub.unsubscribe();
+    end('disconnected');
+    return stream;
+  }
+  args.signal.addEventListener('abort', onAbort);
+  write(`retry: 2000\n: connected\n\n`);
+
+  if (args.lastEventId === undefined) {
+    floor = sub.startSeq;
+    sentSeq = floor;
+  } else {
+    try {
+      for (;;) {
+        const page = await hub.readEvents(tenantId, sentSeq, replayPage);
+        for (const event of page) send(event);
+        if (page.length < replayPage || ended) break;
+      }
+    } catch (err) {
+      logger.error({ err, tenantId }, 'replaying events failed');
+      end('closed');
+      return stream;
+    }
+  }
+  replaying = false;
+  const buffered = pending;
+  pending = [];
+  for (const event of buffered) send(event);
+
+  if (ended) return stream;
+  running.heartbeat = setInterval(() => write(': ping\n\n'), settings.heartbeatMs);
+  running.heartbeat.unref();
+  return stream;
+}

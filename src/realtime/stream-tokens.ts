@@ -1,0 +1,50 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { and, eq, gt, isNull, sql } from 'drizzle-orm';
+import type { Role } from '../auth/tokens.js';
+import type { Db } from '../db/client.js';
+import { streamTokens } from '../db/schema/remediation.js';
+
+/** How long a stream token may wait for its one use. */
+export const STREAM_TOKEN_TTL_SECONDS = 60;
+const prefix = 'sst_';
+
+function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+/** Issues a single-use stream token for the caller; only its SHA-256 hash is stored. */
+export async function issueStreamToken(
+  db: Db,
+  principal: { tenantId: string; userId: string; roles: Role[] },
+  now: Date,
+): Promise<{ token: string; expiresAt: Date }> {
+  const token = `${prefix}${randomBytes(32).toString('base64url')}`;
+  const expiresAt = new Date(now.getTime() + STREAM_TOKEN_TTL_SECONDS * 1000);
+  await db.insert(streamTokens).values({
+    tokenHash: hashToken(token),
+    tenantId: principal.tenantId,
+    userId: principal.userId,
+    roles: principal.roles,
+    expiresAt,
+  });
+  return { token, expiresAt };
+}
+
+/**
+ * Uses a stream token: marks it used in one statement, so it works once and only before it
+ * expires. Resolves the principal, or undefined for an unknown, used or expired token (and for
+ * anything else, such as an access token put in the URL).
+ */
+export async function consumeStreamToken(
+  db: Db,
+  token: string,
+): Promise<{ tenantId: string; userId: string; roles: Role[] } | undefined> {
+  if (!token.startsWith(prefix) || token.length > 100) return undefined;
+  const [row] = await db
+    .update(streamTokens)
+    .set({ usedAt: sql`now()` })
+    .where(and(eq(streamTokens.tokenHash, hashToken(token)), isNull(streamTokens.usedAt), gt(streamTokens.expiresAt, sql`now()`)))
+    .returning({ tenantId: streamTokens.tenantId, userId: streamTokens.userId, roles: streamTokens.roles });
+  if (!row) return undefined;
+  return { tenantId: row.tenantId, userId: row.userId, roles: row.roles.filter((r): r is Role => r === 'admin' || r === 'member') };
+}

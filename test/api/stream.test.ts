@@ -1,0 +1,273 @@
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { appendEvent } from '../../src/db/repositories/events.js';
+import { streamTokens } from '../../src/db/schema/remediation.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { sql } from 'drizzle-orm';
+
+interface SseMessage {
+  id: string | undefined;
+  event: string | undefined;
+  data: any;
+}
+
+interface SseClient {
+  status: number;
+  messages: SseMessage[];
+  comments: string[];
+  /** Resolves when the response ends or fails (the server closed or dropped the stream). */
+  ended: Promise<void>;
+  isEnded(): boolean;
+  /** Waits until `count` messages have arrived. */
+  waitFor(count: number, timeoutMs?: number): Promise<SseMessage[]>;
+  waitForComment(text: string, timeoutMs?: number): Promise<void>;
+  pause(): void;
+  resume(): void;
+  close(): void;
+}
+
+/** A real SSE client over HTTP: parses `id:`, `event:`, `data:` and comment lines. */
+function openStream(baseUrl: string, path: string, headers: Record<string, string> = {}): Promise<SseClient> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${baseUrl}${path}`, { headers: { accept: 'text/event-stream', ...headers } }, (res) => {
+      const messages: SseMessage[] = [];
+      const comments: string[] = [];
+      let buffer = '';
+      let ended = false;
+      let notify = () => undefined as void;
+      const ended$ = new Promise<void>((done) => {
+        const finish = () => {
+          ended = true;
+          notify();
+          done();
+        };
+        res.on('end', finish);
+        res.on('error', finish);
+        res.on('aborted', finish);
+        res.on('close', finish);
+      });
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        buffer += chunk;
+        let index: number;
+        while ((index = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, index);
+          buffer = buffer.slice(index + 2);
+          const message: SseMessage = { id: undefined, event: undefined, data: undefined };
+          let hasData = false;
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':')) comments.push(line.slice(1).trim());
+            else if (line.startsWith('id: ')) message.id = line.slice(4);
+            else if (line.startsWith('event: ')) message.event = line.slice(7);
+            else if (line.startsWith('data: ')) {
+              message.data = JSON.parse(line.slice(6));
+              hasData = true;
+            }
+          }
+          if (hasData) messages.push(message);
+        }
+        notify();
+      });
+      const waitUntil = (check: () => boolean, timeoutMs: number, what: string) =>
+        new Promise<void>((done, fail) => {
+          if (check()) return done();
+          const timer = setTimeout(() => fail(new Error(`timed out waiting for ${what}`)), timeoutMs);
+          const previous = notify;
+          notify = () => {
+            previous();
+            if (check()) {
+              clearTimeout(timer);
+              done();
+            }
+          };
+        });
+      resolve({
+        status: res.statusCode ?? 0,
+        messages,
+        comments,
+        ended: ended$,
+        isEnded: () => ended,
+        async waitFor(count, timeoutMs = 5000) {
+          await waitUntil(() => messages.length >= count, timeoutMs, `${count} messages (have ${messages.length})`);
+          return messages.slice(0, count);
+        },
+        waitForComment: (text, timeoutMs = 5000) => waitUntil(() => comments.includes(text), timeoutMs, `comment ${text}`),
+        pause: () => res.pause(),
+        resume: () => res.resume(),
+        close: () => req.destroy(),
+      });
+    });
+    req.on('error', reject);
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('GET /v1/notifications/stream', () => {
+  let svc: TestService;
+  const open: SseClient[] = [];
+  const stream = async (path: string, headers: Record<string, string> = {}) => {
+    const client = await openStream(svc.baseUrl, path, headers);
+    open.push(client);
+    return client;
+  };
+  const auth = (token: string) => ({ authorization: `Bearer ${token}` });
+
+  async function append(tenantId: string, type: string, payload: Record<string, unknown> = {}, count = 1): Promise<void> {
+    await svc.database.db.transaction(async (tx) => {
+      for (let i = 0; i < count; i++) {
+        await appendEvent(tx, { tenantId, type, incidentId: 'inc_test', payload: { incidentId: 'inc_test', ...payload }, idempotencyKey: randomUUID() });
+      }
+    });
+  }
+
+  beforeAll(async () => {
+    svc = await startTestService({ withoutWorker: true, stream: { heartbeatMs: 150, maxQueuedMessages: 20, maxQueuedBytes: 256 * 1024 } });
+  });
+  afterAll(async () => {
+    for (const client of open) client.close();
+    await svc?.stop();
+  });
+
+  it('sends the tenant events in order with id, event and data', async () => {
+    const { tenantId, member } = await svc.newTenant();
+    const client = await stream('/v1/notifications/stream', auth(member));
+    expect(client.status).toBe(200);
+    await append(tenantId, 'incident.created', { title: 'Checkout down' });
+    await append(tenantId, 'approval.requested', { remediationId: 'rem_1', approvalId: 'apr_1' }, 3);
+    await append(tenantId, 'incident.resolved');
+    const messages = await client.waitFor(5);
+    expect(messages.map((m) => m.event)).toEqual(['incident.created', 'approval.requested', 'approval.requested', 'approval.requested', 'incident.resolved']);
+    const ids = messages.map((m) => Number(m.id));
+    expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+    expect(new Set(ids).size).toBe(5);
+    expect(messages[0]!.data).toMatchObject({ type: 'incident.created', incidentId: 'inc_test', summary: 'Checkout down', remediationId: null });
+    expect(Date.parse(messages[0]!.data.occurredAt)).not.toBeNaN();
+    expect(messages[1]!.data).toMatchObject({ remediationId: 'rem_1', approvalId: 'apr_1', payload: { remediationId: 'rem_1' } });
+  });
+
+  it('resumes with Last-Event-ID: exactly the missed events, then live ones, no duplicate', async () => {
+    const { tenantId, member } = await svc.newTenant();
+    const first = await stream('/v1/notifications/stream', auth(member));
+    await append(tenantId, 'incident.created', { n: 1 });
+    await append(tenantId, 'incident.status_changed', { n: 2 });
+    const seen = await first.waitFor(2);
+    first.close();
+    await append(tenantId, 'incident.status_changed', { n: 3 });
+    await append(tenantId, 'incident.severity_changed', { n: 4 });
+
+    const resumed = await stream('/v1/notifications/stream', { ...auth(member), 'last-event-id': seen[1]!.id! });
+    await resumed.waitFor(2);
+    await append(tenantId, 'incident.resolved', { n: 5 });
+    await resumed.waitFor(3);
+    await sleep(300);
+    expect(resumed.messages.map((m) => m.data.payload.n)).toEqual([3, 4, 5]);
+
+    // The query parameter works the same way, from the first event.
+    const byQuery = await stream(`/v1/notifications/stream?lastEventId=${seen[0]!.id}`, auth(member));
+    await byQuery.waitFor(4);
+    await sleep(200);
+    expect(byQuery.messages.map((m) => m.data.payload.n)).toEqual([2, 3, 4, 5]);
+  });
+
+  it('gives no gap and no duplicate while events are appended during the replay', async () => {
+    const { tenantId, member } = await svc.newTenant();
+    await append(tenantId, 'incident.created', { n: 0 });
+    const first = await stream('/v1/notifications/stream?lastEventId=0', auth(member));
+    await first.waitFor(1);
+    const start = first.messages[0]!.id!;
+    first.close();
+    const writes = Array.from({ length: 10 }, (_, i) => append(tenantId, 'incident.status_changed', { n: i + 1 }));
+    const client = await stream('/v1/notifications/stream', { ...auth(member), 'last-event-id': start });
+    await Promise.all(writes);
+    await client.waitFor(10);
+    await sleep(300);
+    expect(client.messages.map((m) => m.data.payload.n).sort((a: number, b: number) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  });
+
+  it('never shows one tenant the events of another', async () => {
+    const a = await svc.newTenant();
+    const b = await svc.newTenant();
+    const streamA = await stream('/v1/notifications/stream?lastEventId=0', auth(a.member));
+    const streamB = await stream('/v1/notifications/stream', auth(b.admin));
+    await append(b.tenantId, 'incident.created', { tenant: 'b' });
+    await append(a.tenantId, 'incident.created', { tenant: 'a' });
+    await streamA.waitFor(1);
+    await streamB.waitFor(1);
+    await sleep(300);
+    expect(streamA.messages.map((m) => m.data.payload.tenant)).toEqual(['a']);
+    expect(streamB.messages.map((m) => m.data.payload.tenant)).toEqual(['b']);
+  });
+
+  it('filters by types', async () => {
+    const { tenantId, member } = await svc.newTenant();
+    const client = await stream('/v1/notifications/stream?types=incident.resolved,approval.requested', auth(member));
+    await append(tenantId, 'incident.created');
+    await append(tenantId, 'approval.requested');
+    await append(tenantId, 'triage.completed');
+    await append(tenantId, 'incident.resolved');
+    await client.waitFor(2);
+    await sleep(300);
+    expect(client.messages.map((m) => m.event)).toEqual(['approval.requested', 'incident.resolved']);
+  });
+
+  it('accepts a stream token once, and no other credential in the URL', async () => {
+    const { tenantId, member } = await svc.newTenant();
+    const issued = await svc.api('POST', '/v1/notifications/stream-token', { token: member });
+    expect(issued.status).toBe(201);
+    expect(Date.parse(issued.body.expiresAt) - Date.now()).toBeLessThanOrEqual(60_000);
+    const client = await stream(`/v1/notifications/stream?token=${issued.body.token}`);
+    expect(client.status).toBe(200);
+    await append(tenantId, 'incident.created');
+    await client.waitFor(1);
+
+    const again = await svc.api('GET', `/v1/notifications/stream?token=${issued.body.token}`);
+    expect(again.status).toBe(401);
+    expect(again.body.error).toBe('unauthorized');
+
+    const expiring = await svc.api('POST', '/v1/notifications/stream-token', { token: member });
+    await svc.database.db.update(streamTokens).set({ expiresAt: sql`now() - interval '1 second'` });
+    expect((await svc.api('GET', `/v1/notifications/stream?token=${expiring.body.token}`)).status).toBe(401);
+
+    expect((await svc.api('GET', `/v1/notifications/stream?token=${member}`)).status).toBe(401);
+    expect((await svc.api('GET', '/v1/notifications/stream?token=sst_unknown')).status).toBe(401);
+    expect((await svc.api('GET', '/v1/notifications/stream')).status).toBe(401);
+    expect((await svc.api('POST', '/v1/notifications/stream-token')).status).toBe(401);
+    // A stream token is no credential for any other route.
+    const other = await svc.api('POST', '/v1/notifications/stream-token', { token: member });
+    expect((await svc.api('GET', `/v1/runbooks?token=${other.body.token}`)).status).toBe(401);
+  });
+
+  it('sends a heartbeat comment', async () => {
+    const { member } = await svc.newTenant();
+    const client = await stream('/v1/notifications/stream', auth(member));
+    await client.waitForComment('ping', 2000);
+  });
+
+  it('drops a client that does not read, and keeps serving the others', async () => {
+    const { tenantId, member } = await svc.newTenant();
+    const slow = await stream('/v1/notifications/stream', auth(member));
+    const fast = await stream('/v1/notifications/stream', auth(member));
+    slow.pause();
+    // Far more than the socket buffers hold: the server's bounded queue fills for the slow one.
+    const big = 'x'.repeat(16 * 1024);
+    for (let i = 0; i < 400; i++) await append(tenantId, 'investigation.evidence_added', { big, i });
+    await fast.waitFor(400, 20_000);
+    slow.resume();
+    await Promise.race([slow.ended, sleep(10_000)]);
+    expect(slow.isEnded()).toBe(true);
+    expect(slow.messages.length).toBeLessThan(400);
+    expect(fast.isEnded()).toBe(false);
+  });
+
+  it('ends the subscription when the client goes away', async () => {
+    const { tenantId, member } = await svc.newTenant();
+    const client = await stream('/v1/notifications/stream', auth(member));
+    client.close();
+    await sleep(200);
+    await append(tenantId, 'incident.created');
+    const other = await stream('/v1/notifications/stream?lastEventId=0', auth(member));
+    await other.waitFor(1);
+  });
+});
