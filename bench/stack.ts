@@ -17,6 +17,8 @@ export interface Stack {
   databaseUrl: string;
   /** The Temporal dev server the service started (host:port). */
   temporalAddress: string;
+  /** The service process (api and worker), for its memory. */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -55,6 +57,7 @@ export async function startStack(env: Record<string, string> = {}, nodeArgs: str
     token: field('Admin token'),
     databaseUrl: embeddedDatabaseUrl(dataDir, pgPort)!,
     temporalAddress: `127.0.0.1:${temporalPort}`,
+    pid: child.pid ?? 0,
     async stop() {
       child.kill('SIGTERM');
       await exited;
