@@ -643,14 +643,19 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     return report('code_change', content, ids, lines.length > 0);
   }
 
-  /** Alerts of the incident and of its dependencies that carry log lines (exceptions, error messages). */
-  async function logsAgent(req: InvestigationRequest): Promise<AgentReport> {
+  /** The incident's own alerts and the correlated ones of its service and of dependencies up to 2 hops away. */
+  async function alertsNearby(req: InvestigationRequest) {
     const scene = await loadScene(req);
     heartbeat({ step: 'scene' });
     const correlated = await correlatedAlerts(scene);
     heartbeat({ step: 'alerts', count: correlated.length });
-    const upstream = new Set([lower(scene.service), ...scene.dependencies.filter((d) => d.hops <= 2).map((d) => lower(d.name))]);
-    const candidates = [...scene.ownAlerts, ...correlated.filter((a) => upstream.has(lower(a.service)))];
+    const near = new Set([lower(scene.service), ...scene.dependencies.filter((d) => d.hops <= 2).map((d) => lower(d.name))]);
+    return { scene, candidates: [...scene.ownAlerts, ...correlated.filter((a) => near.has(lower(a.service)))] };
+  }
+
+  /** Alerts of the incident and of its dependencies that carry log lines (exceptions, error messages). */
+  async function logsAgent(req: InvestigationRequest): Promise<AgentReport> {
+    const { scene, candidates } = await alertsNearby(req);
     const drafts: EvidenceDraft[] = [];
     for (const { first } of firstPerFingerprint(candidates)) {
       const line = logLine(first);
@@ -676,12 +681,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
 
   /** Metric alerts: thresholds, values, rates and the queries behind them. */
   async function metricsAgent(req: InvestigationRequest): Promise<AgentReport> {
-    const scene = await loadScene(req);
-    heartbeat({ step: 'scene' });
-    const correlated = await correlatedAlerts(scene);
-    heartbeat({ step: 'alerts', count: correlated.length });
-    const near = new Set([lower(scene.service), ...scene.dependencies.filter((d) => d.hops <= 2).map((d) => lower(d.name))]);
-    const candidates = [...scene.ownAlerts, ...correlated.filter((a) => near.has(lower(a.service)))];
+    const { scene, candidates } = await alertsNearby(req);
     const drafts: EvidenceDraft[] = [];
     for (const { first } of firstPerFingerprint(candidates)) {
       const line = metricLine(first);

@@ -155,34 +155,22 @@ export function createTriageActivities(deps: { db: Db; model: ModelProvider }) {
         idempotencyKey: `${key}:completed`,
       });
       if (!appended) return storedOutcome(request.incidentId, null); // a concurrent retry won
+      const classification = {
+        priority: c.priority,
+        summary: c.summary,
+        confidence: c.confidence,
+        reasoning: c.reasoning,
+        suggestedAgents: c.suggestedAgents,
+        model: result.model,
+        tokensUsed: result.tokensUsed,
+        costUsd: result.costUsd,
+      };
       await tx
         .insert(triageResults)
-        .values({
-          incidentId: request.incidentId,
-          tenantId: request.tenantId,
-          priority: c.priority,
-          summary: c.summary,
-          confidence: c.confidence,
-          reasoning: c.reasoning,
-          suggestedAgents: c.suggestedAgents,
-          model: result.model,
-          tokensUsed: result.tokensUsed,
-          costUsd: result.costUsd,
-        })
+        .values({ incidentId: request.incidentId, tenantId: request.tenantId, ...classification })
         .onConflictDoUpdate({
           target: triageResults.incidentId,
-          set: {
-            priority: c.priority,
-            summary: c.summary,
-            confidence: c.confidence,
-            reasoning: c.reasoning,
-            suggestedAgents: c.suggestedAgents,
-            model: result.model,
-            tokensUsed: result.tokensUsed,
-            costUsd: result.costUsd,
-            run: sql`${triageResults.run} + 1`,
-            updatedAt: sql`now()`,
-          },
+          set: { ...classification, run: sql`${triageResults.run} + 1`, updatedAt: sql`now()` },
         });
       let severityChangedFrom: Severity | null = null;
       const changed = await tx

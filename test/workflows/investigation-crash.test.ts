@@ -1,14 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { createActivities } from '../../src/activities/index.js';
 import { evidenceItems, investigations } from '../../src/db/schema/investigation.js';
 import { events } from '../../src/db/schema/events.js';
-import { createSkillCipher } from '../../src/skills/crypto.js';
-import { createSkillRuntime } from '../../src/skills/invoke.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { startTestWorker } from '../helpers/workers.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 
 let svc: TestService;
@@ -24,21 +21,7 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-function activities() {
-  return createActivities({ db: svc.database.db, skills: createSkillRuntime({ cipher: createSkillCipher(randomBytes(32)), allowedNetworks: [] }) });
-}
 
-async function runWorker(overrides: Record<string, unknown> = {}) {
-  const worker = await Worker.create({
-    connection,
-    namespace: 'default',
-    taskQueue: svc.taskQueue,
-    workflowBundle: { codePath: inject('workflowBundlePath') },
-    activities: { ...activities(), ...overrides },
-    shutdownGraceTime: '100 milliseconds',
-  });
-  return { worker, running: worker.run() };
-}
 
 describe('a worker killed in the middle of an investigation', () => {
   it('completes on the next worker, with no duplicate evidence', async () => {
@@ -46,7 +29,7 @@ describe('a worker killed in the middle of an investigation', () => {
     const key = await createKey(svc, tenant.admin);
     // The first worker's deployment agent hangs (heartbeating) after the other agents stored their evidence.
     let hung = false;
-    const first = await runWorker({
+    const first = await startTestWorker(svc, connection, {
       deploymentAgent: async () => {
         hung = true;
         for (;;) {
@@ -67,13 +50,12 @@ describe('a worker killed in the middle of an investigation', () => {
     const before = await svc.database.db.select().from(evidenceItems).where(eq(evidenceItems.incidentId, id));
 
     // Kill it: the hanging activity is cut off, nothing more runs on this worker.
-    first.worker.shutdown();
-    await first.running;
+    await first.stop();
     const [midway] = await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id));
     expect(midway!.status).toBe('running');
 
     // A healthy worker picks the investigation up where it stood.
-    const second = await runWorker();
+    const second = await startTestWorker(svc, connection);
     try {
       const done = await eventually(async () => {
         const [row] = await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id));
@@ -89,8 +71,7 @@ describe('a worker killed in the middle of an investigation', () => {
       expect(kinds.filter((k) => k === 'investigation.started')).toHaveLength(1);
       expect(kinds.filter((k) => k === 'investigation.completed')).toHaveLength(1);
     } finally {
-      second.worker.shutdown();
-      await second.running;
+      await second.stop();
     }
   }, 90_000);
 });

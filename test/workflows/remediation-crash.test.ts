@@ -1,15 +1,12 @@
-import { randomBytes } from 'node:crypto';
 import { Context } from '@temporalio/activity';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { createActivities } from '../../src/activities/index.js';
 import type { StepRequest } from '../../src/analysis/remediation-types.js';
 import { approvals, remediations, remediationSteps, type RemediationStepPlan } from '../../src/db/schema/remediation.js';
 import { tenants } from '../../src/db/schema/tenants.js';
-import { createSkillCipher } from '../../src/skills/crypto.js';
-import { createSkillRuntime } from '../../src/skills/invoke.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { startTestWorker } from '../helpers/workers.js';
 import { eventually } from '../helpers/webhooks.js';
 
 let svc: TestService;
@@ -24,24 +21,12 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-async function runWorker(overrides: Record<string, unknown> = {}) {
-  const activities = createActivities({ db: svc.database.db, skills: createSkillRuntime({ cipher: createSkillCipher(randomBytes(32)), allowedNetworks: [] }) });
-  const worker = await Worker.create({
-    connection,
-    namespace: 'default',
-    taskQueue: svc.taskQueue,
-    workflowBundle: { codePath: inject('workflowBundlePath') },
-    activities: { ...activities, ...overrides },
-    shutdownGraceTime: '100 milliseconds',
-  });
-  return { worker, running: worker.run(), activities };
-}
 
 describe('an approval deadline while no worker runs', () => {
   it('expires the approval once a worker is back', async () => {
     const tenant = await svc.newTenant({ plan: 'plan_business' });
     await svc.database.db.update(tenants).set({ settings: { approvalTimeoutMinutes: 3 / 60 } }).where(eq(tenants.id, tenant.tenantId));
-    const first = await runWorker();
+    const first = await startTestWorker(svc, connection);
     const created = await svc.api('POST', '/v1/incidents/chat', {
       token: tenant.member,
       body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
@@ -57,12 +42,11 @@ describe('an approval deadline while no worker runs', () => {
       const history = await svc.client.workflow.getHandle(incidentId).fetchHistory();
       return (history.events ?? []).some((e) => e.timerStartedEventAttributes);
     });
-    first.worker.shutdown();
-    await first.running;
+    await first.stop();
     await new Promise((r) => setTimeout(r, Math.max(0, approval.deadline.getTime() - Date.now()) + 1500));
     const [whileDown] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id));
     expect(whileDown!.status).toBe('pending'); // nothing ran at the deadline
-    const second = await runWorker();
+    const second = await startTestWorker(svc, connection);
     try {
       const expired = await eventually(async () => {
         const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id));
@@ -72,8 +56,7 @@ describe('an approval deadline while no worker runs', () => {
       const [rem] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
       expect(rem!.status).toBe('cancelled');
     } finally {
-      second.worker.shutdown();
-      await second.running;
+      await second.stop();
     }
   }, 90_000);
 });
@@ -86,11 +69,10 @@ describe('a worker killed between two remediation steps', () => {
 
     // The crashing worker hangs in step 2 (index 1), after step 1 has run.
     let hung = false;
-    const first = await runWorker();
+    const first = await startTestWorker(svc, connection);
     const realStep = first.activities.executeRemediationStep;
-    first.worker.shutdown();
-    await first.running;
-    const crashing = await runWorker({
+    await first.stop();
+    const crashing = await startTestWorker(svc, connection, {
       executeRemediationStep: async (req: StepRequest) => {
         if (req.index === 1) {
           hung = true;
@@ -124,9 +106,8 @@ describe('a worker killed between two remediation steps', () => {
     const midway = await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId));
     expect(midway.find((s) => s.index === 0)).toMatchObject({ status: 'succeeded', attempts: 1 });
 
-    crashing.worker.shutdown();
-    await crashing.running;
-    const healthy = await runWorker();
+    await crashing.stop();
+    const healthy = await startTestWorker(svc, connection);
     try {
       const done = await eventually(async () => {
         const [row] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
@@ -140,8 +121,7 @@ describe('a worker killed between two remediation steps', () => {
       expect(steps.map((s) => s.attempts)).toEqual(steps.map(() => 1));
       expect(done.status).toMatch(/^(completed|failed)$/); // verification: no alert recovered here
     } finally {
-      healthy.worker.shutdown();
-      await healthy.running;
+      await healthy.stop();
     }
   }, 120_000);
 });

@@ -1,0 +1,34 @@
+/**
+ * A worker a test starts and stops itself, on the test service's task queue, with the real
+ * activities and any of them replaced (to hang, to be killed mid-way): for crash and
+ * restart tests.
+ */
+import { randomBytes } from 'node:crypto';
+import { type NativeConnection, Worker } from '@temporalio/worker';
+import { inject } from 'vitest';
+import { createActivities } from '../../src/activities/index.js';
+import { createSkillCipher } from '../../src/skills/crypto.js';
+import { createSkillRuntime } from '../../src/skills/invoke.js';
+import type { TestService } from './service.js';
+
+export async function startTestWorker(svc: TestService, connection: NativeConnection, overrides: Record<string, unknown> = {}) {
+  const activities = createActivities({ db: svc.database.db, skills: createSkillRuntime({ cipher: createSkillCipher(randomBytes(32)), allowedNetworks: [] }) });
+  const worker = await Worker.create({
+    connection,
+    namespace: 'default',
+    taskQueue: svc.taskQueue,
+    workflowBundle: { codePath: inject('workflowBundlePath') },
+    activities: { ...activities, ...overrides },
+    shutdownGraceTime: '100 milliseconds',
+  });
+  const running = worker.run();
+  return {
+    worker,
+    activities,
+    /** Shuts the worker down (in-flight activities are cut off) and waits until it has stopped. */
+    async stop() {
+      worker.shutdown();
+      await running;
+    },
+  };
+}
