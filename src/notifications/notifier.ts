@@ -150,19 +150,42 @@ interface Observation {
   at: number;
 }
 
+/** An outbox event as a consumer sees it (with the incident's title when it concerns one). */
+export interface OutboxEvent {
+  seq: number;
+  tenantId: string;
+  type: string;
+  incidentId: string | null;
+  payload: Record<string, unknown>;
+  occurredAt: Date;
+  incidentTitle: string | null;
+}
+
+export type ConsumerTx = Parameters<Parameters<Db['transaction']>[0]>[0];
+
+export interface OutboxConsumerOptions {
+  /** The consumer's name in `event_consumers`. */
+  name: string;
+  batchSize?: number;
+  gapSettleMs?: number;
+  /** Writes the consumer's rows for the events, inside the pass's transaction; returns what it inserted. */
+  handle: (tx: ConsumerTx, rows: OutboxEvent[]) => Promise<string[]>;
+  /** Called inside the transaction after `handle` (tests simulate a crash by throwing). */
+  beforeCommit?: (inserted: string[]) => Promise<void> | void;
+}
+
 /**
- * The notifier: a durable consumer of the outbox. Each pass, in one transaction, locks its
- * `event_consumers` row, reads the events after `last_seq` in seq order, inserts one notification
- * per concerned user (key `${seq}:${userId}`, on conflict nothing) and advances `last_seq`; a
- * crash commits either all of it or none.
+ * A durable consumer of the outbox. Each pass, in one transaction, locks its `event_consumers`
+ * row, reads the events after `last_seq` in seq order, lets `handle` write its rows (idempotent
+ * keys, on conflict nothing) and advances `last_seq`; a crash commits either all of it or none.
  *
  * `seq` values commit out of order and leave holes (rollbacks, `on conflict do nothing`). A
  * hole is only stepped over once it is final: when every transaction that was running when a
  * later seq was seen has ended (the current snapshot's xmin has passed the xmax noted then) and
  * at least `gapSettleMs` has passed. Until then the pass stops before the hole.
  */
-export function createNotifier(deps: NotifierDeps, options: NotifierOptions = {}) {
-  const name = options.name ?? NOTIFIER_CONSUMER;
+export function createOutboxConsumer(deps: Pick<NotifierDeps, 'db' | 'sql'>, options: OutboxConsumerOptions) {
+  const name = options.name;
   const batchSize = options.batchSize ?? 500;
   const gapSettleMs = options.gapSettleMs ?? 1000;
   let observations: Observation[] = [];
@@ -215,46 +238,7 @@ export function createNotifier(deps: NotifierDeps, options: NotifierOptions = {}
         take.push(row);
         expected = row.seq + 1;
       }
-      const concerned = take.filter((r) => !HANDLED_ELSEWHERE.has(r.type) && (options.tenantId === undefined || r.tenantId === options.tenantId));
-      const tenantIds = [...new Set(concerned.map((r) => r.tenantId))];
-      const people =
-        tenantIds.length === 0
-          ? []
-          : await tx.select({ tenantId: users.tenantId, userId: users.userId, roles: users.roles }).from(users).where(inArray(users.tenantId, tenantIds));
-      const values: Array<typeof notifications.$inferInsert> = [];
-      for (const row of concerned) {
-        const text = describeEvent(row.type, row.payload, row.incidentTitle);
-        if (!text) continue; // not one of the catalogue's events
-        const adminOnly = ADMIN_ONLY.has(row.type);
-        const payload: Record<string, unknown> = { ...text, eventSeq: row.seq };
-        for (const k of ['incidentId', 'remediationId', 'approvalId'] as const) {
-          const v = str(row.payload[k]);
-          if (v) payload[k] = v;
-        }
-        for (const person of people) {
-          if (person.tenantId !== row.tenantId) continue;
-          if (adminOnly ? !person.roles.includes('admin') : !person.roles.includes('admin') && !person.roles.includes('member')) continue;
-          values.push({
-            id: newId('ntf'),
-            tenantId: row.tenantId,
-            userId: person.userId,
-            type: row.type,
-            incidentId: row.incidentId ?? str(row.payload.incidentId) ?? null,
-            payload,
-            idempotencyKey: `${row.seq}:${person.userId}`,
-            createdAt: row.occurredAt,
-          });
-        }
-      }
-      const inserted: string[] = [];
-      for (let i = 0; i < values.length; i += 1000) {
-        const done = await tx
-          .insert(notifications)
-          .values(values.slice(i, i + 1000))
-          .onConflictDoNothing({ target: notifications.idempotencyKey })
-          .returning({ id: notifications.id });
-        inserted.push(...done.map((r) => r.id));
-      }
+      const inserted = await options.handle(tx, take);
       const newLast = take.at(-1)?.seq ?? lastSeq;
       if (newLast !== lastSeq) {
         await tx
@@ -273,6 +257,76 @@ export function createNotifier(deps: NotifierDeps, options: NotifierOptions = {}
   return { name, runOnce };
 }
 
+/** One notification per concerned user of each event (key `${seq}:${userId}`), for the notifier and `notify` triggers. */
+export async function notificationsFor(
+  tx: Pick<Db, 'select'>,
+  rows: OutboxEvent[],
+  keyOf: (row: OutboxEvent, userId: string) => string = (row, userId) => `${row.seq}:${userId}`,
+): Promise<Array<typeof notifications.$inferInsert>> {
+  const tenantIds = [...new Set(rows.map((r) => r.tenantId))];
+  const people =
+    tenantIds.length === 0
+      ? []
+      : await tx.select({ tenantId: users.tenantId, userId: users.userId, roles: users.roles }).from(users).where(inArray(users.tenantId, tenantIds));
+  const values: Array<typeof notifications.$inferInsert> = [];
+  for (const row of rows) {
+    const text = describeEvent(row.type, row.payload, row.incidentTitle);
+    if (!text) continue; // not one of the catalogue's events
+    const adminOnly = ADMIN_ONLY.has(row.type);
+    const payload: Record<string, unknown> = { ...text, eventSeq: row.seq };
+    for (const k of ['incidentId', 'remediationId', 'approvalId'] as const) {
+      const v = str(row.payload[k]);
+      if (v) payload[k] = v;
+    }
+    for (const person of people) {
+      if (person.tenantId !== row.tenantId) continue;
+      if (adminOnly ? !person.roles.includes('admin') : !person.roles.includes('admin') && !person.roles.includes('member')) continue;
+      values.push({
+        id: newId('ntf'),
+        tenantId: row.tenantId,
+        userId: person.userId,
+        type: row.type,
+        incidentId: row.incidentId ?? str(row.payload.incidentId) ?? null,
+        payload,
+        idempotencyKey: keyOf(row, person.userId),
+        createdAt: row.occurredAt,
+      });
+    }
+  }
+  return values;
+}
+
+/** Inserts notifications, once per idempotency key; returns the ids inserted now. */
+export async function insertNotifications(tx: Pick<Db, 'insert'>, values: Array<typeof notifications.$inferInsert>): Promise<string[]> {
+  const inserted: string[] = [];
+  for (let i = 0; i < values.length; i += 1000) {
+    const done = await tx
+      .insert(notifications)
+      .values(values.slice(i, i + 1000))
+      .onConflictDoNothing({ target: notifications.idempotencyKey })
+      .returning({ id: notifications.id });
+    inserted.push(...done.map((r) => r.id));
+  }
+  return inserted;
+}
+
+/**
+ * The notifier: the outbox consumer that inserts one notification per concerned user of each
+ * event (key `${seq}:${userId}`, on conflict nothing).
+ */
+export function createNotifier(deps: NotifierDeps, options: NotifierOptions = {}) {
+  return createOutboxConsumer(deps, {
+    name: options.name ?? NOTIFIER_CONSUMER,
+    ...(options.batchSize !== undefined ? { batchSize: options.batchSize } : {}),
+    ...(options.gapSettleMs !== undefined ? { gapSettleMs: options.gapSettleMs } : {}),
+    ...(options.beforeCommit ? { beforeCommit: options.beforeCommit } : {}),
+    handle: async (tx, rows) => {
+      const concerned = rows.filter((r) => !HANDLED_ELSEWHERE.has(r.type) && (options.tenantId === undefined || r.tenantId === options.tenantId));
+      return insertNotifications(tx, await notificationsFor(tx, concerned));
+    },
+  });
+}
+
 export interface NotifierLoop {
   runOnce(): Promise<PassResult>;
   stop(): Promise<void>;
@@ -284,7 +338,16 @@ export interface NotifierLoop {
  * schedules one more, as does a full batch or a hole in `seq` that is not final yet.
  */
 export function startNotifier(deps: NotifierDeps, options: NotifierOptions = {}): NotifierLoop {
-  const notifier = createNotifier(deps, options);
+  return startOutboxLoop(deps, createNotifier(deps, options), options, 'notification pass failed');
+}
+
+/** Runs an outbox consumer's passes on LISTEN wake-ups and every `intervalMs`, never overlapping (see startNotifier). */
+export function startOutboxLoop(
+  deps: Pick<NotifierDeps, 'sql' | 'logger'>,
+  notifier: { runOnce(): Promise<PassResult> },
+  options: Pick<NotifierOptions, 'batchSize' | 'gapSettleMs' | 'intervalMs' | 'listen'>,
+  failureMessage: string,
+): NotifierLoop {
   const batchSize = options.batchSize ?? 500;
   let running: Promise<unknown> | null = null;
   let again = false;
@@ -309,7 +372,7 @@ export function startNotifier(deps: NotifierDeps, options: NotifierOptions = {})
           retry.unref();
         }
       })
-      .catch((err: unknown) => deps.logger.warn({ err }, 'notification pass failed'))
+      .catch((err: unknown) => deps.logger.warn({ err }, failureMessage))
       .finally(() => {
         running = null;
         if (again) {
@@ -325,7 +388,7 @@ export function startNotifier(deps: NotifierDeps, options: NotifierOptions = {})
     options.listen === false
       ? Promise.resolve(null)
       : deps.sql.listen(eventsChannel, () => wake(), wake).catch((err: unknown) => {
-          deps.logger.warn({ err }, 'LISTEN failed; notifying on the interval only');
+          deps.logger.warn({ err }, 'LISTEN failed; passes run on the interval only');
           return null;
         });
 

@@ -8,3 +8,4 @@ export * from './topology.js';
 export * from './skills.js';
 export * from './investigation.js';
 export * from './remediation.js';
+export * from './triggers.js';
