@@ -17,6 +17,7 @@ import { createIncidentWorker } from './temporal/incident-worker.js';
 import { createTemporalWorkflowPort } from './temporal/port.js';
 import { startDispatcher } from './temporal/reconciler.js';
 import { startNotifier } from './notifications/notifier.js';
+import { startTriggerDispatcher } from './triggers/dispatcher.js';
 import { installTemporalRuntimeLogger } from './temporal/runtime-logger.js';
 import { ensureSearchAttributes } from './temporal/search-attributes.js';
 
@@ -89,6 +90,7 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
   await ensureSearchAttributes(clientConnection, config.temporal.namespace);
   const connection = await NativeConnection.connect({ address: settings.temporalAddress });
   const model = createModelProvider(config.llm, (reason) => logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in analyzer answered'));
+  const skills = skillRuntime(config, settings);
   const worker = await createIncidentWorker({
     model,
     connection,
@@ -96,7 +98,7 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
     taskQueue: config.temporal.taskQueue,
     db: database.db,
     logger,
-    skills: skillRuntime(config, settings),
+    skills,
   });
   const running = worker.run();
   running.catch((err: unknown) => logger.fatal({ err }, 'worker stopped with an error'));
@@ -106,8 +108,10 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
   );
   const dispatcher = startDispatcher({ db: database.db, sql: database.sql, workflows, logger });
   const notifier = startNotifier({ db: database.db, sql: database.sql, logger });
+  const triggerDispatcher = startTriggerDispatcher({ db: database.db, sql: database.sql, logger, skills, workflows });
   return {
     async stop() {
+      await triggerDispatcher.stop();
       await notifier.stop();
       await dispatcher.stop();
       if (worker.getState() === 'RUNNING') worker.shutdown();

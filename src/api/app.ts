@@ -17,6 +17,7 @@ import { registerApprovalRoutes } from './routes/approvals.js';
 import { registerGraphRoutes } from './routes/graph.js';
 import { registerNotificationRoutes } from './routes/notifications.js';
 import { registerRunbookRoutes } from './routes/runbooks.js';
+import { registerTriggerRoutes } from './routes/triggers.js';
 import { registerSkillRoutes } from './routes/skills.js';
 import { registerInvestigationRoutes } from './routes/investigation.js';
 import { registerApprovalRespondRoute } from './routes/remediation-respond.js';
@@ -89,6 +90,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerApprovalRespondRoute(app, deps);
   registerGraphRoutes(app, deps);
   registerRunbookRoutes(app, deps);
+  registerTriggerRoutes(app, deps);
   registerNotificationRoutes(app, deps);
   registerSkillRoutes(app, deps);
   registerApprovalRoutes(app, deps);

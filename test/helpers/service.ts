@@ -22,6 +22,7 @@ import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
 import { startDispatcher, type Dispatcher } from '../../src/temporal/reconciler.js';
 import { startNotifier, type NotifierLoop } from '../../src/notifications/notifier.js';
+import { startTriggerDispatcher } from '../../src/triggers/dispatcher.js';
 import { installTemporalRuntimeLogger } from '../../src/temporal/runtime-logger.js';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
@@ -63,6 +64,10 @@ export interface TestService {
   dispatcher: Dispatcher | undefined;
   /** The notifications consumer of the outbox; runs wherever the dispatcher does. */
   notifier: NotifierLoop | undefined;
+  /** The trigger dispatcher (consumer 'triggers'); runs wherever the dispatcher does. */
+  triggers: NotifierLoop | undefined;
+  /** What the app and the worker use for skills and webhook triggers. */
+  skills: SkillRuntime;
   newTenant(options?: { plan?: PlanId; settings?: TenantSettings; name?: string }): Promise<{ tenantId: string; admin: string; member: string }>;
   token(tenantId: string, role: Role, overrides?: { sub?: string; ttlSeconds?: number }): string;
   api<T = any>(method: string, path: string, options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
@@ -140,6 +145,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   };
   const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000, repeatIntervalMs: 500 }) : undefined;
   const notifier = worker && !options.withoutDispatcher ? startNotifier({ db: database.db, sql: database.sql, logger }, { intervalMs: 1000 }) : undefined;
+  const triggers = worker && !options.withoutDispatcher ? startTriggerDispatcher({ db: database.db, sql: database.sql, logger, skills, workflows }, { intervalMs: 1000 }) : undefined;
   const app = createApp(deps);
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
@@ -165,6 +171,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     worker,
     dispatcher,
     notifier,
+    triggers,
+    skills,
     token,
     async newTenant(opts = {}) {
       const tenant = await createTenant(database.db, {
@@ -193,6 +201,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
         server.close(() => resolve());
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
+      await triggers?.stop();
       await notifier?.stop();
       await dispatcher?.stop();
       if (worker) {

@@ -1,0 +1,237 @@
+import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
+import { and, count, desc, eq, lt, or, sql, type SQL } from 'drizzle-orm';
+import { generateSigningSecret } from '../../auth/api-keys.js';
+import { appendAudit } from '../../db/repositories/audit.js';
+import { findTenant } from '../../db/repositories/tenants.js';
+import { triggers, type TriggerAction, type TriggerRow } from '../../db/schema/triggers.js';
+import { AppError } from '../../errors.js';
+import { newId } from '../../ids.js';
+import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { decodeCursor, encodeCursor } from '../cursor.js';
+import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { CreateTriggerBody, CreatedTrigger, ListTriggersQuery, TriggerIdParam, TriggerList, UpdateTriggerBody } from '../schemas/triggers.js';
+
+const tags = ['triggers'];
+const noSuchTrigger = 'No trigger has that identifier';
+
+export function toTriggerView(row: TriggerRow) {
+  return {
+    triggerId: row.id,
+    name: row.name,
+    eventType: row.eventType,
+    conditions: row.conditions,
+    action: row.action,
+    actionConfig: row.actionConfig,
+    enabled: row.enabled,
+    createdAt: row.createdAt.toISOString(),
+    updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+const configSchemas: Record<TriggerAction, z.ZodType<Record<string, unknown>>> = {
+  notify: z.object({}).strict(),
+  start_investigation: z.object({}).strict(),
+  invoke_skill: z.object({ skillId: z.string().min(1).max(100), input: z.unknown().optional() }).strict(),
+  webhook: z.object({ url: z.string().url().max(2048) }).strict(),
+};
+
+/** The action's config, checked for the action and the tenant (webhook urls: https unless allowHttpSkills). */
+async function checkActionConfig(deps: AppDeps, tenantId: string, action: TriggerAction, config: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const parsed = configSchemas[action].safeParse(config);
+  if (!parsed.success) {
+    const details = parsed.error.issues.map((i) => ({ path: ['actionConfig', ...i.path.map(String)].join('.'), message: i.message }));
+    throw new AppError('validation_error', details.map((d) => `${d.path}: ${d.message}`).join('; '), details);
+  }
+  if (action === 'webhook') {
+    const url = new URL(String(parsed.data.url));
+    const tenant = await findTenant(deps.db, tenantId);
+    const ok = url.protocol === 'https:' || (url.protocol === 'http:' && tenant?.settings.allowHttpSkills === true);
+    if (!ok) {
+      const message = url.protocol === 'http:' ? 'must use https (plain http needs the tenant setting allowHttpSkills)' : 'must be an https URL';
+      throw new AppError('validation_error', `actionConfig.url: ${message}`, [{ path: 'actionConfig.url', message }]);
+    }
+  }
+  return parsed.data;
+}
+
+/**
+ * A tenant's triggers: rules that run an action when an event of the catalogue is appended.
+ * Members and admins list them; admins create, change and delete them.
+ */
+export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/triggers',
+      tags,
+      summary: 'List triggers, newest first',
+      security: bearerSecurity,
+      request: { query: ListTriggersQuery },
+      responses: { 200: jsonResponse(TriggerList, 'A page of triggers'), ...errorResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      const query = c.req.valid('query');
+      const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
+      const filters: SQL[] = [eq(triggers.tenantId, auth.tenantId)];
+      if (query.enabled !== undefined) filters.push(eq(triggers.enabled, query.enabled));
+      if (query.eventType) filters.push(eq(triggers.eventType, query.eventType));
+      const where = and(...filters);
+      const pageWhere = after
+        ? and(where, or(lt(triggers.createdAt, after.createdAt), and(eq(triggers.createdAt, after.createdAt), lt(triggers.id, after.id))))
+        : where;
+      const [rows, totals] = await Promise.all([
+        deps.db.select().from(triggers).where(pageWhere).orderBy(desc(triggers.createdAt), desc(triggers.id)).limit(query.limit + 1),
+        deps.db.select({ total: count() }).from(triggers).where(where),
+      ]);
+      const page = rows.slice(0, query.limit);
+      const last = page.at(-1);
+      return c.json(
+        {
+          items: page.map(toTriggerView),
+          total: totals[0]?.total ?? 0,
+          nextCursor: rows.length > query.limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'desc' }) : null,
+        },
+        200,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/triggers',
+      tags,
+      summary: 'Create a trigger (admin); a webhook trigger’s signing secret is returned once',
+      security: bearerSecurity,
+      request: { body: { required: true, content: { 'application/json': { schema: CreateTriggerBody } } } },
+      responses: { 201: jsonResponse(CreatedTrigger, 'The new trigger'), ...errorResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'admin');
+      const body = c.req.valid('json');
+      const actionConfig = await checkActionConfig(deps, auth.tenantId, body.action, body.actionConfig);
+      const secret = body.action === 'webhook' ? generateSigningSecret() : null;
+      const row = await deps.db.transaction(async (tx) => {
+        const [created] = await tx
+          .insert(triggers)
+          .values({
+            id: newId('trg'),
+            tenantId: auth.tenantId,
+            name: body.name,
+            eventType: body.eventType,
+            conditions: body.conditions,
+            action: body.action,
+            actionConfig,
+            secret,
+            enabled: body.enabled,
+          })
+          .returning();
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'trigger.created',
+          targetType: 'trigger',
+          targetId: created!.id,
+          requestId: c.get('requestId'),
+          details: { name: created!.name, eventType: created!.eventType, action: created!.action },
+        });
+        return created!;
+      });
+      return c.json({ ...toTriggerView(row), ...(secret ? { signingSecret: secret } : {}) }, 201);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'patch',
+      path: '/v1/triggers/{triggerId}',
+      tags,
+      summary: 'Change a trigger (admin): enabled, conditions, action, actionConfig, name',
+      description: 'Switching to `webhook` creates a signing secret, returned once as `signingSecret`; switching away drops it.',
+      security: bearerSecurity,
+      request: { params: TriggerIdParam, body: { required: true, content: { 'application/json': { schema: UpdateTriggerBody } } } },
+      responses: { 200: jsonResponse(CreatedTrigger, 'The updated trigger'), ...errorResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'admin');
+      const { triggerId } = c.req.valid('param');
+      const body = c.req.valid('json');
+      const [current] = await deps.db
+        .select()
+        .from(triggers)
+        .where(and(eq(triggers.tenantId, auth.tenantId), eq(triggers.id, triggerId)));
+      if (!current) throw new AppError('not_found', noSuchTrigger);
+      const action = body.action ?? current.action;
+      const actionChanged = action !== current.action;
+      const actionConfig =
+        body.actionConfig !== undefined || actionChanged
+          ? await checkActionConfig(deps, auth.tenantId, action, body.actionConfig ?? (actionChanged ? {} : current.actionConfig))
+          : undefined;
+      const newSecret = action === 'webhook' && !current.secret ? generateSigningSecret() : undefined;
+      const row = await deps.db.transaction(async (tx) => {
+        const [updated] = await tx
+          .update(triggers)
+          .set({
+            ...(body.name !== undefined ? { name: body.name } : {}),
+            ...(body.enabled !== undefined ? { enabled: body.enabled } : {}),
+            ...(body.conditions !== undefined ? { conditions: body.conditions } : {}),
+            ...(actionChanged ? { action } : {}),
+            ...(actionConfig !== undefined ? { actionConfig } : {}),
+            ...(newSecret ? { secret: newSecret } : action !== 'webhook' ? { secret: null } : {}),
+            updatedAt: sql`now()`,
+          })
+          .where(and(eq(triggers.tenantId, auth.tenantId), eq(triggers.id, triggerId)))
+          .returning();
+        if (!updated) throw new AppError('not_found', noSuchTrigger);
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'trigger.updated',
+          targetType: 'trigger',
+          targetId: triggerId,
+          requestId: c.get('requestId'),
+          details: { fields: Object.keys(body).filter((k) => body[k as keyof typeof body] !== undefined) },
+        });
+        return updated;
+      });
+      return c.json({ ...toTriggerView(row), ...(newSecret ? { signingSecret: newSecret } : {}) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/v1/triggers/{triggerId}',
+      tags,
+      summary: 'Delete a trigger (admin)',
+      security: bearerSecurity,
+      request: { params: TriggerIdParam },
+      responses: { 204: { description: 'Deleted' }, ...errorResponses(400, 401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'admin');
+      const { triggerId } = c.req.valid('param');
+      await deps.db.transaction(async (tx) => {
+        const [removed] = await tx
+          .delete(triggers)
+          .where(and(eq(triggers.tenantId, auth.tenantId), eq(triggers.id, triggerId)))
+          .returning({ name: triggers.name });
+        if (!removed) throw new AppError('not_found', noSuchTrigger);
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'trigger.deleted',
+          targetType: 'trigger',
+          targetId: triggerId,
+          requestId: c.get('requestId'),
+          details: { name: removed.name },
+        });
+      });
+      return c.body(null, 204);
+    },
+  );
+}

@@ -1,0 +1,210 @@
+import { randomBytes } from 'node:crypto';
+import { and, eq } from 'drizzle-orm';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifySignature } from '../../src/auth/api-keys.js';
+import { appendEvent } from '../../src/db/repositories/events.js';
+import { notifications } from '../../src/db/schema/remediation.js';
+import { triggerFirings } from '../../src/db/schema/triggers.js';
+import { newId } from '../../src/ids.js';
+import { createTriggerDispatcher, type TriggerDispatcherOptions } from '../../src/triggers/dispatcher.js';
+import { startSkillServer, type SkillServer } from '../helpers/skill-server.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+let svc: TestService;
+let server: SkillServer;
+let t: { tenantId: string; admin: string; member: string };
+let other: { tenantId: string; admin: string; member: string };
+
+beforeAll(async () => {
+  [svc, server] = await Promise.all([
+    startTestService({
+      withoutWorker: true,
+      withoutDispatcher: true,
+      skills: { allowedNetworks: ['127.0.0.1/32'], limits: { retryBaseDelayMs: 10, timeoutMs: 3000 } },
+    }),
+    startSkillServer(),
+  ]);
+  t = await svc.newTenant({ settings: { allowHttpSkills: true } });
+  other = await svc.newTenant();
+});
+afterAll(async () => {
+  await server?.close();
+  await svc?.stop();
+});
+
+const create = (token: string, body: unknown) => svc.api('POST', '/v1/triggers', { token, body });
+
+/** A dispatcher with its own consumer row that only sees one tenant's events. */
+function privateDispatcher(tenantId: string, extra: TriggerDispatcherOptions = {}) {
+  return createTriggerDispatcher(
+    { db: svc.database.db, sql: svc.database.sql, logger: pino({ level: 'silent' }), skills: svc.skills },
+    { name: `triggers_${randomBytes(4).toString('hex')}`, tenantId, gapSettleMs: 0, ...extra },
+  );
+}
+
+const emit = (tenantId: string, type: string, payload: Record<string, unknown>) =>
+  svc.database.db.transaction((tx) => appendEvent(tx, { tenantId, type, incidentId: null, payload, idempotencyKey: newId('oev') }));
+
+describe('trigger CRUD', () => {
+  it('creates, lists with filters and pages, updates and deletes; members read only', async () => {
+    const a = await create(t.admin, { name: 'page on critical', eventType: 'incident.created', conditions: { severities: ['critical'] }, action: 'notify' });
+    expect(a.status).toBe(201);
+    expect(a.body).toMatchObject({ name: 'page on critical', eventType: 'incident.created', action: 'notify', enabled: true, conditions: { severities: ['critical'] }, actionConfig: {} });
+    expect(a.body.triggerId).toMatch(/^trg_/);
+    expect(a.body.signingSecret).toBeUndefined();
+    const b = await create(t.admin, { name: 'hook', eventType: 'triage.completed', action: 'webhook', actionConfig: { url: `${server.url}/echo` }, enabled: false });
+    expect(b.status).toBe(201);
+    expect(b.body.signingSecret).toMatch(/^whsec_/);
+    const c = await create(t.admin, { name: 'skill', eventType: 'incident.created', action: 'invoke_skill', actionConfig: { skillId: 'skl_x' } });
+    expect(c.status).toBe(201);
+
+    const all = await svc.api('GET', '/v1/triggers', { token: t.member });
+    expect(all.status).toBe(200);
+    expect(all.body.total).toBe(3);
+    expect(all.body.items.map((i: { triggerId: string }) => i.triggerId)).toEqual([c.body.triggerId, b.body.triggerId, a.body.triggerId]);
+    expect(all.body.items[1].signingSecret).toBeUndefined();
+    expect(all.body.nextCursor).toBeNull();
+    const enabled = await svc.api('GET', '/v1/triggers?enabled=false', { token: t.member });
+    expect(enabled.body.items.map((i: { name: string }) => i.name)).toEqual(['hook']);
+    const byType = await svc.api('GET', '/v1/triggers?eventType=incident.created&limit=1', { token: t.member });
+    expect(byType.body).toMatchObject({ total: 2, items: [{ name: 'skill' }] });
+    const next = await svc.api('GET', `/v1/triggers?eventType=incident.created&limit=1&cursor=${byType.body.nextCursor}`, { token: t.member });
+    expect(next.body.items.map((i: { name: string }) => i.name)).toEqual(['page on critical']);
+    expect(next.body.nextCursor).toBeNull();
+    expect((await svc.api('GET', '/v1/triggers?limit=201', { token: t.member })).status).toBe(400);
+
+    const patched = await svc.api('PATCH', `/v1/triggers/${a.body.triggerId}`, { token: t.admin, body: { enabled: false, conditions: { sources: ['manual'] } } });
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ enabled: false, conditions: { sources: ['manual'] }, action: 'notify' });
+    const toHook = await svc.api('PATCH', `/v1/triggers/${a.body.triggerId}`, { token: t.admin, body: { action: 'webhook', actionConfig: { url: 'https://example.com/hook' } } });
+    expect(toHook.status).toBe(200);
+    expect(toHook.body.signingSecret).toMatch(/^whsec_/);
+    expect((await svc.api('PATCH', `/v1/triggers/${a.body.triggerId}`, { token: t.admin, body: { action: 'invoke_skill' } })).status).toBe(400);
+
+    expect((await svc.api('PATCH', `/v1/triggers/${a.body.triggerId}`, { token: t.member, body: { enabled: true } })).status).toBe(403);
+    expect((await svc.api('DELETE', `/v1/triggers/${a.body.triggerId}`, { token: t.member })).status).toBe(403);
+    expect((await create(t.member, { name: 'x', eventType: 'incident.created', action: 'notify' })).status).toBe(403);
+    expect((await svc.api('GET', '/v1/triggers')).status).toBe(401);
+
+    expect((await svc.api('DELETE', `/v1/triggers/${a.body.triggerId}`, { token: t.admin })).status).toBe(204);
+    const gone = await svc.api('DELETE', `/v1/triggers/${a.body.triggerId}`, { token: t.admin });
+    expect(gone.status).toBe(404);
+    expect(gone.body.error).toBe('not_found');
+    for (const id of [b.body.triggerId, c.body.triggerId]) await svc.api('DELETE', `/v1/triggers/${id}`, { token: t.admin });
+  });
+
+  it('validates the event type, conditions and the config of each action', async () => {
+    const bad = async (body: unknown, token = t.admin) => {
+      const res = await create(token, body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.error).toBe('validation_error');
+    };
+    await bad({ name: 'x', eventType: 'incident.exploded', action: 'notify' });
+    await bad({ name: 'x', eventType: 'incident.created', action: 'page' });
+    await bad({ name: '', eventType: 'incident.created', action: 'notify' });
+    await bad({ name: 'x', eventType: 'incident.created', action: 'notify', conditions: { severities: ['huge'] } });
+    await bad({ name: 'x', eventType: 'incident.created', action: 'notify', actionConfig: { url: 'https://a.test' } });
+    await bad({ name: 'x', eventType: 'incident.created', action: 'webhook' });
+    await bad({ name: 'x', eventType: 'incident.created', action: 'webhook', actionConfig: { url: 'not a url' } });
+    await bad({ name: 'x', eventType: 'incident.created', action: 'webhook', actionConfig: { url: 'ftp://a.test/x' } });
+    await bad({ name: 'x', eventType: 'incident.created', action: 'invoke_skill', actionConfig: {} });
+    // plain http only with allowHttpSkills
+    await bad({ name: 'x', eventType: 'incident.created', action: 'webhook', actionConfig: { url: 'http://a.test/x' } }, other.admin);
+    expect((await create(t.admin, { name: 'x', eventType: 'incident.created', action: 'webhook', actionConfig: { url: 'http://a.test/x' } })).status).toBe(201);
+  });
+
+  it('keeps tenants apart: another tenant’s trigger is not listed and is 404', async () => {
+    const mine = await create(t.admin, { name: 'mine', eventType: 'incident.resolved', action: 'notify' });
+    const theirs = await svc.api('GET', '/v1/triggers', { token: other.admin });
+    expect(theirs.body.items.map((i: { triggerId: string }) => i.triggerId)).not.toContain(mine.body.triggerId);
+    expect((await svc.api('PATCH', `/v1/triggers/${mine.body.triggerId}`, { token: other.admin, body: { enabled: false } })).status).toBe(404);
+    expect((await svc.api('DELETE', `/v1/triggers/${mine.body.triggerId}`, { token: other.admin })).status).toBe(404);
+  });
+});
+
+describe('the trigger dispatcher', () => {
+  it('posts matching events to a webhook, signed with the trigger’s secret, exactly once across passes and a crash', async () => {
+    const tenant = await svc.newTenant({ settings: { allowHttpSkills: true } });
+    const path = `/echo`;
+    const hook = await create(tenant.admin, {
+      name: 'hook',
+      eventType: 'incident.created',
+      conditions: { severities: ['critical', 'high'] },
+      action: 'webhook',
+      actionConfig: { url: `${server.url}${path}?trigger=${tenant.tenantId}` },
+    });
+    expect(hook.status).toBe(201);
+    const secret: string = hook.body.signingSecret;
+    const hits = () => server.received.filter((r) => r.query.trigger === tenant.tenantId);
+
+    await emit(tenant.tenantId, 'incident.created', { title: 'low one', severity: 'low' }); // conditions do not match
+    await emit(tenant.tenantId, 'incident.resolved', { severity: 'critical' }); // another type
+    await emit(tenant.tenantId, 'incident.created', { title: 'db down', severity: 'critical' });
+
+    let crash = true;
+    const dispatcher = privateDispatcher(tenant.tenantId, {
+      beforeCommit: () => {
+        if (crash) throw new Error('crash before commit');
+      },
+    });
+    await expect(dispatcher.runOnce()).rejects.toThrow('crash before commit');
+    expect(hits()).toHaveLength(0);
+    crash = false;
+    const first = await dispatcher.runOnce();
+    expect(first.consumed).toBe(3);
+    expect(first.ran.map((r) => r.status)).toEqual(['succeeded']);
+    const second = await dispatcher.runOnce();
+    expect(second).toMatchObject({ consumed: 0, ran: [] });
+
+    expect(hits()).toHaveLength(1);
+    const [request] = hits();
+    expect(request!.method).toBe('POST');
+    expect(verifySignature(secret, Buffer.from(request!.body), String(request!.headers['x-webhook-signature']))).toBe(true);
+    expect(verifySignature('whsec_wrong', Buffer.from(request!.body), String(request!.headers['x-webhook-signature']))).toBe(false);
+    const posted = JSON.parse(request!.body);
+    expect(posted).toMatchObject({ triggerId: hook.body.triggerId, event: { type: 'incident.created', tenantId: tenant.tenantId, payload: { title: 'db down', severity: 'critical' } } });
+
+    const firings = await svc.database.db.select().from(triggerFirings).where(eq(triggerFirings.triggerId, hook.body.triggerId));
+    expect(firings.map((f) => [f.status, f.attempts])).toEqual([['succeeded', 1]]);
+  });
+
+  it('retries a webhook that answers 5xx, records failures, ignores disabled triggers and other tenants', async () => {
+    const tenant = await svc.newTenant({ settings: { allowHttpSkills: true } });
+    const key = randomBytes(4).toString('hex');
+    const flaky = await create(tenant.admin, { name: 'flaky', eventType: 'triage.completed', action: 'webhook', actionConfig: { url: `${server.url}/flaky?fail=2&key=${key}` } });
+    const down = await create(tenant.admin, { name: 'down', eventType: 'triage.completed', action: 'webhook', actionConfig: { url: `${server.url}/always-503` } });
+    await create(tenant.admin, { name: 'off', eventType: 'triage.completed', action: 'webhook', enabled: false, actionConfig: { url: `${server.url}/echo?off=${key}` } });
+    await create(other.admin, { name: 'theirs', eventType: 'triage.completed', action: 'notify' });
+    await emit(tenant.tenantId, 'triage.completed', { priority: 'P1' });
+
+    const dispatcher = privateDispatcher(tenant.tenantId, { maxRuns: 1 });
+    const pass = await dispatcher.runOnce();
+    expect(pass.ran).toHaveLength(2);
+    expect(server.received.filter((r) => r.query.key === key)).toHaveLength(3); // 2 × 503, then 200
+    expect(server.received.filter((r) => r.query.off === key)).toHaveLength(0);
+    const [ok] = await svc.database.db.select().from(triggerFirings).where(eq(triggerFirings.triggerId, flaky.body.triggerId));
+    expect(ok!.status).toBe('succeeded');
+    const [failed] = await svc.database.db.select().from(triggerFirings).where(eq(triggerFirings.triggerId, down.body.triggerId));
+    expect(failed!.status).toBe('failed');
+    expect(failed!.error).toContain('503');
+  });
+
+  it('notify: one notification per user of the tenant', async () => {
+    const tenant = await svc.newTenant();
+    const alice = svc.token(tenant.tenantId, 'admin', { sub: 'alice' });
+    const bob = svc.token(tenant.tenantId, 'member', { sub: 'bob' });
+    const trig = await create(alice, { name: 'tell', eventType: 'knowledge.pattern_created', action: 'notify' });
+    await svc.api('GET', '/v1/notifications', { token: bob }); // bob is a known user now
+    await emit(tenant.tenantId, 'knowledge.pattern_created', { title: 'Pool exhaustion' });
+    const dispatcher = privateDispatcher(tenant.tenantId);
+    await dispatcher.runOnce();
+    await dispatcher.runOnce();
+    const rows = await svc.database.db
+      .select()
+      .from(notifications)
+      .where(and(eq(notifications.tenantId, tenant.tenantId), eq(notifications.type, 'knowledge.pattern_created')));
+    expect(rows.map((r) => r.userId).sort()).toEqual(['alice', 'bob']);
+    expect(rows.every((r) => r.idempotencyKey.startsWith(`trigger:${trig.body.triggerId}:`))).toBe(true);
+  });
+});
