@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '../../src/auth/api-keys.js';
 import { appendEvent } from '../../src/db/repositories/events.js';
 import { notifications } from '../../src/db/schema/remediation.js';
+import { skillInvocations } from '../../src/db/schema/skills.js';
 import { triggerFirings } from '../../src/db/schema/triggers.js';
 import { newId } from '../../src/ids.js';
 import { createTriggerDispatcher, type TriggerDispatcherOptions } from '../../src/triggers/dispatcher.js';
@@ -206,5 +207,28 @@ describe('the trigger dispatcher', () => {
       .where(and(eq(notifications.tenantId, tenant.tenantId), eq(notifications.type, 'knowledge.pattern_created')));
     expect(rows.map((r) => r.userId).sort()).toEqual(['alice', 'bob']);
     expect(rows.every((r) => r.idempotencyKey.startsWith(`trigger:${trig.body.triggerId}:`))).toBe(true);
+  });
+
+  it('invoke_skill runs the skill once per event; start_investigation without a workflow client records its failure', async () => {
+    const tenant = await svc.newTenant();
+    const skill = await create(tenant.admin, { name: 'deploys', eventType: 'incident.status_changed', action: 'invoke_skill', actionConfig: { skillId: 'skl_builtin_recent_deployments', input: {} } });
+    const missing = await create(tenant.admin, { name: 'nope', eventType: 'incident.status_changed', action: 'invoke_skill', actionConfig: { skillId: 'skl_missing' } });
+    const investigate = await create(tenant.admin, { name: 'investigate', eventType: 'incident.status_changed', action: 'start_investigation' });
+    await emit(tenant.tenantId, 'incident.status_changed', { from: 'open', to: 'investigating' });
+    const dispatcher = privateDispatcher(tenant.tenantId, { maxRuns: 1 });
+    await dispatcher.runOnce();
+    await dispatcher.runOnce();
+    const runs = await svc.database.db.select().from(skillInvocations).where(eq(skillInvocations.tenantId, tenant.tenantId));
+    expect(runs.map((r) => [r.skillId, r.status])).toEqual(
+      expect.arrayContaining([
+        ['skl_builtin_recent_deployments', 'succeeded'],
+        ['skl_missing', 'failed'],
+      ]),
+    );
+    expect(runs).toHaveLength(2);
+    const status = async (triggerId: string) => (await svc.database.db.select().from(triggerFirings).where(eq(triggerFirings.triggerId, triggerId)))[0];
+    expect((await status(skill.body.triggerId))!.status).toBe('succeeded');
+    expect((await status(missing.body.triggerId))!).toMatchObject({ status: 'failed', error: expect.stringContaining('skill_not_found') });
+    expect((await status(investigate.body.triggerId))!).toMatchObject({ status: 'failed', error: expect.stringContaining('workflow client') });
   });
 });
