@@ -11,6 +11,7 @@ import { newId } from '../../src/ids.js';
 import { createTriggerDispatcher, type TriggerDispatcherOptions } from '../../src/triggers/dispatcher.js';
 import { startSkillServer, type SkillServer } from '../helpers/skill-server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/webhooks.js';
 
 let svc: TestService;
 let server: SkillServer;
@@ -230,5 +231,40 @@ describe('the trigger dispatcher', () => {
     expect((await status(skill.body.triggerId))!.status).toBe('succeeded');
     expect((await status(missing.body.triggerId))!).toMatchObject({ status: 'failed', error: expect.stringContaining('skill_not_found') });
     expect((await status(investigate.body.triggerId))!).toMatchObject({ status: 'failed', error: expect.stringContaining('workflow client') });
+  });
+});
+
+describe('the worker’s trigger dispatcher', () => {
+  let full: TestService;
+  beforeAll(async () => {
+    full = await startTestService();
+  });
+  afterAll(() => full?.stop());
+
+  it('starts an investigation through the workflow client when a matching incident is opened', async () => {
+    const tenant = await full.newTenant({ plan: 'plan_business' });
+    const trig = await full.api('POST', '/v1/triggers', {
+      token: tenant.admin,
+      body: { name: 'auto investigate checkout', eventType: 'incident.created', conditions: { services: ['checkout-api'] }, action: 'start_investigation' },
+    });
+    expect(trig.status).toBe(201);
+    const open = (service: string) =>
+      full.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: `${service} errors`, description: `${service} answers 502 errors`, service } });
+    const other = await open('search-api');
+    const checkout = await open('checkout-api');
+    expect(checkout.status).toBe(201);
+    const firing = await eventually(async () => {
+      const [row] = await full.database.db.select().from(triggerFirings).where(eq(triggerFirings.triggerId, trig.body.triggerId));
+      return row?.status === 'succeeded' ? row : undefined;
+    }, 20_000);
+    expect(firing.attempts).toBe(1);
+    const investigation = await eventually(async () => {
+      const res = await full.api('GET', `/v1/investigation/${checkout.body.incidentId}`, { token: tenant.member });
+      return res.status === 200 ? res : undefined;
+    }, 20_000);
+    expect(['running', 'completed']).toContain(investigation.body.status);
+    const firings = await full.database.db.select().from(triggerFirings).where(eq(triggerFirings.tenantId, tenant.tenantId));
+    expect(firings).toHaveLength(1); // the search-api incident did not match
+    expect(other.status).toBe(201);
   });
 });
