@@ -41,7 +41,7 @@ interface TenantChannel {
   /** A read is running; `again` asks for one more after it. */
   reading: boolean;
   again: boolean;
-  /** Seqs committed late (notified at or below the cursor, never read) still to fetch. */
+  /** Notified seqs not yet delivered: fetched by seq when the range read has not delivered them. */
   late: Set<number>;
   /** The most recent seqs read (bounded), to tell a late commit from an event already read. */
   delivered: Set<number>;
@@ -101,20 +101,22 @@ export function createRealtimeHub(deps: { sql: postgres.Sql; logger: Logger }): 
     try {
       do {
         channel.again = false;
-        if (channel.late.size > 0) {
-          const seqs = [...channel.late];
-          channel.late.clear();
-          const rows = await sql<EventDbRow[]>`
-            select seq, type, incident_id, payload, occurred_at from events
-            where tenant_id = ${tenantId} and seq in ${sql(seqs)} order by seq`;
-          if (rows.length > 0) fanOut(channel, rows.map(toEvent));
-        }
         for (;;) {
           const batch = await readEvents(tenantId, channel.cursor, readPage);
           if (batch.length === 0) break;
           channel.cursor = batch[batch.length - 1]!.seq;
           fanOut(channel, batch);
           if (batch.length < readPage) break;
+        }
+        // Notified seqs the range reads did not deliver: committed after a higher seq was read
+        // (including while a read was in flight, which then moved the cursor past them).
+        const seqs = [...channel.late].filter((seq) => !channel.delivered.has(seq));
+        channel.late.clear();
+        if (seqs.length > 0) {
+          const rows = await sql<EventDbRow[]>`
+            select seq, type, incident_id, payload, occurred_at from events
+            where tenant_id = ${tenantId} and seq in ${sql(seqs)} order by seq`;
+          if (rows.length > 0) fanOut(channel, rows.map(toEvent));
         }
       } while (channel.again && channel.subscribers.size > 0);
     } catch (err) {
@@ -143,7 +145,9 @@ export function createRealtimeHub(deps: { sql: postgres.Sql; logger: Logger }): 
     const seq = Number(payload.slice(colon + 1));
     const channel = tenants.get(tenantId);
     if (!channel || channel.subscribers.size === 0) return;
-    if (Number.isFinite(seq) && seq <= channel.cursor && !channel.delivered.has(seq)) channel.late.add(seq);
+    // Every notified seq is checked after the next range read: one below the cursor then (or
+    // already below it now) committed late and is fetched by its seq.
+    if (Number.isFinite(seq) && !channel.delivered.has(seq)) channel.late.add(seq);
     void pump(tenantId, channel);
   }
 
