@@ -7,7 +7,7 @@ import { apiKeys } from '../../db/schema/ingestion.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
-import { decodeCursor, encodeCursor } from '../cursor.js';
+import { decodeCursor, nextCursor } from '../cursor.js';
 import { ApiKeyList, CreateApiKeyBody, CreatedApiKey, KeyIdParam, ListApiKeysQuery } from '../schemas/api-keys.js';
 import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
 
@@ -72,11 +72,10 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       const query = c.req.valid('query');
       const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
       const page = await listApiKeys(deps.db, auth.tenantId, query.limit, after);
-      const last = page.rows.at(-1);
       return c.json(
         {
           items: page.rows.map(toApiKeyView),
-          nextCursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'desc' }) : null,
+          nextCursor: nextCursor(page.rows, page.hasMore, 'desc'),
         },
         200,
       );

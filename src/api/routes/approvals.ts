@@ -1,5 +1,6 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { and, asc, count, desc, eq, lt, or, type SQL } from 'drizzle-orm';
+import { olderThan } from '../../db/keyset.js';
+import { and, asc, count, desc, eq, type SQL } from 'drizzle-orm';
 import { incidents } from '../../db/schema/incidents.js';
 import { approvals, remediations, remediationSteps } from '../../db/schema/remediation.js';
 import { AppError } from '../../errors.js';
@@ -30,7 +31,7 @@ export function registerApprovalRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       if (query.status) filters.push(eq(approvals.status, query.status));
       const where = and(...filters);
       const pageWhere = after
-        ? and(where, or(lt(approvals.createdAt, after.createdAt), and(eq(approvals.createdAt, after.createdAt), lt(approvals.id, after.id))))
+        ? and(where, olderThan(approvals.createdAt, approvals.id, after))
         : where;
       const [rows, totals] = await Promise.all([
         deps.db

@@ -8,7 +8,7 @@ import { serviceEdges, services } from '../../db/schema/topology.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
-import { decodeCursor, encodeCursor } from '../cursor.js';
+import { decodeCursor, nextCursor } from '../cursor.js';
 import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
 import {
   BlastRadiusSchema,
@@ -95,12 +95,11 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
         limit: query.limit,
         ...(after ? { after } : {}),
       });
-      const last = page.rows.at(-1);
       return c.json(
         {
           items: page.rows.map(toServiceView),
           total: page.total,
-          nextCursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'desc' }) : null,
+          nextCursor: nextCursor(page.rows, page.hasMore, 'desc'),
         },
         200,
       );
@@ -289,12 +288,11 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
         limit: query.limit,
         ...(after ? { after } : {}),
       });
-      const last = page.rows.at(-1);
       return c.json(
         {
           items: page.rows.map(toEdgeView),
           total: page.total,
-          nextCursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'desc' }) : null,
+          nextCursor: nextCursor(page.rows, page.hasMore, 'desc'),
         },
         200,
       );

@@ -9,7 +9,7 @@ import { monthlyQuota, usagePeriod } from '../../domain/plans.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
-import { decodeCursor, encodeCursor } from '../cursor.js';
+import { decodeCursor, nextCursor } from '../cursor.js';
 import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
 import {
   CreateIncidentBody,
@@ -141,7 +141,6 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
         limit: query.limit,
         ...(after ? { after } : {}),
       });
-      const last = page.rows.at(-1);
       return c.json(
         {
           incidents: page.rows.map((r) => ({
@@ -153,7 +152,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
             createdAt: r.createdAt.toISOString(),
           })),
           count: page.total,
-          cursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: query.order }) : null,
+          cursor: nextCursor(page.rows, page.hasMore, query.order),
         },
         200,
       );

@@ -1,9 +1,10 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { and, count, desc, eq, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
+import { olderThan } from '../../db/keyset.js';
+import { and, count, desc, eq, inArray, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
 import { notifications } from '../../db/schema/remediation.js';
 import { describeEvent } from '../../notifications/notifier.js';
 import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
-import { decodeCursor, encodeCursor } from '../cursor.js';
+import { decodeCursor, nextCursor } from '../cursor.js';
 import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
 import { ListNotificationsQuery, MarkNotificationsReadBody, NotificationList } from '../schemas/notifications.js';
 
@@ -51,7 +52,7 @@ export function registerNotificationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDe
       if (query.type) filters.push(eq(notifications.type, query.type));
       if (after) {
         filters.push(
-          or(lt(notifications.createdAt, after.createdAt), and(eq(notifications.createdAt, after.createdAt), lt(notifications.id, after.id)))!,
+          olderThan(notifications.createdAt, notifications.id, after),
         );
       }
       const [rows, unread] = await Promise.all([
@@ -64,12 +65,11 @@ export function registerNotificationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDe
         deps.db.select({ n: count() }).from(notifications).where(and(mine, isNull(notifications.readAt))),
       ]);
       const page = rows.slice(0, query.limit);
-      const last = page.at(-1);
       return c.json(
         {
           items: page.map(toNotificationView),
           unreadCount: unread[0]?.n ?? 0,
-          nextCursor: rows.length > query.limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'desc' }) : null,
+          nextCursor: nextCursor(page, rows.length > query.limit),
         },
         200,
       );

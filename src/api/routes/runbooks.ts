@@ -6,7 +6,7 @@ import { runbooks } from '../../db/schema/investigation.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
-import { decodeCursor, encodeCursor } from '../cursor.js';
+import { decodeCursor, nextCursor } from '../cursor.js';
 import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
 import { CreateRunbookBody, ListRunbooksQuery, Runbook, RunbookIdParam, RunbookList, UpdateRunbookBody } from '../schemas/runbooks.js';
 
@@ -80,12 +80,11 @@ export function registerRunbookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
         limit: query.limit,
         ...(after ? { after } : {}),
       });
-      const last = page.rows.at(-1);
       return c.json(
         {
           items: page.rows.map(toRunbookSummary),
           total: page.total,
-          nextCursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'desc' }) : null,
+          nextCursor: nextCursor(page.rows, page.hasMore, 'desc'),
         },
         200,
       );

@@ -6,7 +6,7 @@ import { triageResults } from '../../db/schema/investigation.js';
 import { AppError } from '../../errors.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { requireAuth } from '../context.js';
-import { decodeCursor, encodeCursor } from '../cursor.js';
+import { decodeCursor, nextCursor } from '../cursor.js';
 import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
 import { IncidentIdParam } from '../schemas/incidents.js';
 import { EvidenceQuery, TriageClassification, TriageEvidence } from '../schemas/triage.js';
@@ -68,7 +68,6 @@ export function registerTriageRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
         limit: query.limit,
         ...(after ? { after } : {}),
       });
-      const last = page.rows.at(-1);
       return c.json(
         {
           incidentId,
@@ -87,7 +86,7 @@ export function registerTriageRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
           },
           items: page.rows.map(toEvidenceView),
           total: page.total,
-          nextCursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'desc' }) : null,
+          nextCursor: nextCursor(page.rows, page.hasMore, 'desc'),
         },
         200,
       );

@@ -1,5 +1,6 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
-import { and, count, desc, eq, lt, or, sql, type SQL } from 'drizzle-orm';
+import { olderThan } from '../../db/keyset.js';
+import { and, count, desc, eq, sql, type SQL } from 'drizzle-orm';
 import { generateSigningSecret } from '../../auth/api-keys.js';
 import { appendAudit } from '../../db/repositories/audit.js';
 import { findTenant } from '../../db/repositories/tenants.js';
@@ -7,7 +8,7 @@ import { triggers, type TriggerAction, type TriggerRow } from '../../db/schema/t
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
-import { decodeCursor, encodeCursor } from '../cursor.js';
+import { decodeCursor, nextCursor } from '../cursor.js';
 import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
 import { CreateTriggerBody, CreatedTrigger, ListTriggersQuery, TriggerIdParam, TriggerList, UpdateTriggerBody } from '../schemas/triggers.js';
 
@@ -78,19 +79,18 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       if (query.eventType) filters.push(eq(triggers.eventType, query.eventType));
       const where = and(...filters);
       const pageWhere = after
-        ? and(where, or(lt(triggers.createdAt, after.createdAt), and(eq(triggers.createdAt, after.createdAt), lt(triggers.id, after.id))))
+        ? and(where, olderThan(triggers.createdAt, triggers.id, after))
         : where;
       const [rows, totals] = await Promise.all([
         deps.db.select().from(triggers).where(pageWhere).orderBy(desc(triggers.createdAt), desc(triggers.id)).limit(query.limit + 1),
         deps.db.select({ total: count() }).from(triggers).where(where),
       ]);
       const page = rows.slice(0, query.limit);
-      const last = page.at(-1);
       return c.json(
         {
           items: page.map(toTriggerView),
           total: totals[0]?.total ?? 0,
-          nextCursor: rows.length > query.limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'desc' }) : null,
+          nextCursor: nextCursor(page, rows.length > query.limit),
         },
         200,
       );

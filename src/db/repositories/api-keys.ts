@@ -1,4 +1,5 @@
 import { and, count, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
+import { olderThan } from '../keyset.js';
 import type postgres from 'postgres';
 import type { Db } from '../client.js';
 import { apiKeys } from '../schema/ingestion.js';
@@ -34,7 +35,7 @@ export async function listApiKeys(db: Db, tenantId: string, limit: number, after
       and(
         eq(apiKeys.tenantId, tenantId),
         after
-          ? or(lt(apiKeys.createdAt, after.createdAt), and(eq(apiKeys.createdAt, after.createdAt), lt(apiKeys.id, after.id)))
+          ? olderThan(apiKeys.createdAt, apiKeys.id, after)
           : undefined,
       ),
     )

@@ -1,4 +1,5 @@
-import { and, count, desc, eq, lt, or, type SQL } from 'drizzle-orm';
+import { and, count, desc, eq, type SQL } from 'drizzle-orm';
+import { olderThan } from '../keyset.js';
 import type { Db } from '../client.js';
 import { evidenceItems, type EvidenceType } from '../schema/investigation.js';
 
@@ -27,7 +28,7 @@ export async function listEvidence(
   const page = query.after
     ? and(
         where,
-        or(lt(evidenceItems.createdAt, query.after.createdAt), and(eq(evidenceItems.createdAt, query.after.createdAt), lt(evidenceItems.id, query.after.id))),
+        olderThan(evidenceItems.createdAt, evidenceItems.id, query.after),
       )
     : where;
   const [rows, totals] = await Promise.all([

@@ -1,4 +1,5 @@
-import { and, count, desc, eq, gt, lt, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
+import { and, count, desc, eq, gt, or, sql, type SQL, type SQLWrapper } from 'drizzle-orm';
+import { olderThan } from '../keyset.js';
 import { parseRunbookSteps, type RunbookStep } from '../../domain/runbooks.js';
 import type { Db } from '../client.js';
 import { runbooks } from '../schema/investigation.js';
@@ -69,7 +70,7 @@ export async function listRunbooks(
   const where = and(...filters);
   const { after } = query;
   const pageWhere = after
-    ? and(where, or(lt(runbooks.createdAt, after.createdAt), and(eq(runbooks.createdAt, after.createdAt), lt(runbooks.id, after.id))))
+    ? and(where, olderThan(runbooks.createdAt, runbooks.id, after))
     : where;
   const [rows, totals] = await Promise.all([
     db.select(summaryColumns).from(runbooks).where(pageWhere).orderBy(desc(runbooks.createdAt), desc(runbooks.id)).limit(query.limit + 1),

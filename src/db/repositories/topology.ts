@@ -1,4 +1,5 @@
-import { and, count, desc, eq, lt, or, sql, type SQL } from 'drizzle-orm';
+import { and, count, desc, eq, or, sql, type SQL } from 'drizzle-orm';
+import { olderThan } from '../keyset.js';
 import type { Db } from '../client.js';
 import { serviceEdges, services, type ServiceEdgeRow, type ServiceRow, type ServiceType } from '../schema/topology.js';
 
@@ -51,7 +52,7 @@ export async function listServices(
   const where = and(...filters);
   const { after } = query;
   const pageWhere = after
-    ? and(where, or(lt(services.createdAt, after.createdAt), and(eq(services.createdAt, after.createdAt), lt(services.id, after.id))))
+    ? and(where, olderThan(services.createdAt, services.id, after))
     : where;
   const [rows, totals] = await Promise.all([
     db.select().from(services).where(pageWhere).orderBy(desc(services.createdAt), desc(services.id)).limit(query.limit + 1),
@@ -75,7 +76,7 @@ export async function listEdges(
   const pageWhere = after
     ? and(
         where,
-        or(lt(serviceEdges.createdAt, after.createdAt), and(eq(serviceEdges.createdAt, after.createdAt), lt(serviceEdges.id, after.id))),
+        olderThan(serviceEdges.createdAt, serviceEdges.id, after),
       )
     : where;
   const [rows, totals] = await Promise.all([
