@@ -9,3 +9,4 @@ export * from './skills.js';
 export * from './investigation.js';
 export * from './remediation.js';
 export * from './triggers.js';
+export * from './knowledge.js';
