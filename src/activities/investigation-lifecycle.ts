@@ -82,6 +82,7 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
         incidentId: req.incidentId,
         requestId: req.actor.requestId ?? null,
         workflowId: req.workflowId,
+        historyEventId: req.historyEventId ?? null,
         details: { run: row!.run, investigationsUsed: used, limit },
         idempotencyKey: `${key}:audit`,
       });

@@ -991,6 +991,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
         targetId: req.incidentId,
         incidentId: req.incidentId,
         workflowId: req.workflowId,
+        historyEventId: req.historyEventId ?? null,
         details: { run: req.run, contextSeq, hypothesis: top.kind, subject: top.subject, confidence: result.confidence, model: concluded.model },
         idempotencyKey: `${key}:audit`,
       });
@@ -1033,6 +1034,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
         targetId: req.incidentId,
         incidentId: req.incidentId,
         workflowId: req.workflowId,
+        historyEventId: req.historyEventId ?? null,
         details: { run: req.run, reason },
         idempotencyKey: `${key}:audit`,
       });

@@ -16,6 +16,8 @@ export interface StatusChange {
   version: number;
   actor: Actor;
   workflowId: string;
+  /** The workflow task that decided this write (for the audit entry). */
+  historyEventId?: number;
 }
 
 export function createProjectionActivities(deps: { db: Db }) {
@@ -79,6 +81,7 @@ export function createProjectionActivities(deps: { db: Db }) {
         incidentId: change.incidentId,
         requestId: change.actor.requestId ?? null,
         workflowId: change.workflowId,
+        historyEventId: change.historyEventId ?? null,
         details: { from: change.from, to: change.to, version: change.version },
         idempotencyKey: `${key}:audit`,
       });

@@ -291,6 +291,7 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
           targetId: remediationId,
           incidentId: req.incidentId,
           workflowId: req.workflowId,
+          historyEventId: req.historyEventId ?? null,
           details: { approvalId, deadline: deadline.toISOString(), steps, evidenceHash, autoApprove, notified: admins.map((a) => a.userId) },
           idempotencyKey: `${key}:audit`,
         });
@@ -376,6 +377,7 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
         incidentId: req.incidentId,
         requestId: req.actor.requestId ?? null,
         workflowId: req.workflowId,
+        historyEventId: req.historyEventId ?? null,
         details: { decision: req.decision, remediationId: req.remediationId, notes: req.notes ?? null },
         idempotencyKey: `${req.approvalId}:decision:audit`,
       });
@@ -418,6 +420,7 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
         targetId: req.approvalId,
         incidentId: req.incidentId,
         workflowId: req.workflowId,
+        historyEventId: req.historyEventId ?? null,
         details: { reason: req.reason, remediationId: req.remediationId, remediationStatus },
         idempotencyKey: `${req.approvalId}:expired:audit`,
       });
@@ -488,6 +491,7 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
         targetId: req.remediationId,
         incidentId: req.incidentId,
         workflowId: req.workflowId,
+        historyEventId: req.historyEventId ?? null,
         details: { index: step.index, kind: step.kind, action: step.action, ...(outcome.ok ? {} : { error: outcome.error }) },
         idempotencyKey: `${locked!.idempotencyKey}:audit`,
       });
@@ -596,6 +600,7 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
         targetId: req.remediationId,
         incidentId: req.incidentId,
         workflowId: req.workflowId,
+        historyEventId: req.historyEventId ?? null,
         details: { ok: req.ok, detail: req.detail },
         idempotencyKey: `${req.remediationId}:outcome:audit`,
       });

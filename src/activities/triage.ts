@@ -19,6 +19,8 @@ export interface TriageRequest {
   requestKey: string;
   actor: Actor;
   workflowId: string;
+  /** The workflow task that decided this write (for the audit entry). */
+  historyEventId?: number;
 }
 
 export interface TriageOutcome {
@@ -198,6 +200,7 @@ export function createTriageActivities(deps: { db: Db; model: ModelProvider }) {
         incidentId: request.incidentId,
         requestId: request.actor.requestId ?? null,
         workflowId: request.workflowId,
+        historyEventId: request.historyEventId ?? null,
         details: { priority: c.priority, confidence: c.confidence, model: result.model, severityChangedFrom },
         idempotencyKey: `${key}:audit`,
       });
@@ -233,6 +236,7 @@ export function createTriageActivities(deps: { db: Db; model: ModelProvider }) {
         incidentId: request.incidentId,
         requestId: request.actor.requestId ?? null,
         workflowId: request.workflowId,
+        historyEventId: request.historyEventId ?? null,
         details: { reason: request.reason.slice(0, 500) },
         idempotencyKey: `${key}:failed:audit`,
       });

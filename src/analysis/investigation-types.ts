@@ -12,6 +12,8 @@ export interface InvestigationRequest {
   /** `investigations.run` of this investigation: writes of an older run are ignored. */
   run: number;
   workflowId: string;
+  /** The workflow task that decided this write (for the audit entry). */
+  historyEventId?: number;
 }
 
 /** What one specialist agent found: a readable finding and the evidence items it stored. */
@@ -46,6 +48,8 @@ export interface BeginInvestigationRequest {
   tenantId: string;
   actor: Actor;
   workflowId: string;
+  /** The workflow task that decided this write (for the audit entry). */
+  historyEventId?: number;
   /** Unique per start request (workflow run id and counter): a retried activity reuses it. */
   requestKey: string;
 }

@@ -12,6 +12,8 @@ export interface ProposeRemediationRequest {
   tenantId: string;
   investigationRun: number;
   workflowId: string;
+  /** The workflow task that decided this write (for the audit entry). */
+  historyEventId?: number;
   /** Unique per proposal in this workflow run (run id and counter): a retry reuses it. */
   requestKey: string;
 }
@@ -38,6 +40,8 @@ export interface ApprovalDecisionRecord {
   actor: Actor;
   notes?: string;
   workflowId: string;
+  /** The workflow task that decided this write (for the audit entry). */
+  historyEventId?: number;
 }
 
 export interface ApprovalDecided {
@@ -54,6 +58,8 @@ export interface StepRequest {
   remediationId: string;
   index: number;
   workflowId: string;
+  /** The workflow task that decided this write (for the audit entry). */
+  historyEventId?: number;
 }
 
 export interface StepOutcome {
@@ -70,13 +76,13 @@ export interface RemediationActivities {
    * Marks the approval expired (reason: the deadline, superseded by a proposal on newer evidence,
    * or the incident closed while it waited) and the remediation `cancelled`.
    */
-  expireApproval(req: { incidentId: string; tenantId: string; approvalId: string; remediationId: string; reason: 'deadline' | 'superseded' | 'closed'; workflowId: string }): Promise<void>;
+  expireApproval(req: { incidentId: string; tenantId: string; approvalId: string; remediationId: string; reason: 'deadline' | 'superseded' | 'closed'; workflowId: string; historyEventId?: number }): Promise<void>;
   /** Runs one step exactly once (idempotency key per step); a failure is an outcome, not a throw. */
   executeRemediationStep(req: StepRequest): Promise<StepOutcome>;
   /** Whether the remediation worked: the incident's alerts have recovered, or a step-defined check passed. */
   verifyRemediation(req: { incidentId: string; tenantId: string; remediationId: string }): Promise<{ ok: boolean; detail: string }>;
   /** Records completed (`remediation.completed`) or failed (`remediation.failed` + the failure as evidence). */
-  completeRemediation(req: { incidentId: string; tenantId: string; remediationId: string; ok: boolean; detail: string; workflowId: string }): Promise<void>;
+  completeRemediation(req: { incidentId: string; tenantId: string; remediationId: string; ok: boolean; detail: string; workflowId: string; historyEventId?: number }): Promise<void>;
   /** The current evidence hash of the incident (to detect stale proposals). */
   evidenceHash(req: { incidentId: string; tenantId: string }): Promise<string>;
 }

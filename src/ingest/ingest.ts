@@ -399,14 +399,18 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
           ${created.map((c) => ownershipFor(c)?.serviceId ?? null)}::text[], ${created.map((c) => ownershipFor(c)?.ownerTeam ?? null)}::text[],
           ${created.map((c) => String(ownershipFor(c)?.immediateAttention ?? false))}::text[]::boolean[]
         ) as n(id, tenant_id, title, description, severity, fingerprint, service, occurrences, last_seen_at, recovered_at, service_id, owner_team, immediate_attention)`);
+      // In tenant order: the audit chain heads are then locked in that order when the batch
+      // commits (the seal trigger), so two batches never wait on each other in a cycle.
+      const audited = [...created].sort((a, b) => (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : 0));
       writes.push(tx`
         insert into audit_log (id, tenant_id, actor_type, actor_id, action, target_type, target_id, incident_id, request_id, details)
         select a.id, a.tenant_id, 'api_key', a.actor_id, 'incident.created', 'incident', a.incident_id, a.incident_id, a.request_id, a.details::jsonb
         from unnest(
-          ${created.map(() => newId('aud', now.getTime()))}::text[], ${created.map((c) => c.tenantId)}::text[], ${created.map((c) => c.keyId!)}::text[],
-          ${created.map((c) => c.id)}::text[], ${created.map((c) => c.requestId!)}::text[],
-          ${created.map((c) => JSON.stringify({ provider: c.provider, fingerprint: c.fingerprint, eventId: c.firstEventId }))}::text[]
-        ) as a(id, tenant_id, actor_id, incident_id, request_id, details)`);
+          ${audited.map(() => newId('aud', now.getTime()))}::text[], ${audited.map((c) => c.tenantId)}::text[], ${audited.map((c) => c.keyId!)}::text[],
+          ${audited.map((c) => c.id)}::text[], ${audited.map((c) => c.requestId!)}::text[],
+          ${audited.map((c) => JSON.stringify({ provider: c.provider, fingerprint: c.fingerprint, eventId: c.firstEventId }))}::text[]
+        ) with ordinality as a(id, tenant_id, actor_id, incident_id, request_id, details, ord)
+        order by a.ord`);
     }
     if (updated.length > 0) {
       writes.push(tx`

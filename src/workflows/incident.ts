@@ -121,7 +121,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       to: target,
       version,
       actor,
-      workflowId: workflowInfo().workflowId,
+      workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength,
     });
     state.status = target;
     state.version = version;
@@ -141,7 +141,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       tenantId: state.tenantId,
       requestKey: `${workflowInfo().runId}:${state.triageRuns}`,
       actor,
-      workflowId: workflowInfo().workflowId,
+      workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength,
     };
     let outcome;
     try {
@@ -211,7 +211,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       incidentId: state.incidentId,
       tenantId: state.tenantId,
       actor,
-      workflowId: workflowInfo().workflowId,
+      workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength,
       requestKey: `${workflowInfo().runId}:${state.investigationStarts}`,
       automatic,
     });
@@ -253,7 +253,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       incidentId: state.incidentId,
       tenantId: state.tenantId,
       run: started.run,
-      workflowId: workflowInfo().workflowId,
+      workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength,
     };
     // One agent failing costs its evidence, not the investigation.
     reports = await Promise.all(
@@ -298,7 +298,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
   /** How each approval of this run ended, for answers that come late. */
   const endedApprovals = new Map<string, 'expired' | 'superseded' | 'decided'>();
 
-  const remediationBase = () => ({ incidentId: state.incidentId, tenantId: state.tenantId, workflowId: workflowInfo().workflowId });
+  const remediationBase = () => ({ incidentId: state.incidentId, tenantId: state.tenantId, workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength });
   const system: Actor = { type: 'system', id: 'remediation' };
 
   /**
@@ -529,7 +529,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     }
     if (!investigationTask && reports !== null && contextVersion > contextSynthesised && state.investigationRun) {
       // Human context after the investigation finished: re-synthesise with the same reports.
-      await synthesise({ incidentId: state.incidentId, tenantId: state.tenantId, run: state.investigationRun, workflowId: workflowInfo().workflowId });
+      await synthesise({ incidentId: state.incidentId, tenantId: state.tenantId, run: state.investigationRun, workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength });
       continue;
     }
     await condition(() => allHandlersFinished() && !investigationTask && !remediationTask);

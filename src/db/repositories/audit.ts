@@ -12,6 +12,8 @@ export interface AuditEntry {
   incidentId?: string | null;
   requestId?: string | null;
   workflowId?: string | null;
+  /** For workflow-driven entries: the workflow task (history event id) that decided it. */
+  historyEventId?: number | null;
   details?: Record<string, unknown>;
   idempotencyKey?: string;
 }
@@ -31,6 +33,7 @@ export async function appendAudit(tx: Pick<Db, 'insert'>, entry: AuditEntry): Pr
       incidentId: entry.incidentId ?? null,
       requestId: entry.requestId ?? null,
       workflowId: entry.workflowId ?? null,
+      historyEventId: entry.historyEventId ?? null,
       details: entry.details ?? {},
       idempotencyKey: entry.idempotencyKey ?? null,
     })
