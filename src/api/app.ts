@@ -6,7 +6,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ZodError } from 'zod';
 import { AppError, type ErrorBody } from '../errors.js';
 import type { AppDeps, AppEnv } from './context.js';
-import { authenticate } from './middleware/auth.js';
+import { authenticate, clientAddress } from './middleware/auth.js';
 import { requestContext } from './middleware/request-context.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerIncidentRoutes } from './routes/incidents.js';
@@ -24,6 +24,8 @@ import { registerApprovalRespondRoute } from './routes/remediation-respond.js';
 import { registerTriageRoutes } from './routes/triage.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
 import { registerStreamRoutes } from './routes/stream.js';
+import { registerAuditRoutes } from './routes/audit.js';
+import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -95,6 +97,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerSkillRoutes(app, deps);
   registerApprovalRoutes(app, deps);
   registerStreamRoutes(app, deps);
+  registerAuditRoutes(app, deps);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',
@@ -119,10 +122,13 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.get('/docs', swaggerUI({ url: '/openapi.json', title: 'Incident investigation service API' }));
 
   app.notFound((c) => c.json({ error: 'not_found', message: `No route for ${c.req.method} ${c.req.path}` }, 404));
-  app.onError((err, c) => {
+  const auditAuthFailure = createAuthFailureAuditor(deps);
+  app.onError(async (err, c) => {
     const { status, body } = toErrorResponse(err);
     const logger = c.get('logger') ?? deps.logger;
     if (status >= 500) logger.error({ err }, 'unhandled error');
+    const failure = status === 401 || status === 403 ? authFailureOf(err, c, clientAddress(c, deps.config.trustProxy)) : null;
+    if (failure) await auditAuthFailure(failure, c.get('requestId'));
     return c.json(body, status as ContentfulStatusCode);
   });
   return app;

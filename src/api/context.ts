@@ -40,6 +40,8 @@ export interface AppEnv {
     requestId: string;
     logger: Logger;
     auth?: AuthContext;
+    /** A webhook's API key once it matched (for the audit entry of a refused signature). */
+    apiKeyId?: string;
   };
 }
 

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { and, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Role } from '../auth/tokens.js';
 import type { Db } from '../db/client.js';
+import { appendAudit } from '../db/repositories/audit.js';
 import { streamTokens } from '../db/schema/remediation.js';
 
 /** How long a stream token may wait for its one use. */
@@ -17,15 +18,29 @@ export async function issueStreamToken(
   db: Db,
   principal: { tenantId: string; userId: string; roles: Role[] },
   now: Date,
+  requestId?: string,
 ): Promise<{ token: string; expiresAt: Date }> {
   const token = `${prefix}${randomBytes(32).toString('base64url')}`;
   const expiresAt = new Date(now.getTime() + STREAM_TOKEN_TTL_SECONDS * 1000);
-  await db.insert(streamTokens).values({
-    tokenHash: hashToken(token),
-    tenantId: principal.tenantId,
-    userId: principal.userId,
-    roles: principal.roles,
-    expiresAt,
+  await db.transaction(async (tx) => {
+    await tx.insert(streamTokens).values({
+      tokenHash: hashToken(token),
+      tenantId: principal.tenantId,
+      userId: principal.userId,
+      roles: principal.roles,
+      expiresAt,
+    });
+    // A credential was issued: recorded without the token (nor its hash).
+    await appendAudit(tx, {
+      tenantId: principal.tenantId,
+      actorType: 'user',
+      actorId: principal.userId,
+      action: 'stream_token.issued',
+      targetType: 'user',
+      targetId: principal.userId,
+      requestId: requestId ?? null,
+      details: { expiresAt: expiresAt.toISOString() },
+    });
   });
   return { token, expiresAt };
 }

@@ -5,6 +5,7 @@
  * nor repeats a firing decision. After the commit the pending firings are run (and any left
  * `running` by a crashed process for longer than `staleMs`), each recording its outcome.
  */
+import { appendAudit } from '../db/repositories/audit.js';
 import { and, eq, inArray, lt, or, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type postgres from 'postgres';
@@ -236,9 +237,11 @@ export function createTriggerDispatcher(deps: TriggerDispatcherDeps, options: Tr
       for (const firing of claimed) {
         let status: 'succeeded' | 'failed' | 'pending' = 'succeeded';
         let error: string | null = null;
+        let trigger: TriggerRow | undefined;
+        let event: typeof events.$inferSelect | undefined;
         try {
-          const [trigger] = await deps.db.select().from(triggers).where(eq(triggers.id, firing.triggerId));
-          const [event] = await deps.db.select().from(events).where(eq(events.seq, firing.eventSeq));
+          [trigger] = await deps.db.select().from(triggers).where(eq(triggers.id, firing.triggerId));
+          [event] = await deps.db.select().from(events).where(eq(events.seq, firing.eventSeq));
           if (!trigger || !event) throw new Error('The trigger or its event is gone');
           await execute(trigger, event);
         } catch (err) {
@@ -246,7 +249,21 @@ export function createTriggerDispatcher(deps: TriggerDispatcherDeps, options: Tr
           status = firing.attempts >= maxRuns ? 'failed' : 'pending';
           deps.logger.warn({ firingId: firing.id, triggerId: firing.triggerId, attempts: firing.attempts, error }, 'trigger action failed');
         }
-        await deps.db.update(triggerFirings).set({ status, error, updatedAt: sql`now()` }).where(eq(triggerFirings.id, firing.id));
+        await deps.db.transaction(async (tx) => {
+          await tx.update(triggerFirings).set({ status, error, updatedAt: sql`now()` }).where(eq(triggerFirings.id, firing.id));
+          if (status === 'pending') return; // tried again on a later pass; the outcome is audited
+          await appendAudit(tx, {
+            tenantId: firing.tenantId,
+            actorType: 'system',
+            actorId: 'trigger-dispatcher',
+            action: status === 'succeeded' ? 'trigger.fired' : 'trigger.failed',
+            targetType: 'trigger',
+            targetId: firing.triggerId,
+            incidentId: event?.incidentId ?? null,
+            details: { firingId: firing.id, eventSeq: firing.eventSeq, eventType: event?.type ?? null, action: trigger?.action ?? null, attempts: firing.attempts, ...(error ? { error } : {}) },
+            idempotencyKey: `${firing.id}:outcome:audit`,
+          });
+        });
         ran.push({ firingId: firing.id, status });
       }
       if (ran.some((r) => r.status === 'pending')) return ran; // retried on the next pass, not in a tight loop

@@ -15,6 +15,8 @@ export const STREAM_PATH = '/v1/notifications/stream';
 
 /** Routes that need no JWT; they are rate limited per client address instead. */
 const publicPaths = new Set(['/v1/billing/plans', '/v1/integrations/catalog', '/openapi.json', '/docs']);
+/** Signed export download URLs carry their own credential (an HMAC); limited per address. */
+const EXPORT_DOWNLOAD_PATH = /^\/v1\/audit\/export\/[^/]+\/download$/;
 /** Liveness and readiness probes must not depend on the database, so they are not counted. */
 const unmeteredPaths = new Set(['/health', '/health/detailed']);
 
@@ -23,7 +25,7 @@ function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-function clientAddress(c: Parameters<MiddlewareHandler>[0], trustProxy: boolean): string {
+export function clientAddress(c: Parameters<MiddlewareHandler>[0], trustProxy: boolean): string {
   if (trustProxy) {
     const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim();
     if (forwarded) return forwarded;
@@ -82,7 +84,7 @@ export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const path = c.req.path;
     if (unmeteredPaths.has(path)) return next();
-    if (publicPaths.has(path) || path.startsWith('/docs/')) {
+    if (publicPaths.has(path) || path.startsWith('/docs/') || EXPORT_DOWNLOAD_PATH.test(path)) {
       const address = clientAddress(c, deps.config.trustProxy);
       const limit = deps.config.publicRateLimitPerMinute;
       applyRateLimit(c, await countRequest(deps.relaxedSql, `ip:${address}`, limit), deps.clock());

@@ -1,3 +1,4 @@
+import { appendAudit } from '../../db/repositories/audit.js';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { olderThan } from '../../db/keyset.js';
 import { and, count, desc, eq, inArray, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
@@ -92,7 +93,20 @@ export function registerNotificationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDe
       const body = c.req.valid('json');
       const filters: SQL[] = [eq(notifications.tenantId, auth.tenantId), eq(notifications.userId, auth.userId), isNull(notifications.readAt)];
       if (body.notificationIds) filters.push(inArray(notifications.id, [...new Set(body.notificationIds)]));
-      await deps.db.update(notifications).set({ readAt: sql`now()` }).where(and(...filters));
+      await deps.db.transaction(async (tx) => {
+        const marked = await tx.update(notifications).set({ readAt: sql`now()` }).where(and(...filters)).returning({ id: notifications.id });
+        if (marked.length === 0) return;
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'notification.read',
+          targetType: 'user',
+          targetId: auth.userId,
+          requestId: c.get('requestId'),
+          details: { count: marked.length, all: body.all === true },
+        });
+      });
       return c.body(null, 204);
     },
   );

@@ -364,6 +364,17 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       }
       const outcome = await deps.workflows.testSkill({ invocationId: newId('ski'), tenantId: auth.tenantId, skillId, input });
       const { invocationId, durationMs } = outcome;
+      // A test reaches out to the skill's endpoint with the tenant's credentials: kept on record.
+      await appendAudit(deps.db, {
+        tenantId: auth.tenantId,
+        actorType: 'user',
+        actorId: auth.userId,
+        action: 'skill.tested',
+        targetType: 'skill',
+        targetId: skillId,
+        requestId: c.get('requestId'),
+        details: { invocationId, ok: outcome.ok, durationMs, ...(outcome.ok ? {} : { errorCode: outcome.error.code }) },
+      });
       return c.json(
         outcome.ok
           ? { skillId, invocationId, ok: true, output: outcome.output, durationMs }

@@ -46,7 +46,7 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
     }),
     async (c) => {
       const auth = requireAuth(c);
-      const issued = await issueStreamToken(deps.db, auth, deps.clock());
+      const issued = await issueStreamToken(deps.db, auth, deps.clock(), c.get('requestId'));
       return c.json({ token: issued.token, expiresAt: issued.expiresAt.toISOString() }, 201);
     },
   );

@@ -58,6 +58,7 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       if (!credential || credential.tenantStatus !== 'active') {
         throw new AppError('unauthorized', 'The API key is invalid, revoked, or not for this tenant');
       }
+      c.set('apiKeyId', credential.keyId);
       const signature = c.req.header('x-webhook-signature');
       if (signature !== undefined) {
         if (!verifySignature(credential.signingSecret, rawBody, signature)) {

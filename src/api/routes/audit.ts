@@ -1,0 +1,57 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { listAudit, toAuditEntryView, verifyAuditChain } from '../../db/repositories/audit.js';
+import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { decodeCursor, nextCursor } from '../cursor.js';
+import { AuditList, AuditVerification, ListAuditQuery, VerifyAuditQuery } from '../schemas/audit.js';
+import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+
+const tags = ['audit'];
+const toDate = (value: string | undefined) => (value === undefined ? undefined : new Date(value));
+
+/** The tenant's tamper-evident audit log (admins only): a filtered listing and chain verification. */
+export function registerAuditRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/audit',
+      tags,
+      summary: 'List audit entries, newest first (admin)',
+      security: bearerSecurity,
+      request: { query: ListAuditQuery },
+      responses: { 200: jsonResponse(AuditList, 'A page of audit entries'), ...errorResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'admin');
+      const query = c.req.valid('query');
+      const { rows, hasMore } = await listAudit(deps.db, auth.tenantId, {
+        actorType: query.actorType,
+        action: query.action,
+        incidentId: query.incidentId,
+        from: toDate(query.from),
+        to: toDate(query.to),
+        limit: query.limit,
+        after: query.cursor ? decodeCursor(query.cursor, 'desc') : undefined,
+      });
+      const page = rows.map(toAuditEntryView);
+      return c.json({ items: page, nextCursor: nextCursor(rows.map((r) => ({ createdAt: r.occurredAt, id: r.id })), hasMore) }, 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/audit/verify',
+      tags,
+      summary: "Verify the tenant's audit hash chain over a range (admin)",
+      description: 'Recomputes every entry’s hash from its content and checks each link to the entry before it and that no position is missing. Without `to`, the chain head must also be the last entry.',
+      security: bearerSecurity,
+      request: { query: VerifyAuditQuery },
+      responses: { 200: jsonResponse(AuditVerification, 'The verification result'), ...errorResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'admin');
+      const query = c.req.valid('query');
+      return c.json(await verifyAuditChain(deps.db, auth.tenantId, { from: toDate(query.from), to: toDate(query.to) }), 200);
+    },
+  );
+}
