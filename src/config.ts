@@ -59,7 +59,24 @@ const envSchema = z.object({
   LLM_MODEL: z.string().trim().min(1).max(200).default('gpt-4o-mini'),
   LLM_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(20_000),
   LLM_COST_PER_1K_TOKENS: z.coerce.number().min(0).max(1000).default(0),
+  EXPORT_DIR: optionalString,
+  EXPORT_URL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  S3_ENDPOINT: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://s3.eu-west-1.amazonaws.com' }).optional(),
+  S3_REGION: z.string().trim().min(1).default('us-east-1'),
+  S3_ACCESS_KEY_ID: optionalString,
+  S3_SECRET_ACCESS_KEY: optionalString,
+  S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).default('false'),
 });
+
+/** S3-compatible object storage for audit exports with a destination. */
+export interface S3Config {
+  endpoint: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** `https://endpoint/bucket/key` instead of `https://bucket.endpoint/key` (most non-AWS stores). */
+  forcePathStyle: boolean;
+}
 
 export interface Config {
   nodeEnv: 'development' | 'production' | 'test';
@@ -90,6 +107,14 @@ export interface Config {
   };
   /** The OpenAI-compatible model behind triage; the built-in analyzer when `baseUrl` is unset. */
   llm: { baseUrl: string | undefined; apiKey: string | undefined; model: string; timeoutMs: number; costPer1kTokens: number };
+  exports: {
+    /** Where export files are written (shared by the worker that writes and the api that serves them). */
+    dir: string;
+    /** HMAC key of download URLs; derived from the JWT secret with HKDF when unset. */
+    urlSecret: string | undefined;
+    /** Object storage for exports with a destination; undefined when not configured. */
+    s3: S3Config | undefined;
+  };
 }
 
 export class ConfigError extends Error {
@@ -111,6 +136,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (e.NODE_ENV === 'production' && !e.JWT_SECRET && !e.JWKS_URL) {
     throw new ConfigError(['JWT_SECRET: required in production unless JWKS_URL is set']);
   }
+  const s3Keys = [e.S3_ACCESS_KEY_ID, e.S3_SECRET_ACCESS_KEY].filter((v) => v !== undefined).length;
+  if (s3Keys === 1 || (e.S3_ENDPOINT && s3Keys === 0)) {
+    throw new ConfigError(['S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY: both are required to use object storage (S3_ENDPOINT)']);
+  }
+  const dataDir = path.resolve(e.DATA_DIR ?? path.join(projectRoot, '.data'));
   const publicHost = e.HOST === '0.0.0.0' || e.HOST === '::' ? 'localhost' : e.HOST;
   return {
     nodeEnv: e.NODE_ENV,
@@ -128,7 +158,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     pgPort: e.PG_PORT,
     auth: { jwtSecret: e.JWT_SECRET, jwksUrl: e.JWKS_URL, tokenTtlSeconds: e.JWT_TTL_SECONDS },
-    dataDir: path.resolve(e.DATA_DIR ?? path.join(projectRoot, '.data')),
+    dataDir,
     logLevel: e.LOG_LEVEL,
     trustProxy: e.TRUST_PROXY === 'true',
     publicRateLimitPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE,
@@ -143,6 +173,20 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       model: e.LLM_MODEL,
       timeoutMs: e.LLM_TIMEOUT_MS,
       costPer1kTokens: e.LLM_COST_PER_1K_TOKENS,
+    },
+    exports: {
+      dir: path.resolve(e.EXPORT_DIR ?? path.join(dataDir, 'exports')),
+      urlSecret: e.EXPORT_URL_SECRET,
+      s3:
+        e.S3_ACCESS_KEY_ID && e.S3_SECRET_ACCESS_KEY
+          ? {
+              endpoint: (e.S3_ENDPOINT ?? `https://s3.${e.S3_REGION}.amazonaws.com`).replace(/\/$/, ''),
+              region: e.S3_REGION,
+              accessKeyId: e.S3_ACCESS_KEY_ID,
+              secretAccessKey: e.S3_SECRET_ACCESS_KEY,
+              forcePathStyle: e.S3_FORCE_PATH_STYLE === 'true',
+            }
+          : undefined,
     },
   };
 }

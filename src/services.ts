@@ -1,4 +1,5 @@
 /** Composition: builds the api and the worker from configuration, each with a stop(). */
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
@@ -20,6 +21,7 @@ import { startNotifier } from './notifications/notifier.js';
 import { startTriggerDispatcher } from './triggers/dispatcher.js';
 import { installTemporalRuntimeLogger } from './temporal/runtime-logger.js';
 import { ensureSearchAttributes } from './temporal/search-attributes.js';
+import { downloadUrlKey } from './exports/signed-url.js';
 
 export interface Stoppable {
   stop(): Promise<void>;
@@ -58,6 +60,13 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
     config,
     skills: skillRuntime(config, settings),
     realtime: { hub },
+    exports: {
+      dir: config.exports.dir,
+      urlKey:
+        downloadUrlKey({ urlSecret: config.exports.urlSecret, jwtSecret: settings.jwtSecret }) ??
+        (logger.warn('EXPORT_URL_SECRET and JWT_SECRET are unset: export download URLs hold only in this api process'), randomBytes(32)),
+      ...(config.exports.s3 ? { s3: config.exports.s3 } : {}),
+    },
   });
   let server: ServerType;
   try {
@@ -99,6 +108,7 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
     db: database.db,
     logger,
     skills,
+    exports: { exportDir: config.exports.dir, ...(config.exports.s3 ? { s3: config.exports.s3 } : {}) },
   });
   const running = worker.run();
   running.catch((err: unknown) => logger.fatal({ err }, 'worker stopped with an error'));

@@ -1,8 +1,11 @@
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { createBuiltinProvider } from '../analysis/providers.js';
 import type { ModelProvider } from '../analysis/types.js';
 import type { Db } from '../db/client.js';
 import type { SkillRuntime } from '../skills/invoke.js';
+import { createExportActivities, type ExportActivityDeps } from './exports.js';
 import { createInvestigationActivities } from './investigation.js';
 import { createInvestigationLifecycleActivities } from './investigation-lifecycle.js';
 import { createProjectionActivities } from './projections.js';
@@ -16,6 +19,8 @@ export interface ActivityDeps {
   logger?: Logger;
   /** The model behind triage and synthesis; the built-in analyzer when absent. */
   model?: ModelProvider;
+  /** Audit exports: the export directory (a temporary one when absent), object storage, tuning. */
+  exports?: Omit<ExportActivityDeps, 'db' | 'logger'>;
 }
 
 /** Every activity the worker registers, built from injected dependencies. */
@@ -27,6 +32,12 @@ export function createActivities(deps: ActivityDeps) {
     ...createInvestigationLifecycleActivities({ db: deps.db }),
     ...createInvestigationActivities({ db: deps.db, model: deps.model ?? createBuiltinProvider() }),
     ...createRemediationActivities({ db: deps.db, skills: deps.skills }),
+    ...createExportActivities({
+      exportDir: path.join(tmpdir(), 'audit-exports'),
+      ...deps.exports,
+      db: deps.db,
+      ...(deps.logger ? { logger: deps.logger } : {}),
+    }),
   };
 }
 

@@ -1,3 +1,6 @@
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { swaggerUI } from '@hono/swagger-ui';
 import { bodyLimit } from 'hono/body-limit';
@@ -24,6 +27,7 @@ import { registerApprovalRespondRoute } from './routes/remediation-respond.js';
 import { registerTriageRoutes } from './routes/triage.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
 import { registerStreamRoutes } from './routes/stream.js';
+import { registerAuditExportRoutes } from './routes/audit-export.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
 
@@ -97,6 +101,10 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerSkillRoutes(app, deps);
   registerApprovalRoutes(app, deps);
   registerStreamRoutes(app, deps);
+  registerAuditExportRoutes(app, {
+    ...deps,
+    exports: deps.exports ?? { dir: path.join(tmpdir(), 'audit-exports'), urlKey: randomBytes(32) },
+  });
   registerAuditRoutes(app, deps);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {

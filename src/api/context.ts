@@ -9,6 +9,7 @@ import type { SkillRuntime } from '../skills/invoke.js';
 import type { WorkflowPort } from '../temporal/port.js';
 import type { RealtimeHub } from '../realtime/hub.js';
 import type { StreamSettings } from '../realtime/sse.js';
+import type { ExportApiSettings } from './routes/audit-export.js';
 import type { Context } from 'hono';
 
 /** Everything the api needs, injected (no module singletons). */
@@ -29,6 +30,11 @@ export interface AppDeps {
    * closes it on shutdown) and the heartbeat and slow-client bounds (defaults when absent).
    */
   realtime?: { hub?: RealtimeHub; settings?: Partial<StreamSettings> };
+  /**
+   * Audit exports: the directory the worker writes them to, the download URL key and object
+   * storage (a temporary directory and a per-process key when absent).
+   */
+  exports?: ExportApiSettings;
 }
 
 export interface AuthContext extends Principal {

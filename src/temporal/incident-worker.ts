@@ -2,7 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { createActivities } from '../activities/index.js';
+import { createActivities, type ActivityDeps } from '../activities/index.js';
 import type { Db } from '../db/client.js';
 import type { ModelProvider } from '../analysis/types.js';
 import type { SkillRuntime } from '../skills/invoke.js';
@@ -21,6 +21,8 @@ export interface IncidentWorkerOptions {
   skills: SkillRuntime;
   /** The model behind triage; the built-in analyzer when absent. */
   model?: ModelProvider;
+  /** Audit exports: export directory, object storage, tuning. */
+  exports?: ActivityDeps['exports'];
   /** A prebuilt workflow bundle (tests build one per run); otherwise bundled at start. */
   workflowBundlePath?: string;
 }
@@ -34,7 +36,13 @@ export async function createIncidentWorker(options: IncidentWorkerOptions): Prom
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...workflowSource,
-    activities: createActivities({ db: options.db, skills: options.skills, logger: options.logger, ...(options.model ? { model: options.model } : {}) }),
+    activities: createActivities({
+      db: options.db,
+      skills: options.skills,
+      logger: options.logger,
+      ...(options.model ? { model: options.model } : {}),
+      ...(options.exports ? { exports: options.exports } : {}),
+    }),
     shutdownGraceTime: '10 seconds',
   });
 }

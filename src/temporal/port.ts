@@ -8,6 +8,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { AppError } from '../errors.js';
+import { auditExportWorkflowType, type AuditExportInput } from '../exports/types.js';
 import { skillTestWorkflowType, type SkillOutcome, type SkillTestInput } from '../skills/types.js';
 import {
   alertsReceivedSignal,
@@ -54,6 +55,8 @@ export interface WorkflowPort {
   signalAlerts(incidentId: string, payload: AlertsReceived): Promise<'delivered' | 'gone'>;
   /** Runs a skill once through the skill test workflow and waits for its outcome. */
   testSkill(input: SkillTestInput): Promise<SkillOutcome>;
+  /** Starts an audit export's workflow (id = exportId); one that exists or existed counts as started. */
+  startAuditExport(input: AuditExportInput): Promise<void>;
   checkServer(): Promise<DependencyHealth>;
   checkWorkers(): Promise<DependencyHealth & { pollers: number }>;
 }
@@ -215,6 +218,25 @@ export function createTemporalWorkflowPort(client: Client, taskQueue: string): W
         if (err instanceof WorkflowFailedError) {
           throw new AppError('service_unavailable', 'The skill test did not finish; check that a worker is running');
         }
+        throw err;
+      }
+    },
+
+    async startAuditExport(input) {
+      try {
+        // Bounded: when Temporal is away the api answers anyway and the reconciler starts it later.
+        await client.connection.withDeadline(new Date(Date.now() + 10_000), () =>
+          client.workflow.start(auditExportWorkflowType, {
+            workflowId: input.exportId,
+            taskQueue,
+            args: [input],
+            // A finished export's id is never run again (the reconciler may start it twice).
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            typedSearchAttributes: [{ key: TenantIdKey, value: input.tenantId }],
+          }),
+        );
+      } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) return;
         throw err;
       }
     },

@@ -4,6 +4,7 @@ import type postgres from 'postgres';
 import type { Db } from '../db/client.js';
 import { markWorkflowStarted, toWorkflowInput } from '../db/repositories/incidents.js';
 import { purgeRateLimitWindows } from '../db/repositories/rate-limits.js';
+import { auditExports } from '../db/schema/audit.js';
 import { incidents } from '../db/schema/incidents.js';
 import { ingestedEvents } from '../db/schema/ingestion.js';
 import { tenants } from '../db/schema/tenants.js';
@@ -48,6 +49,38 @@ export async function reconcileIncidents(deps: ReconcilerDeps, options: { olderT
       started++;
     } catch (err) {
       deps.logger.warn({ err, incidentId: row.id }, 'could not start the incident workflow; will retry');
+      break; // Temporal is likely unavailable: leave the rest for the next pass
+    }
+  }
+  return started;
+}
+
+/** The api starts an export's workflow itself; only a start older than this was lost. */
+export const EXPORT_START_GRACE_MS = 10_000;
+
+/**
+ * Starts the workflow of every audit export whose start was lost (Temporal unavailable when it
+ * was submitted, or a crash between the insert and the start). Starting is idempotent.
+ */
+export async function reconcileExports(deps: ReconcilerDeps, options: { olderThanMs?: number } = {}): Promise<number> {
+  const graceSeconds = (options.olderThanMs ?? EXPORT_START_GRACE_MS) / 1000;
+  const rows = await deps.db
+    .select({ id: auditExports.id, tenantId: auditExports.tenantId })
+    .from(auditExports)
+    .where(and(isNull(auditExports.workflowStartedAt), lt(auditExports.submittedAt, sql`now() - make_interval(secs => ${graceSeconds})`)))
+    .orderBy(asc(auditExports.submittedAt))
+    .limit(BATCH);
+  let started = 0;
+  for (const row of rows) {
+    try {
+      await deps.workflows.startAuditExport({ exportId: row.id, tenantId: row.tenantId });
+      await deps.db
+        .update(auditExports)
+        .set({ workflowStartedAt: sql`now()` })
+        .where(and(eq(auditExports.id, row.id), isNull(auditExports.workflowStartedAt)));
+      started++;
+    } catch (err) {
+      deps.logger.warn({ err, exportId: row.id }, 'could not start the export workflow; will retry');
       break; // Temporal is likely unavailable: leave the rest for the next pass
     }
   }
@@ -124,7 +157,7 @@ export async function deliverPendingAlerts(
 
 export interface Dispatcher {
   /** One full pass: starts, then signals. Resolves with what it did. */
-  runOnce(): Promise<{ started: number; delivered: number }>;
+  runOnce(): Promise<{ started: number; delivered: number; exportsStarted: number }>;
   stop(): Promise<void>;
 }
 
@@ -149,11 +182,12 @@ export function startDispatcher(
   const runOnce = async () => {
     const started = await reconcileIncidents(deps);
     const delivered = await deliverPendingAlerts(deps, recentlySignalled, options.repeatIntervalMs);
+    const exportsStarted = await reconcileExports(deps);
     if (Date.now() - lastPurge > 60_000) {
       lastPurge = Date.now();
       await purgeRateLimitWindows(deps.sql);
     }
-    return { started, delivered };
+    return { started, delivered, exportsStarted };
   };
 
   const wake = (): void => {
@@ -173,8 +207,8 @@ export function startDispatcher(
       return;
     }
     running = runOnce()
-      .then(({ started, delivered }) => {
-        if (started + delivered >= BATCH) again = true; // more waiting
+      .then(({ started, delivered, exportsStarted }) => {
+        if (started + delivered >= BATCH || exportsStarted >= BATCH) again = true; // more waiting
       })
       .catch((err: unknown) => deps.logger.warn({ err }, 'dispatch pass failed'))
       .finally(() => {

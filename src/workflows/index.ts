@@ -1,3 +1,4 @@
 // The workflow bundle's entry: every workflow the worker runs.
 export { incidentWorkflow } from './incident.js';
 export { skillTestWorkflow } from './skill-test.js';
+export { auditExportWorkflow } from './export.js';

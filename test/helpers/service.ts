@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
@@ -18,6 +21,8 @@ import { createSkillRuntime, type SkillRuntime } from '../../src/skills/invoke.j
 import type { HttpCallLimits } from '../../src/skills/http.js';
 import type { HostResolver } from '../../src/skills/ssrf.js';
 import type { StreamSettings } from '../../src/realtime/sse.js';
+import type { ActivityDeps } from '../../src/activities/index.js';
+import type { S3Config } from '../../src/config.js';
 import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
 import { startDispatcher, type Dispatcher } from '../../src/temporal/reconciler.js';
@@ -68,6 +73,12 @@ export interface TestService {
   triggers: NotifierLoop | undefined;
   /** What the app and the worker use for skills and webhook triggers. */
   skills: SkillRuntime;
+  /** The audit export directory the worker writes and the api serves (removed at stop). */
+  exportDir: string;
+  /** The download URL key of the api. */
+  exportUrlKey: Buffer;
+  /** The worker's export settings (for test workers started beside it). */
+  exportSettings: NonNullable<ActivityDeps['exports']>;
   newTenant(options?: { plan?: PlanId; settings?: TenantSettings; name?: string }): Promise<{ tenantId: string; admin: string; member: string }>;
   token(tenantId: string, role: Role, overrides?: { sub?: string; ttlSeconds?: number }): string;
   api<T = any>(method: string, path: string, options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
@@ -89,6 +100,8 @@ export interface TestServiceOptions {
   logLines?: string[];
   /** Event stream heartbeat and slow-client bounds (short ones for tests). */
   stream?: Partial<StreamSettings>;
+  /** Audit exports: object storage, and the writer's tuning. */
+  exports?: { s3?: S3Config; heartbeatTimeoutMs?: number; batchRows?: number };
 }
 
 /** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
@@ -108,6 +121,14 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     ...(options.skills?.resolver ? { resolver: options.skills.resolver } : {}),
   });
   installTemporalRuntimeLogger(logger);
+  const exportDir = mkdtempSync(path.join(tmpdir(), 'iis-exports-'));
+  const exportUrlKey = randomBytes(32);
+  const exportSettings: NonNullable<ActivityDeps['exports']> = {
+    exportDir,
+    ...(options.exports?.s3 ? { s3: options.exports.s3 } : {}),
+    ...(options.exports?.heartbeatTimeoutMs ? { heartbeatTimeoutMs: options.exports.heartbeatTimeoutMs } : {}),
+    ...(options.exports?.batchRows ? { batchRows: options.exports.batchRows } : {}),
+  };
 
   const nativeConnection = await NativeConnection.connect({ address });
   const worker = options.withoutWorker
@@ -119,6 +140,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
         db: database.db,
         logger,
         skills,
+        exports: exportSettings,
         workflowBundlePath: inject('workflowBundlePath'),
       });
   const running = worker ? worker.run() : Promise.resolve();
@@ -142,6 +164,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     },
     skills,
     ...(options.stream ? { realtime: { settings: options.stream } } : {}),
+    exports: { dir: exportDir, urlKey: exportUrlKey, ...(options.exports?.s3 ? { s3: options.exports.s3 } : {}) },
   };
   const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000, repeatIntervalMs: 500 }) : undefined;
   const notifier = worker && !options.withoutDispatcher ? startNotifier({ db: database.db, sql: database.sql, logger }, { intervalMs: 1000 }) : undefined;
@@ -173,6 +196,9 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     notifier,
     triggers,
     skills,
+    exportDir,
+    exportUrlKey,
+    exportSettings,
     token,
     async newTenant(opts = {}) {
       const tenant = await createTenant(database.db, {
@@ -211,6 +237,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       await nativeConnection.close();
       await connection.close();
       await database.close();
+      rmSync(exportDir, { recursive: true, force: true });
     },
   };
 }

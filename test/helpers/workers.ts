@@ -6,13 +6,22 @@
 import { randomBytes } from 'node:crypto';
 import { type NativeConnection, Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
-import { createActivities } from '../../src/activities/index.js';
+import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
 import { createSkillRuntime } from '../../src/skills/invoke.js';
 import type { TestService } from './service.js';
 
-export async function startTestWorker(svc: TestService, connection: NativeConnection, overrides: Record<string, unknown> = {}) {
-  const activities = createActivities({ db: svc.database.db, skills: createSkillRuntime({ cipher: createSkillCipher(randomBytes(32)), allowedNetworks: [] }) });
+export async function startTestWorker(
+  svc: TestService,
+  connection: NativeConnection,
+  overrides: Record<string, unknown> = {},
+  options: { exports?: Partial<NonNullable<ActivityDeps['exports']>> } = {},
+) {
+  const activities = createActivities({
+    db: svc.database.db,
+    skills: createSkillRuntime({ cipher: createSkillCipher(randomBytes(32)), allowedNetworks: [] }),
+    exports: { ...svc.exportSettings, ...options.exports },
+  });
   const worker = await Worker.create({
     connection,
     namespace: 'default',

@@ -1,0 +1,235 @@
+/**
+ * Asynchronous audit export: POST /v1/audit/export (admin) queues a job and starts its workflow,
+ * GET /v1/audit/export/{exportId} (admin) polls it, and the signed download URL serves the
+ * finished gzip file from the export directory without a bearer token.
+ */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { and, eq, isNull, sql } from 'drizzle-orm';
+import type { S3Config } from '../../config.js';
+import { findExport, findExportById, selectionBounds } from '../../db/repositories/audit-exports.js';
+import { appendAudit } from '../../db/repositories/audit.js';
+import { auditExports, type AuditExportRow, type ExportFilters } from '../../db/schema/audit.js';
+import { retentionDays } from '../../domain/plans.js';
+import { AppError } from '../../errors.js';
+import { createObjectStore, parseObjectLocation, type ObjectStore } from '../../exports/object-store.js';
+import { DOWNLOAD_URL_TTL_MS, signDownloadUrl, verifyDownloadUrl } from '../../exports/signed-url.js';
+import { newId } from '../../ids.js';
+import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import {
+  AuditExportAccepted,
+  AuditExportView,
+  CreateAuditExportBody,
+  DownloadQuery,
+  ExportIdParam,
+} from '../schemas/audit-export.js';
+import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+
+/** What the api needs for exports: the directory it serves files from, the URL key, object storage. */
+export interface ExportApiSettings {
+  dir: string;
+  /** HMAC key of download URLs (see exports/signed-url.ts). */
+  urlKey: Buffer;
+  s3?: S3Config;
+}
+
+const DAY_MS = 86_400_000;
+
+/** A calendar date is a whole UTC day: `from` its first millisecond, `to` its last. */
+function parseInstant(value: string, end: 'from' | 'to'): Date {
+  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) {
+    const start = new Date(`${value}T00:00:00.000Z`);
+    return end === 'from' ? start : new Date(start.getTime() + DAY_MS - 1);
+  }
+  return new Date(value);
+}
+
+export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps & { exports: ExportApiSettings }): void {
+  const settings = deps.exports;
+  const store: ObjectStore | undefined = settings.s3 ? createObjectStore(settings.s3) : undefined;
+
+  async function downloadUrlOf(row: AuditExportRow): Promise<string | null> {
+    if (row.status !== 'completed' || !row.completedAt || !row.location) return null;
+    const remote = parseObjectLocation(row.location);
+    if (remote) return store ? store.presignGet(remote.bucket, remote.key, row.completedAt, DOWNLOAD_URL_TTL_MS / 1000) : null;
+    return signDownloadUrl(settings.urlKey, deps.config.publicBaseUrl, row.id, new Date(row.completedAt.getTime() + DOWNLOAD_URL_TTL_MS));
+  }
+
+  async function view(row: AuditExportRow) {
+    return {
+      exportId: row.id,
+      status: row.status,
+      format: row.format,
+      from: row.rangeFrom.toISOString(),
+      to: row.rangeTo.toISOString(),
+      filters: row.filters,
+      destination: row.destination ?? null,
+      estimatedRows: row.estimatedRows,
+      rowCount: row.status === 'completed' ? row.rowCount : null,
+      bytes: row.status === 'completed' ? row.bytes : null,
+      submittedAt: row.submittedAt.toISOString(),
+      startedAt: row.startedAt?.toISOString() ?? null,
+      completedAt: row.completedAt?.toISOString() ?? null,
+      downloadUrl: await downloadUrlOf(row),
+      downloadUrlExpiresAt: row.status === 'completed' && row.completedAt ? new Date(row.completedAt.getTime() + DOWNLOAD_URL_TTL_MS).toISOString() : null,
+      location: row.status === 'completed' && row.location && parseObjectLocation(row.location) ? row.location : null,
+      ...(row.status === 'failed' && row.failure ? { failure: row.failure } : {}),
+    };
+  }
+
+  app.openapi(
+    createRoute({
+      method: 'post',
+      path: '/v1/audit/export',
+      tags: ['audit'],
+      summary: 'Export the audit log asynchronously (NDJSON or CSV, gzip)',
+      security: bearerSecurity,
+      request: { body: { required: true, content: { 'application/json': { schema: CreateAuditExportBody } } } },
+      responses: { 202: jsonResponse(AuditExportAccepted, 'Queued'), ...errorResponses(400, 401, 403) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'admin');
+      const body = c.req.valid('json');
+      const from = parseInstant(body.from, 'from');
+      const to = parseInstant(body.to, 'to');
+      if (from.getTime() > to.getTime()) throw new AppError('validation_error', 'from must not be later than to');
+      const now = deps.clock();
+      const days = retentionDays(auth.tenant.plan);
+      if (from.getTime() < now.getTime() - days * DAY_MS) {
+        throw new AppError('range_exceeds_retention', `from lies before the plan's audit retention of ${days} days`, {
+          retentionDays: days,
+          earliestFrom: new Date(now.getTime() - days * DAY_MS).toISOString(),
+        });
+      }
+      if (body.destination && !settings.s3) {
+        throw new AppError('validation_error', 'destination: object storage is not configured on this service');
+      }
+      const filters: ExportFilters = {
+        ...(body.filters?.actorType !== undefined ? { actorType: body.filters.actorType } : {}),
+        ...(body.filters?.action !== undefined ? { action: body.filters.action } : {}),
+        ...(body.filters?.incidentId !== undefined ? { incidentId: body.filters.incidentId } : {}),
+      };
+      const { count } = await selectionBounds(deps.sql, { tenantId: auth.tenantId, from, to, filters });
+      const exportId = newId('exp');
+      const row = await deps.db.transaction(async (tx) => {
+        const [created] = await tx
+          .insert(auditExports)
+          .values({
+            id: exportId,
+            tenantId: auth.tenantId,
+            format: body.format,
+            rangeFrom: from,
+            rangeTo: to,
+            filters,
+            destination: body.destination ? { type: 's3', bucket: body.destination.bucket, prefix: body.destination.prefix } : null,
+            estimatedRows: count,
+            requestedBy: auth.userId,
+          })
+          .returning();
+        await appendAudit(tx, {
+          tenantId: auth.tenantId,
+          actorType: 'user',
+          actorId: auth.userId,
+          action: 'audit.export_requested',
+          targetType: 'audit_export',
+          targetId: exportId,
+          requestId: c.get('requestId'),
+          details: {
+            format: body.format,
+            from: from.toISOString(),
+            to: to.toISOString(),
+            filters,
+            ...(body.destination ? { destination: { bucket: body.destination.bucket, prefix: body.destination.prefix } } : {}),
+          },
+        });
+        return created!;
+      });
+
+      try {
+        await deps.workflows.startAuditExport({ exportId, tenantId: auth.tenantId });
+        await deps.db
+          .update(auditExports)
+          .set({ workflowStartedAt: sql`now()` })
+          .where(and(eq(auditExports.id, exportId), isNull(auditExports.workflowStartedAt)));
+      } catch (err) {
+        c.get('logger').error({ err, exportId }, 'export workflow start failed; the reconciler will retry');
+      }
+
+      return c.json(
+        {
+          exportId: row.id,
+          status: 'queued' as const,
+          estimatedRows: row.estimatedRows,
+          format: row.format,
+          submittedAt: row.submittedAt.toISOString(),
+          downloadUrl: null,
+        },
+        202,
+      );
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/audit/export/{exportId}',
+      tags: ['audit'],
+      summary: 'An audit export: poll until status is completed, then download',
+      security: bearerSecurity,
+      request: { params: ExportIdParam },
+      responses: { 200: jsonResponse(AuditExportView, 'The export'), ...errorResponses(401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'admin');
+      const { exportId } = c.req.valid('param');
+      const row = await findExport(deps.db, auth.tenantId, exportId);
+      if (!row) throw new AppError('not_found', 'No audit export has that identifier');
+      return c.json(await view(row), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/audit/export/{exportId}/download',
+      tags: ['audit'],
+      summary: 'Download a completed export through its signed URL (no bearer token)',
+      request: { params: ExportIdParam, query: DownloadQuery },
+      responses: {
+        200: { description: 'The gzip file', content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } } },
+        ...errorResponses(403, 404),
+      },
+    }),
+    async (c) => {
+      const { exportId } = c.req.valid('param');
+      const { expires, signature } = c.req.valid('query');
+      if (!verifyDownloadUrl(settings.urlKey, exportId, expires, signature, deps.clock())) {
+        throw new AppError('forbidden', 'The download link is invalid or has expired');
+      }
+      const row = await findExportById(deps.db, exportId);
+      if (!row || row.status !== 'completed' || !row.location || parseObjectLocation(row.location)) {
+        throw new AppError('not_found', 'No downloadable export has that identifier');
+      }
+      const file = path.join(settings.dir, row.location);
+      let size: number;
+      try {
+        size = (await stat(file)).size;
+      } catch {
+        throw new AppError('not_found', 'The export file is no longer available');
+      }
+      const stream = Readable.toWeb(createReadStream(file, { highWaterMark: 256 * 1024 })) as ReadableStream<Uint8Array>;
+      return new Response(stream, {
+        status: 200,
+        headers: {
+          'content-type': 'application/gzip',
+          'content-length': String(size),
+          'content-disposition': `attachment; filename="${path.basename(row.location)}"`,
+          'cache-control': 'private, no-store',
+        },
+      });
+    },
+  );
+}

@@ -1,0 +1,156 @@
+/**
+ * Audit exports: the job rows, and the selection of audit entries an export writes, read in
+ * keyset batches on (tenant_id, seq) with PostgreSQL rendering each row as a finished line.
+ */
+import { and, eq } from 'drizzle-orm';
+import type postgres from 'postgres';
+import type { Db } from '../client.js';
+import { auditExports, type AuditExportRow, type ExportFilters, type ExportFormat } from '../schema/audit.js';
+
+/** The exported columns, in file order (the CSV header; the NDJSON keys). */
+export const exportColumns = [
+  'auditId', 'occurredAt', 'actorType', 'actorId', 'action', 'targetType', 'targetId', 'incidentId',
+  'requestId', 'workflowId', 'historyEventId', 'details', 'seq', 'prevHash', 'hash',
+] as const;
+
+export const csvHeader = `${exportColumns.join(',')}\r\n`;
+
+/** Which audit entries an export holds: one tenant, `occurred_at` in [from, to], and the filters. */
+export interface AuditSelection {
+  tenantId: string;
+  from: Date;
+  to: Date;
+  filters: ExportFilters;
+}
+
+const isoMs = `to_char(occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const json = (column: string) => `to_json(${column})::text`;
+const jsonOrNull = (column: string) => `coalesce(to_json(${column})::text, 'null')`;
+
+/** One NDJSON line per row, keys in column order (JSON escaping leaves no raw CR or LF). */
+const ndjsonLine = [
+  `'{"auditId":' || ${json('id')}`,
+  `',"occurredAt":"' || ${isoMs} || '"'`,
+  `',"actorType":' || ${json('actor_type')}`,
+  `',"actorId":' || ${json('actor_id')}`,
+  `',"action":' || ${json('action')}`,
+  `',"targetType":' || ${json('target_type')}`,
+  `',"targetId":' || ${json('target_id')}`,
+  `',"incidentId":' || ${jsonOrNull('incident_id')}`,
+  `',"requestId":' || ${jsonOrNull('request_id')}`,
+  `',"workflowId":' || ${jsonOrNull('workflow_id')}`,
+  `',"historyEventId":' || coalesce(history_event_id::text, 'null')`,
+  `',"details":' || details::text`,
+  `',"seq":' || seq::text`,
+  `',"prevHash":' || ${json('prev_hash')}`,
+  `',"hash":' || ${json('hash')} || '}' || chr(10)`,
+].join(' || ');
+
+/** RFC 4180: a field holding `"`, `,`, CR or LF is quoted, its quotes doubled; null is empty. */
+const csvField = (column: string) =>
+  `coalesce(case when ${column} ~ '[",\r\n]' then '"' || replace(${column}, '"', '""') || '"' else ${column} end, '')`;
+
+const csvLine = [
+  'id',
+  isoMs,
+  'actor_type',
+  csvField('actor_id'),
+  csvField('action'),
+  csvField('target_type'),
+  csvField('target_id'),
+  csvField('incident_id'),
+  csvField('request_id'),
+  csvField('workflow_id'),
+  `coalesce(history_event_id::text, '')`,
+  // An object's text always holds quotes: always quoted.
+  `'"' || replace(details::text, '"', '""') || '"'`,
+  'seq::text',
+  'prev_hash',
+  `hash || chr(13) || chr(10)`,
+].join(` || ',' || `);
+
+/** The WHERE clause of a selection with its parameters from $1. */
+function selectionWhere(selection: AuditSelection): { where: string; params: Array<string | number> } {
+  const params: Array<string | number> = [selection.tenantId, selection.from.toISOString(), selection.to.toISOString()];
+  let where = 'tenant_id = $1 and occurred_at >= $2::timestamptz and occurred_at <= $3::timestamptz and seq is not null';
+  const { actorType, action, incidentId } = selection.filters;
+  if (actorType !== undefined) {
+    params.push(actorType);
+    where += ` and actor_type = $${params.length}`;
+  }
+  if (action !== undefined) {
+    params.push(action);
+    where += ` and action = $${params.length}`;
+  }
+  if (incidentId !== undefined) {
+    params.push(incidentId);
+    where += ` and incident_id = $${params.length}`;
+  }
+  return { where, params };
+}
+
+export interface SelectionBounds {
+  count: number;
+  /** Seqs of the first and last selected rows (0 when none). */
+  minSeq: number;
+  maxSeq: number;
+}
+
+/** Counts the selection and finds its seq range (read through the tenant/time index). */
+export async function selectionBounds(sql: postgres.Sql, selection: AuditSelection): Promise<SelectionBounds> {
+  const { where, params } = selectionWhere(selection);
+  const [row] = await sql.unsafe<Array<{ count: string; min_seq: string | null; max_seq: string | null }>>(
+    `select count(*)::text as count, min(seq)::text as min_seq, max(seq)::text as max_seq from audit_log where ${where}`,
+    params,
+  );
+  return { count: Number(row?.count ?? 0), minSeq: Number(row?.min_seq ?? 0), maxSeq: Number(row?.max_seq ?? 0) };
+}
+
+export interface ExportBatch {
+  rows: number;
+  /** The seq of the batch's last row (the next batch starts after it). */
+  lastSeq: number;
+  /** The batch's rows as finished lines, UTF-8. */
+  body: Buffer;
+}
+
+/**
+ * The next rows of a selection after `afterSeq` (at most `limit`, none past `maxSeq`), in seq
+ * order, rendered by PostgreSQL as NDJSON or CSV lines and returned as one buffer.
+ */
+export async function fetchExportBatch(
+  sql: postgres.Sql,
+  selection: AuditSelection,
+  format: ExportFormat,
+  range: { afterSeq: number; maxSeq: number; limit: number },
+): Promise<ExportBatch> {
+  const { where, params } = selectionWhere(selection);
+  params.push(range.afterSeq, range.maxSeq, range.limit);
+  const n = params.length;
+  const line = format === 'csv' ? csvLine : ndjsonLine;
+  const rows = await sql
+    .unsafe(
+      `select count(*)::text, coalesce(max(seq), 0)::text, coalesce(string_agg(line, '' order by seq), '')
+       from (select seq, ${line} as line from audit_log
+             where ${where} and seq > $${n - 2} and seq <= $${n - 1}
+             order by seq limit $${n}) batch`,
+      params,
+    )
+    .raw();
+  const [count, lastSeq, body] = rows[0] as unknown as [Buffer, Buffer, Buffer];
+  return { rows: Number(count.toString()), lastSeq: Number(lastSeq.toString()), body };
+}
+
+export async function findExport(db: Db, tenantId: string, exportId: string): Promise<AuditExportRow | undefined> {
+  const [row] = await db.select().from(auditExports).where(and(eq(auditExports.id, exportId), eq(auditExports.tenantId, tenantId)));
+  return row;
+}
+
+export async function findExportById(db: Db, exportId: string): Promise<AuditExportRow | undefined> {
+  const [row] = await db.select().from(auditExports).where(eq(auditExports.id, exportId));
+  return row;
+}
+
+export function selectionOf(row: Pick<AuditExportRow, 'tenantId' | 'rangeFrom' | 'rangeTo' | 'filters'>): AuditSelection {
+  return { tenantId: row.tenantId, from: row.rangeFrom, to: row.rangeTo, filters: row.filters };
+}
