@@ -8,6 +8,7 @@ import type { SkillRuntime } from '../skills/invoke.js';
 import { createExportActivities, type ExportActivityDeps } from './exports.js';
 import { createInvestigationActivities } from './investigation.js';
 import { createInvestigationLifecycleActivities } from './investigation-lifecycle.js';
+import { createKnowledgeActivities } from './knowledge.js';
 import { createProjectionActivities } from './projections.js';
 import { createRemediationActivities } from './remediation.js';
 import { createSkillActivities } from './skills.js';
@@ -32,6 +33,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createInvestigationLifecycleActivities({ db: deps.db }),
     ...createInvestigationActivities({ db: deps.db, model: deps.model ?? createBuiltinProvider() }),
     ...createRemediationActivities({ db: deps.db, skills: deps.skills }),
+    ...createKnowledgeActivities({ db: deps.db, ...(deps.logger ? { logger: deps.logger } : {}) }),
     ...createExportActivities({
       exportDir: path.join(tmpdir(), 'audit-exports'),
       ...deps.exports,

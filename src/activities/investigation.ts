@@ -23,6 +23,7 @@ import { agentRoles, type AgentRole, type ModelProvider } from '../analysis/type
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { appendEvent } from '../db/repositories/events.js';
+import { findSymptomMatches, incidentSymptoms, type SymptomMatch } from '../db/repositories/patterns.js';
 import { findRunbook, findRunbooksFor } from '../db/repositories/runbooks.js';
 import { blastRadius } from '../db/repositories/topology.js';
 import { events } from '../db/schema/events.js';
@@ -786,11 +787,33 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     return report('topology', content, ids, failing.length > 0);
   }
 
-  /** Learned failure patterns. The knowledge base (patterns) does not exist yet: the hook reports that. */
+  /** The tenant's learned patterns whose symptoms (service, alert names) the incident shows, best first. */
+  async function matchingPatterns(req: InvestigationRequest): Promise<SymptomMatch[]> {
+    const symptoms = await incidentSymptoms(db, req.tenantId, req.incidentId);
+    return symptoms ? findSymptomMatches(db, req.tenantId, symptoms) : [];
+  }
+
+  /** Learned failure patterns matching the incident: a stable one is strong evidence, an emerging one weak. */
   async function knowledgeAgent(req: InvestigationRequest): Promise<AgentReport> {
     const scene = await loadScene(req);
     heartbeat({ step: 'scene' });
-    return report('knowledge', `No learned patterns to match for ${serviceName(scene)}: the tenant's knowledge base of failure patterns is empty (pattern learning is not built yet).`, [], false);
+    const found = await matchingPatterns(req);
+    heartbeat({ step: 'patterns', count: found.length });
+    const drafts: EvidenceDraft[] = found.map(({ pattern: p, sharedAlerts }) => ({
+      sourceId: p.id,
+      type: 'runbook' as const,
+      source: 'knowledge',
+      summary: `Learned ${p.status} pattern '${p.title}' (${p.occurrences} occurrence(s), confidence ${p.confidence.toFixed(2)})${sharedAlerts.length > 0 ? ` shares ${sharedAlerts.join(', ')}` : ''}: ${p.rootCause}${p.fix.length > 0 ? ` Fixed before by: ${p.fix.slice(0, 2).join('; ')}` : ''}`,
+      severity: p.status === 'stable' ? 'high' : p.confidence >= 0.5 ? 'medium' : 'low',
+      occurredAt: p.lastSeenAt,
+      rawSnippet: JSON.stringify({ patternId: p.id, title: p.title, status: p.status, category: p.category, confidence: p.confidence, occurrences: p.occurrences, alertNames: p.alertNames, rootCause: p.rootCause, fix: p.fix }),
+    }));
+    const ids = await storeEvidence(req, 'knowledge', drafts);
+    const content =
+      found.length > 0
+        ? `${found.length} learned pattern(s) match ${serviceName(scene)}: ${found.map(({ pattern: p }) => `'${p.title}' (${p.status}, confidence ${p.confidence.toFixed(2)}, seen ${p.occurrences}×)`).join('; ')}.`
+        : `No learned pattern matches ${serviceName(scene)} and its alerts.`;
+    return report('knowledge', content, ids, found.length > 0);
   }
 
   /** Runbooks for the service, its failing dependencies, and the incident's keywords, with their steps. */
@@ -839,6 +862,17 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     const failingDeps = topology.dependencies.filter((d) => d.alerting).map((d) => d.name);
     const relatedTexts = topology.dependencies.flatMap((d) => d.alertTexts);
     const runbooks = await matchingRunbooks(scene, failingDeps, relatedTexts);
+    const patterns = (await matchingPatterns(req)).map(({ pattern: p, overlap }) => ({
+      patternId: p.id,
+      title: p.title,
+      category: p.category,
+      rootCause: p.rootCause,
+      fix: p.fix,
+      status: p.status,
+      confidence: p.confidence,
+      occurrences: p.occurrences,
+      overlap,
+    }));
     return {
       incident: {
         incidentId: scene.incident.id,
@@ -857,6 +891,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       topology,
       runbooks,
       context,
+      patterns,
     };
   }
 

@@ -90,6 +90,22 @@ export interface ContextNote {
   content: string;
 }
 
+/** A learned pattern whose symptoms (service, alert names) the incident shows (knowledge agent). */
+export interface PatternObservation {
+  patternId: string;
+  title: string;
+  /** Root-cause category: a hypothesis kind, or `other`. */
+  category: string;
+  rootCause: string;
+  /** The actions that resolved it before. */
+  fix: string[];
+  status: 'emerging' | 'stable';
+  confidence: number;
+  occurrences: number;
+  /** Share of alert names in common (0.5 for a service-only match). */
+  overlap: number;
+}
+
 export interface InvestigationInput {
   incident: {
     incidentId: string;
@@ -112,6 +128,8 @@ export interface InvestigationInput {
   topology: TopologyObservation;
   runbooks: RunbookObservation[];
   context: ContextNote[];
+  /** Learned patterns matching the incident's symptoms, best first (absent: none). */
+  patterns?: PatternObservation[];
 }
 
 export const hypothesisKinds = [
@@ -128,6 +146,7 @@ export const hypothesisKinds = [
   'upstream_failure',
   'traffic_spike',
   'flapping_alert',
+  'known_pattern',
   'undetermined',
 ] as const;
 export type HypothesisKind = (typeof hypothesisKinds)[number];
@@ -154,6 +173,8 @@ export interface Hypothesis {
   keywords: string[];
   /** For change hypotheses: the sha or event of the change, to tell specific from generic ones. */
   changeRef?: string;
+  /** A stable learned pattern's past fix leads the actions (before any runbook step). */
+  fixFirst?: boolean;
 }
 
 export interface InvestigationAnalysis {
@@ -329,6 +350,7 @@ export function restrictToRoles(input: InvestigationInput): InvestigationInput {
     changes: input.changes.filter((c) => (c.kind === 'deployment' ? ran.has('deployment') : ran.has('code_change'))),
     topology: ran.has('topology') ? input.topology : { known: input.topology.known, serviceType: input.topology.serviceType, dependencies: [], dependents: [] },
     runbooks: ran.has('runbook') ? input.runbooks : [],
+    patterns: ran.has('knowledge') ? (input.patterns ?? []) : [],
   };
 }
 
@@ -1051,6 +1073,62 @@ function flappingAlert(v: View): Hypothesis[] {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Learned patterns
+
+/** How much a matching pattern adds to the signal-based hypothesis of its category. */
+export const PATTERN_SUPPORT = { stable: 0.25, emerging: 0.1 } as const;
+
+/** The score of a pattern standing on its own: strong when stable, weak when emerging. */
+export function knownPatternScore(p: Pick<PatternObservation, 'status' | 'confidence'>): number {
+  return round2(p.status === 'stable' ? 0.5 + 0.4 * p.confidence : 0.2 + 0.3 * p.confidence);
+}
+
+const describePattern = (p: PatternObservation) =>
+  `learned ${p.status} pattern '${p.title}' (${p.occurrences} earlier incident(s), confidence ${round2(p.confidence)})`;
+
+/**
+ * Learned patterns matching the incident's symptoms. A pattern whose category is a hypothesis
+ * the signals already raised supports it (+0.25 when stable, +0.1 when emerging), and a stable
+ * pattern's past fix then leads that hypothesis' actions. Otherwise the pattern is a hypothesis
+ * of its own (`known_pattern`, citing the pattern): 0.5 + 0.4 × confidence when stable, 0.2 +
+ * 0.3 × confidence when emerging, with the fix as its actions. At most three patterns count.
+ */
+function applyKnownPatterns(v: View, found: PatternObservation[], existing: Hypothesis[]): Hypothesis[] {
+  const added: Hypothesis[] = [];
+  for (const p of found.slice(0, 3)) {
+    const same = existing.filter((h) => h.kind === p.category).sort((a, b) => b.score - a.score)[0];
+    if (same) {
+      same.score = round2(clamp(same.score + PATTERN_SUPPORT[p.status], 0, 0.95));
+      same.support.push(`the ${describePattern(p)} names the same cause`);
+      same.sources.push(p.patternId);
+      if (p.status === 'stable' && p.fix.length > 0) {
+        same.actions = [...new Set([...p.fix, ...same.actions])];
+        same.fixFirst = true;
+      }
+      continue;
+    }
+    const stable = p.status === 'stable';
+    added.push(
+      draft('known_pattern', {
+        statement: `${v.service} shows the symptoms of the ${describePattern(p)}`,
+        subject: p.title,
+        score: knownPatternScore(p),
+        support: [
+          `the ${describePattern(p)} matches the service${p.overlap > 0 && p.overlap !== 0.5 ? ` and ${p.overlap >= 1 ? 'every' : 'some'} alert name(s)` : ''}: ${quote(p.rootCause, 160)}`,
+          ...(p.fix.length > 0 ? [`it was resolved before by: ${quote(p.fix[0]!, 120)}`] : []),
+        ],
+        against: stable ? [] : ['the pattern is still emerging: seen few times or with mixed feedback'],
+        sources: [p.patternId],
+        rootCause: `A known failure pattern: ${v.service} matches the ${describePattern(p)}. Its root cause then: ${quote(p.rootCause, 600)}`,
+        actions: p.fix.length > 0 ? p.fix.slice(0, 5) : [`Check whether the cause of '${p.title}' applies again: ${quote(p.rootCause, 160)}`],
+        keywords: [...distinctiveWords(`${p.title} ${p.rootCause}`)].slice(0, 8),
+      }),
+    );
+  }
+  return added;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Human context
 
 const CONTEXT_CUES: Array<{ kinds: HypothesisKind[]; pattern: RegExp }> = [
@@ -1148,7 +1226,7 @@ export function pickRunbookStep(runbook: RunbookObservation, h: Pick<Hypothesis,
 }
 
 /** Kinds whose own first action (roll back, revert, renew) beats any runbook step. */
-const OWN_ACTION_FIRST = new Set<HypothesisKind>(['bad_deploy', 'upstream_deploy', 'config_change', 'memory_leak', 'flapping_alert']);
+const OWN_ACTION_FIRST = new Set<HypothesisKind>(['bad_deploy', 'upstream_deploy', 'config_change', 'memory_leak', 'flapping_alert', 'known_pattern']);
 
 function recommendedActions(top: Hypothesis, runbooks: RunbookObservation[], service: string | null, runnerUp: Hypothesis | undefined): string[] {
   const fitting = runbooks
@@ -1162,7 +1240,7 @@ function recommendedActions(top: Hypothesis, runbooks: RunbookObservation[], ser
     best && step
       ? `Follow runbook '${best.title}' step ${step.number}: ${step.text}${lower(step.text).includes(lower(top.subject)) ? '' : ` (${top.subject})`}`
       : undefined;
-  if (runbookAction && !OWN_ACTION_FIRST.has(top.kind)) {
+  if (runbookAction && !OWN_ACTION_FIRST.has(top.kind) && !top.fixFirst) {
     actions.push(runbookAction, ...top.actions);
   } else {
     actions.push(top.actions[0]!);
@@ -1197,6 +1275,7 @@ const KIND_ORDER: HypothesisKind[] = [
   'upstream_failure',
   'traffic_spike',
   'flapping_alert',
+  'known_pattern',
   'undetermined',
 ];
 
@@ -1247,6 +1326,7 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
     if (!seen || h.score > seen.score) bestOf.set(key, h);
   }
   hypotheses = [...bestOf.values()];
+  hypotheses.push(...applyKnownPatterns(v, input.patterns ?? [], hypotheses));
   if (input.context.length > 0) {
     hypotheses.push(...contextOnlyHypotheses(v, input.context, new Set(hypotheses.map((h) => h.kind))));
     for (const h of hypotheses) {

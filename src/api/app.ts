@@ -19,6 +19,7 @@ import { registerApiKeyRoutes } from './routes/api-keys.js';
 import { registerApprovalRoutes } from './routes/approvals.js';
 import { registerGraphRoutes } from './routes/graph.js';
 import { registerNotificationRoutes } from './routes/notifications.js';
+import { registerKnowledgeRoutes } from './routes/knowledge.js';
 import { registerRunbookRoutes } from './routes/runbooks.js';
 import { registerTriggerRoutes } from './routes/triggers.js';
 import { registerSkillRoutes } from './routes/skills.js';
@@ -96,6 +97,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerApprovalRespondRoute(app, deps);
   registerGraphRoutes(app, deps);
   registerRunbookRoutes(app, deps);
+  registerKnowledgeRoutes(app, deps);
   registerTriggerRoutes(app, deps);
   registerNotificationRoutes(app, deps);
   registerSkillRoutes(app, deps);

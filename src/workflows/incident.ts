@@ -74,6 +74,13 @@ const synthesis = proxyActivities<InvestigationActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
 });
 
+// Pattern learning on resolution: quick database writes; a failure is logged by Temporal and the
+// resolution stands (learning never fails the incident).
+const learning = proxyActivities<IncidentActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 5 },
+});
+
 // Remediation bookkeeping and steps. A step runs its action once (idempotency key per step), so
 // retrying the activity is safe; a step's own failure is an outcome, not a thrown error.
 const remediation = proxyActivities<RemediationActivities>({
@@ -126,6 +133,12 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     state.status = target;
     state.version = version;
     upsertSearchAttributes([{ key: IncidentStatusKey, value: target }]);
+    // Resolving learns its pattern (DESIGN §3), before the update answers: read-your-writes.
+    if (target === 'resolved' && patched('learn-patterns')) {
+      await learning
+        .learnFromResolution({ incidentId: state.incidentId, tenantId: state.tenantId, workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength })
+        .catch(() => undefined);
+    }
     return view;
   }
 
