@@ -997,7 +997,14 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       if (updated.length === 0) return; // a newer run owns the investigation: this result is stale
       await tx
         .update(incidents)
-        .set({ rootCause: result.rootCause, recommendedActions: result.recommendedActions, assignedAgents: roles, updatedAt: sql`now()` })
+        .set({
+          // A person's correction (feedback correct_rca) outranks a later machine conclusion on the
+          // incident; the investigation keeps its own conclusion.
+          rootCause: sql`case when exists (select 1 from root_cause_revisions r where r.incident_id = ${req.incidentId} and r.source = 'feedback') then ${incidents.rootCause} else ${result.rootCause} end`,
+          recommendedActions: result.recommendedActions,
+          assignedAgents: roles,
+          updatedAt: sql`now()`,
+        })
         .where(and(eq(incidents.id, req.incidentId), eq(incidents.tenantId, req.tenantId)));
       const top = analysis.hypotheses[0]!;
       await appendEvent(tx, {

@@ -8,6 +8,7 @@ import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evidenceItems, investigations } from '../../src/db/schema/investigation.js';
 import { patterns } from '../../src/db/schema/knowledge.js';
+import { getStateQuery } from '../../src/workflows/messages.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 
@@ -42,6 +43,11 @@ describe('a correction teaches the next investigation', () => {
     expect(corrected.status).toBe(201);
     const pattern = corrected.body.correctedPattern;
     expect(pattern).toMatchObject({ category: 'connection_pool', status: 'emerging', occurrences: 1, alertNames: ['ReportingErrors'], fix: ['Restart pgbouncer and kill the idle connections of the export job'] });
+    // New context re-synthesises the investigation: the person's correction stays the incident's root cause.
+    const context = await svc.api('POST', `/v1/investigation/${first}/context`, { token: tenant.member, body: { content: 'The nightly export ran right before the errors' } });
+    expect(context.status).toBe(202);
+    await eventually(async () => ((await svc.client.workflow.getHandle(first).query(getStateQuery)).syntheses ?? 0) >= 2, 30_000);
+    expect((await svc.api('GET', `/v1/incidents/${first}`, { token: tenant.member })).body.rootCause).toBe(comment);
     const resolved = await svc.api('PATCH', `/v1/incidents/${first}`, { token: tenant.member, body: { status: 'resolved' } });
     expect(resolved.status).toBe(200);
     expect(resolved.body.rootCause).toBe(comment);
