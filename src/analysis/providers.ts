@@ -1,8 +1,12 @@
 import { z } from 'zod';
 import { severities } from '../db/schema/incidents.js';
+import { builtinAnswer } from '../memory/responder.js';
 import { BUILTIN_MODEL, builtinTriage } from './builtin-triage.js';
 import {
   agentRoles,
+  chatSourceTypes,
+  type ChatAnswer,
+  type ChatInput,
   type ModelProvider,
   type ModelResult,
   type SynthesisConclusion,
@@ -20,6 +24,9 @@ export function createBuiltinProvider(): ModelProvider {
     },
     async synthesize(_input, builtin) {
       return { output: builtin, model: BUILTIN_MODEL, tokensUsed: 0, costUsd: 0 };
+    },
+    async answer(input) {
+      return { output: builtinAnswer(input), model: BUILTIN_MODEL, tokensUsed: 0, costUsd: 0 };
     },
   };
 }
@@ -52,6 +59,13 @@ const SynthesisOutput = z
   })
   .strict();
 
+const ChatAnswerOutput = z
+  .object({
+    reply: z.string().trim().min(1).max(4000),
+    sources: z.array(z.object({ type: z.enum(chatSourceTypes), id: z.string().min(1).max(100) }).strict()).max(20),
+  })
+  .strict();
+
 const ChatCompletion = z.object({
   model: z.string().optional(),
   choices: z.array(z.object({ message: z.object({ content: z.string().nullable() }) })).min(1),
@@ -67,6 +81,12 @@ hypotheses (with the reasons the discarded ones were discarded) and any human co
 (service, deploy id or sha, dependency), a calibrated confidence, and ordered concrete recommended actions, the first one
 addressing the root cause. Answer with one JSON object only:
 {"rootCause": string, "confidence": number 0..1, "recommendedActions": array of strings}.`;
+
+const CHAT_INSTRUCTIONS = `You answer an SRE team's questions about their own incident history. Use only the facts given
+(incidents, investigations, evidence, patterns, runbooks, each with a type and an id; an investigation's id is its incident's
+id) and the structured intent (for a count, "total" is the exact number). Be concise and factual, cite the id of every fact you
+use in square brackets, and say so when the facts do not answer the question. Answer with one JSON object only:
+{"reply": string, "sources": array of {"type": string, "id": string}, exactly the facts the reply used, most important first}.`;
 
 /**
  * An OpenAI-compatible chat-completions endpoint (`LLM_BASE_URL`). Its output is validated; on
@@ -122,6 +142,21 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
       } catch (err) {
         options.onFallback?.(reasonOf(err));
         return { output: builtin, model: BUILTIN_MODEL, tokensUsed: 0, costUsd: 0 };
+      }
+    },
+    async answer(input: ChatInput): Promise<ModelResult<ChatAnswer>> {
+      try {
+        const result = await complete(CHAT_INSTRUCTIONS, input, ChatAnswerOutput);
+        const sources: ChatAnswer['sources'] = [];
+        for (const source of result.output.sources) {
+          // A source must be one of the facts given: an id the model made up fails the answer.
+          if (!input.facts.some((f) => f.type === source.type && f.id === source.id)) throw new Error('the model cited a source it was not given');
+          if (!sources.some((s) => s.type === source.type && s.id === source.id)) sources.push(source);
+        }
+        return { ...result, output: { reply: result.output.reply, sources } };
+      } catch (err) {
+        options.onFallback?.(reasonOf(err));
+        return builtin.answer(input);
       }
     },
     async triage(input: TriageInput): Promise<ModelResult<TriageClassification>> {

@@ -69,4 +69,74 @@ export interface ModelProvider {
    * analyzer's conclusion: the built-in provider returns it as it is, a model falls back to it.
    */
   synthesize(input: SynthesisInput, builtin: SynthesisConclusion): Promise<ModelResult<SynthesisConclusion>>;
+  /**
+   * Answers an assistant chat question from the retrieved facts, naming the facts it used. The
+   * built-in responder answers deterministically; a model falls back to it on any failure.
+   */
+  answer(input: ChatInput): Promise<ModelResult<ChatAnswer>>;
+}
+
+/** The kinds of record the assistant cites. */
+export const chatSourceTypes = ['incident', 'investigation', 'evidence', 'pattern', 'runbook'] as const;
+export type ChatSourceType = (typeof chatSourceTypes)[number];
+
+/**
+ * One retrieved record the assistant may cite. An investigation's id is its incident's id (one
+ * investigation per incident), so a fact is identified by its type and id together.
+ */
+export interface ChatFact {
+  type: ChatSourceType;
+  id: string;
+  title: string;
+  service: string | null;
+  /** ISO 8601: incident creation, investigation completion, evidence occurrence, pattern last seen, runbook update. */
+  at: string | null;
+  /** The incident an investigation or evidence item belongs to (the incident itself for an incident). */
+  incidentId: string | null;
+  /** The record in one or two sentences (status, severity, summary, confidence…). */
+  summary: string;
+  /** Root cause stated by an incident, investigation or pattern. */
+  rootCause: string | null;
+  /** Ordered actions: recommended actions, a pattern's fix, a runbook's steps. */
+  actions: string[];
+  /**
+   * How well it matches the question's keywords, relative to the best match (0 to 1); 1 for the
+   * incident the question is about (anchored, followed up on, or the count's incidents).
+   */
+  relevance: number;
+}
+
+/** What the question asks, as the retrieval understood it (the structured part of the answer). */
+export type ChatIntent =
+  | {
+      /** `count`: how many incidents; `list`: which incidents. `total` is exact, the facts list the newest. */
+      kind: 'count' | 'list';
+      service: string | null;
+      severity: string | null;
+      subject: string[];
+      period: { label: string; from: string; to: string } | null;
+      total: number;
+    }
+  | { kind: 'cause'; latest: boolean; subjectIncidentId: string | null }
+  | { kind: 'fix'; subjectIncidentId: string | null }
+  | { kind: 'runbook' }
+  | { kind: 'pattern' }
+  | { kind: 'evidence'; subjectIncidentId: string | null }
+  | { kind: 'search' };
+
+export interface ChatInput {
+  question: string;
+  intent: ChatIntent;
+  /** The incident the conversation is anchored to, when it is. */
+  anchorIncidentId: string | null;
+  /** The conversation so far, oldest first (bounded). */
+  history: Array<{ role: 'user' | 'assistant'; content: string }>;
+  /** Retrieved facts, best first. */
+  facts: ChatFact[];
+}
+
+export interface ChatAnswer {
+  reply: string;
+  /** Exactly the facts the reply used, in the order it used them. */
+  sources: Array<{ type: ChatSourceType; id: string }>;
 }
