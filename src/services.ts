@@ -60,6 +60,7 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
     config,
     skills: skillRuntime(config, settings),
     realtime: { hub },
+    model: createModelProvider(config.llm, (reason) => logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in responder answered')),
     exports: {
       dir: config.exports.dir,
       urlKey:

@@ -28,6 +28,7 @@ import { registerApprovalRespondRoute } from './routes/remediation-respond.js';
 import { registerTriageRoutes } from './routes/triage.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
 import { registerStreamRoutes } from './routes/stream.js';
+import { registerMemoryRoutes } from './routes/memory.js';
 import { registerAuditExportRoutes } from './routes/audit-export.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
@@ -103,6 +104,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerSkillRoutes(app, deps);
   registerApprovalRoutes(app, deps);
   registerStreamRoutes(app, deps);
+  registerMemoryRoutes(app, deps);
   registerAuditExportRoutes(app, {
     ...deps,
     exports: deps.exports ?? { dir: path.join(tmpdir(), 'audit-exports'), urlKey: randomBytes(32) },

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ModelProvider } from '../analysis/types.js';
 import type postgres from 'postgres';
 import type { TokenVerifier, Principal, Role } from '../auth/tokens.js';
 import type { Config } from '../config.js';
@@ -35,6 +36,8 @@ export interface AppDeps {
    * storage (a temporary directory and a per-process key when absent).
    */
   exports?: ExportApiSettings;
+  /** The model behind the assistant chat (the same provider as investigations); built-in when absent. */
+  model?: ModelProvider;
 }
 
 export interface AuthContext extends Principal {

@@ -11,6 +11,7 @@ import postgres from 'postgres';
 import { inject } from 'vitest';
 import { createApp } from '../../src/api/app.js';
 import type { AppDeps } from '../../src/api/context.js';
+import type { ModelProvider } from '../../src/analysis/types.js';
 import { createTokenVerifier, signToken, TOKEN_AUDIENCE, TOKEN_ISSUER, type Role } from '../../src/auth/tokens.js';
 import { connectDatabase, type Database } from '../../src/db/client.js';
 import { createTenant } from '../../src/db/repositories/tenants.js';
@@ -102,6 +103,8 @@ export interface TestServiceOptions {
   stream?: Partial<StreamSettings>;
   /** Audit exports: object storage, and the writer's tuning. */
   exports?: { s3?: S3Config; heartbeatTimeoutMs?: number; batchRows?: number };
+  /** The api's model provider (the assistant chat); built-in when absent. */
+  model?: ModelProvider;
 }
 
 /** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
@@ -164,6 +167,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     },
     skills,
     ...(options.stream ? { realtime: { settings: options.stream } } : {}),
+    ...(options.model ? { model: options.model } : {}),
     exports: { dir: exportDir, urlKey: exportUrlKey, ...(options.exports?.s3 ? { s3: options.exports.s3 } : {}) },
   };
   const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000, repeatIntervalMs: 500 }) : undefined;
