@@ -271,6 +271,13 @@ describe('assistant chat api', () => {
     expect((await svc.api('GET', `/v1/memory/sessions/${first.body.sessionId}/messages?cursor=${sessions.body.nextCursor}`, { token: user })).status).toBe(400);
   });
 
+  it('documents the chat endpoints in the OpenAPI document', async () => {
+    const doc = await svc.api('GET', '/openapi.json');
+    expect(doc.status).toBe(200);
+    expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(['/v1/memory/chat', '/v1/memory/sessions', '/v1/memory/sessions/{sessionId}/messages']));
+    expect(Object.keys(doc.body.paths['/v1/memory/chat'].post.responses).sort()).toEqual(['200', '400', '401', '403', '404', '429']);
+  });
+
   describe('with an OpenAI-compatible model', () => {
     let server: Server;
     let baseUrl: string;
