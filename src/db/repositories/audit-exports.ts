@@ -24,27 +24,28 @@ export interface AuditSelection {
 }
 
 const isoMs = `to_char(occurred_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-const json = (column: string) => `to_json(${column})::text`;
-const jsonOrNull = (column: string) => `coalesce(to_json(${column})::text, 'null')`;
 
-/** One NDJSON line per row, keys in column order (JSON escaping leaves no raw CR or LF). */
-const ndjsonLine = [
-  `'{"auditId":' || ${json('id')}`,
-  `',"occurredAt":"' || ${isoMs} || '"'`,
-  `',"actorType":' || ${json('actor_type')}`,
-  `',"actorId":' || ${json('actor_id')}`,
-  `',"action":' || ${json('action')}`,
-  `',"targetType":' || ${json('target_type')}`,
-  `',"targetId":' || ${json('target_id')}`,
-  `',"incidentId":' || ${jsonOrNull('incident_id')}`,
-  `',"requestId":' || ${jsonOrNull('request_id')}`,
-  `',"workflowId":' || ${jsonOrNull('workflow_id')}`,
-  `',"historyEventId":' || coalesce(history_event_id::text, 'null')`,
-  `',"details":' || details::text`,
-  `',"seq":' || seq::text`,
-  `',"prevHash":' || ${json('prev_hash')}`,
-  `',"hash":' || ${json('hash')} || '}' || chr(10)`,
-].join(' || ');
+/**
+ * The exported columns under their export names, for NDJSON: `row_to_json` renders a row in
+ * column order, compactly, and JSON escaping leaves no raw CR or LF in a line.
+ */
+const ndjsonColumns = [
+  'id as "auditId"',
+  `${isoMs} as "occurredAt"`,
+  'actor_type as "actorType"',
+  'actor_id as "actorId"',
+  'action as "action"',
+  'target_type as "targetType"',
+  'target_id as "targetId"',
+  'incident_id as "incidentId"',
+  'request_id as "requestId"',
+  'workflow_id as "workflowId"',
+  'history_event_id as "historyEventId"',
+  'details as "details"',
+  'seq as "seq"',
+  'prev_hash as "prevHash"',
+  'hash as "hash"',
+].join(', ');
 
 /** RFC 4180: a field holding `"`, `,`, CR or LF is quoted, its quotes doubled; null is empty. */
 const csvField = (column: string) =>
@@ -127,15 +128,13 @@ export async function fetchExportBatch(
   const { where, params } = selectionWhere(selection);
   params.push(range.afterSeq, range.maxSeq, range.limit);
   const n = params.length;
-  const line = format === 'csv' ? csvLine : ndjsonLine;
+  const bounds = `where ${where} and seq > $${n - 2} and seq <= $${n - 1} order by seq limit $${n}`;
+  const batch =
+    format === 'csv'
+      ? `select seq, ${csvLine} as line from audit_log ${bounds}`
+      : `select r.seq, row_to_json(r)::text || chr(10) as line from (select ${ndjsonColumns} from audit_log ${bounds}) r`;
   const rows = await sql
-    .unsafe(
-      `select count(*)::text, coalesce(max(seq), 0)::text, coalesce(string_agg(line, '' order by seq), '')
-       from (select seq, ${line} as line from audit_log
-             where ${where} and seq > $${n - 2} and seq <= $${n - 1}
-             order by seq limit $${n}) batch`,
-      params,
-    )
+    .unsafe(`select count(*)::text, coalesce(max(seq), 0)::text, coalesce(string_agg(line, '' order by seq), '') from (${batch}) batch`, params)
     .raw();
   const [count, lastSeq, body] = rows[0] as unknown as [Buffer, Buffer, Buffer];
   return { rows: Number(count.toString()), lastSeq: Number(lastSeq.toString()), body };
