@@ -18,13 +18,15 @@ RUN --mount=type=cache,target=/root/.npm \
 
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build
+# The workflow bundle is built here once, so the worker does not run webpack at start-up.
+RUN npm run build && node dist/temporal/bundle-workflows.js dist/workflow-bundle.js
 
 # ---------------------------------------------------------------------------
 # runtime: production dependencies, compiled JavaScript and the SQL migrations
 # ---------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
+ENV WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js
 WORKDIR /app
 
 COPY package.json package-lock.json ./
@@ -32,14 +34,15 @@ RUN --mount=type=cache,target=/root/.npm \
     npm ci --omit=dev --no-audit --no-fund
 
 # dist/ holds dist/api/server.js, dist/temporal/worker.js, dist/db/migrate.js and the
-# dist/workflows/*.js the worker bundles at start-up; the migrations are read from
+# dist/workflow-bundle.js the worker loads (WORKFLOW_BUNDLE_PATH); the migrations are read from
 # <root>/drizzle, where <root> is the parent of dist/.
 COPY --from=build /app/dist ./dist
 COPY drizzle ./drizzle
 
 # The application files stay root-owned (read-only for the app); only the default data
 # directory (<root>/.data) is writable by the unprivileged user.
-RUN mkdir -p /app/.data && chown node:node /app/.data
+# (.data/exports: audit export files, a volume shared by the api and the worker in compose).
+RUN mkdir -p /app/.data/exports && chown -R node:node /app/.data
 
 USER node
 EXPOSE 8080

@@ -11,7 +11,7 @@
  *
  * Usage: npm run bench:export [-- --rows 1000000]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, createReadStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,8 +37,9 @@ function status(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   return match ? Number(match[1]) / 1024 : 0;
 }
 
+/** Runs a compiled entry (`dist/…`, built by `npm run build` at the start), as production does. */
 function spawnEntry(entry: string, env: Record<string, string>, ready: RegExp): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, entry)], {
+  const child = spawn(process.execPath, [path.join(projectRoot, entry)], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -110,6 +111,10 @@ async function main() {
   const root = mkdtempSync(path.join(tmpdir(), 'iis-bench-export-'));
   chmodSync(root, 0o755); // the embedded PostgreSQL runs as its own user and must reach its folder
   const exportDir = path.join(root, 'exports');
+  const bundlePath = path.join(root, 'workflow-bundle.js');
+  // Production-like processes: compiled JavaScript and a prebuilt workflow bundle (as in the image).
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: projectRoot, stdio: 'inherit' });
+  execFileSync(process.execPath, [path.join(projectRoot, 'dist/temporal/bundle-workflows.js'), bundlePath], { stdio: 'inherit' });
   const children: ChildProcess[] = [];
   const [pg, temporal] = await Promise.all([
     freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(root, 'pg'), port, databases: ['bench'], log: quiet })),
@@ -138,10 +143,15 @@ async function main() {
       PORT: String(port),
       LOG_LEVEL: 'info',
       NODE_ENV: 'production',
+      // As in production (the Docker image): a prebuilt workflow bundle, no webpack in the worker.
+      WORKFLOW_BUNDLE_PATH: bundlePath,
+      // The worker's memory settings from docker-compose.yml.
+      NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS ?? '--max-semi-space-size=2',
+      MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? '2',
     };
-    const worker = await spawnEntry('src/temporal/worker.ts', env, /worker running/);
+    const worker = await spawnEntry('dist/temporal/worker.js', env, /worker running/);
     children.push(worker);
-    children.push(await spawnEntry('src/api/server.ts', env, /listening|api running|http:\/\//i));
+    children.push(await spawnEntry('dist/api/server.js', env, /listening|api running|http:\/\//i));
     const baseUrl = `http://127.0.0.1:${port}`;
     const token = signToken({ secret: JWT_SECRET, tenantId: tenant.id, role: 'admin', sub: 'bench', email: 'bench@example.test', ttlSeconds: 3600 });
     const call = async (method: string, url: string, body?: unknown) => {

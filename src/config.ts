@@ -29,6 +29,7 @@ const envSchema = z.object({
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('incidents'),
   TEMPORAL_CLI_PATH: optionalString,
+  WORKFLOW_BUNDLE_PATH: optionalString,
   TEMPORAL_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
   PG_PORT: port.default(5433),
@@ -89,6 +90,8 @@ export interface Config {
     namespace: string;
     taskQueue: string;
     cliPath: string | undefined;
+    /** A prebuilt workflow bundle (`npm run build:workflows`); the worker bundles at start when unset. */
+    workflowBundlePath: string | undefined;
     port: number;
     uiPort: number;
   };
@@ -153,6 +156,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       namespace: e.TEMPORAL_NAMESPACE,
       taskQueue: e.TEMPORAL_TASK_QUEUE,
       cliPath: e.TEMPORAL_CLI_PATH,
+      workflowBundlePath: e.WORKFLOW_BUNDLE_PATH === undefined ? undefined : path.resolve(e.WORKFLOW_BUNDLE_PATH),
       port: e.TEMPORAL_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
     },

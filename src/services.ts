@@ -110,6 +110,7 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
     logger,
     skills,
     exports: { exportDir: config.exports.dir, ...(config.exports.s3 ? { s3: config.exports.s3 } : {}) },
+    ...(config.temporal.workflowBundlePath ? { workflowBundlePath: config.temporal.workflowBundlePath } : {}),
   });
   const running = worker.run();
   running.catch((err: unknown) => logger.fatal({ err }, 'worker stopped with an error'));

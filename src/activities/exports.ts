@@ -53,7 +53,7 @@ export interface ExportActivityDeps {
 }
 
 export const DEFAULT_EXPORT_HEARTBEAT_TIMEOUT_MS = 30_000;
-const DEFAULT_BATCH_ROWS = 25_000;
+const DEFAULT_BATCH_ROWS = 5_000;
 /** One batch query may take this long before it is cancelled (the activity then retries). */
 const STATEMENT_TIMEOUT_MS = 120_000;
 
