@@ -363,7 +363,8 @@ describe('PATCH /api/v1/tenants/{tenantId}/skills/{skillId}', () => {
     const audit = await svc.database.db
       .select()
       .from(auditLog)
-      .where(and(eq(auditLog.targetId, created.skillId), eq(auditLog.action, 'skill.updated')));
+      .where(and(eq(auditLog.targetId, created.skillId), eq(auditLog.action, 'skill.updated')))
+      .orderBy(auditLog.seq);
     expect(audit.map((a) => a.details)).toEqual([
       { name: created.name, fields: ['enabled'], enabled: false },
       { name: created.name, fields: ['description', 'inputSchema', 'config'], headerNames: ['X-Api-Key'] },

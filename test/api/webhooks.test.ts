@@ -88,13 +88,13 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     expect(stored).toHaveLength(100);
     expect(stored.every((e) => e.deliveredAt !== null)).toBe(true);
     await workflowRunning(incidentId);
-    // Automated incidents are triaged (then investigated) on their own: open → triaging → investigating.
+    // Automated incidents are triaged (then investigated, then a remediation proposed) on their own.
     const state = await eventually(async () => {
       const s = await svc.client.workflow.getHandle(incidentId).query(getStateQuery);
       return s.triageRuns === 1 ? s : undefined;
     });
     expect(state.alertsReceived ?? 0).toBe(0);
-    expect(state.status).toMatch(/^(triaging|investigating)$/);
+    expect(state.status).toMatch(/^(triaging|investigating|awaiting_approval)$/);
   });
 
   it('opens a new incident for the same alert once the previous one is resolved', async () => {
