@@ -19,6 +19,8 @@ export interface Stack {
   temporalAddress: string;
   /** The service process (api and worker), for its memory. */
   pid: number;
+  /** Its data folder (generated secrets, for more processes against the same stack). */
+  dataDir: string;
   stop(): Promise<void>;
 }
 
@@ -58,6 +60,7 @@ export async function startStack(env: Record<string, string> = {}, nodeArgs: str
     databaseUrl: embeddedDatabaseUrl(dataDir, pgPort)!,
     temporalAddress: `127.0.0.1:${temporalPort}`,
     pid: child.pid ?? 0,
+    dataDir,
     async stop() {
       child.kill('SIGTERM');
       await exited;

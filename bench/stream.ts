@@ -1,16 +1,23 @@
 /**
  * `npm run bench:stream`: BENCH_CLIENTS (1,000) concurrent Server-Sent Events clients on one api
- * process (the service as `npm start` runs it), then BENCH_EVENTS (200) events appended to the
- * outbox one transaction each, every BENCH_INTERVAL_MS (20). Prints the event-to-client latency
- * (commit to parsed message, same clock) p50/p99 over all deliveries and the service process's
- * RSS with all clients connected. Prints figures only.
+ * process, then BENCH_EVENTS (200) events appended to the outbox one transaction each, every
+ * BENCH_INTERVAL_MS (20). The api process is the production one (`node dist/api/server.js`,
+ * compiled by `npm run build` first, api only) beside the service as `npm start` runs it (its
+ * PostgreSQL, Temporal and worker). BENCH_API=start measures `npm start`'s own process (api and
+ * worker together) instead. Prints the event-to-client latency (commit to parsed message, same
+ * clock) p50/p99 over all deliveries and the api process's RSS with all clients connected.
+ * Prints figures only.
  * Targets (issue 7): p99 ≤ 100 ms, memory ≤ 300 MiB.
  */
+import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import postgres from 'postgres';
-import { percentile, runBenchmark, startStack } from './stack.js';
+import path from 'node:path';
+import { projectRoot } from '../src/config.js';
+import { freePort } from '../test/helpers/ports.js';
+import { percentile, runBenchmark, startStack, type Stack } from './stack.js';
 
 const clients = Number(process.env.BENCH_CLIENTS ?? 1000);
 const eventCount = Number(process.env.BENCH_EVENTS ?? 200);
@@ -44,22 +51,43 @@ function connect(url: string, token: string, onEvent: (sentAt: number) => void):
   });
 }
 
+/** A compiled api process against the stack's database and Temporal; resolves once it answers. */
+async function startApi(stack: Stack): Promise<{ pid: number; baseUrl: string; stop(): void }> {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: projectRoot, stdio: 'inherit' });
+  const port = await freePort();
+  const child = spawn(process.execPath, [path.join(projectRoot, 'dist/api/server.js')], {
+    env: { ...process.env, DATA_DIR: stack.dataDir, DATABASE_URL: stack.databaseUrl, TEMPORAL_ADDRESS: stack.temporalAddress, PORT: String(port), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`the api exited with ${child.exitCode}`);
+    const ok = await fetch(`${baseUrl}/health`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (i > 300) throw new Error('the api did not answer within 30 s');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { pid: child.pid!, baseUrl, stop: () => child.kill('SIGTERM') };
+}
+
 async function main() {
   const stack = await startStack();
   const sql = postgres(stack.databaseUrl, { max: 2, onnotice: () => undefined });
+  const api = process.env.BENCH_API === 'start' ? { pid: stack.pid, baseUrl: stack.baseUrl, stop: () => undefined } : await startApi(stack);
+  console.log(process.env.BENCH_API === 'start' ? 'api: the npm start process (api and worker)' : 'api: node dist/api/server.js (api only)');
   try {
     await sql`update tenants set plan = 'plan_enterprise' where id = ${stack.tenantId}`;
-    const rssBefore = rssMiB(stack.pid);
+    const rssBefore = rssMiB(api.pid);
     const latencies: number[] = [];
     const requests: http.ClientRequest[] = [];
     for (let i = 0; i < clients; i += 100) {
       const batch = Array.from({ length: Math.min(100, clients - i) }, () =>
-        connect(`${stack.baseUrl}/v1/notifications/stream`, stack.token, (sentAt) => latencies.push(Date.now() - sentAt)),
+        connect(`${api.baseUrl}/v1/notifications/stream`, stack.token, (sentAt) => latencies.push(Date.now() - sentAt)),
       );
       requests.push(...(await Promise.all(batch)));
     }
     await new Promise((r) => setTimeout(r, 1000));
-    let rssPeak = rssMiB(stack.pid);
+    let rssPeak = rssMiB(api.pid);
     for (let i = 0; i < eventCount; i++) {
       await sql.begin(async (tx) => {
         const payload = { sentAt: Date.now(), n: i };
@@ -69,19 +97,20 @@ async function main() {
           returning seq`;
         await tx`select pg_notify('incident_events', ${`${stack.tenantId}:${row!.seq}`})`;
       });
-      if (i % 20 === 0) rssPeak = Math.max(rssPeak, rssMiB(stack.pid));
+      if (i % 20 === 0) rssPeak = Math.max(rssPeak, rssMiB(api.pid));
       await new Promise((r) => setTimeout(r, intervalMs));
     }
     const expected = clients * eventCount;
     const deadline = Date.now() + 10_000;
     while (latencies.length < expected && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    rssPeak = Math.max(rssPeak, rssMiB(stack.pid));
+    rssPeak = Math.max(rssPeak, rssMiB(api.pid));
     latencies.sort((a, b) => a - b);
     console.log(`clients ${clients}  events ${eventCount}  deliveries ${latencies.length}/${expected}`);
     console.log(`event-to-client latency  p50 ${percentile(latencies, 50).toFixed(1)} ms  p99 ${percentile(latencies, 99).toFixed(1)} ms  max ${(latencies.at(-1) ?? 0).toFixed(1)} ms`);
-    console.log(`service process RSS  before clients ${rssBefore.toFixed(0)} MiB  peak with clients ${rssPeak.toFixed(0)} MiB`);
+    console.log(`api process RSS  before clients ${rssBefore.toFixed(0)} MiB  peak with clients ${rssPeak.toFixed(0)} MiB`);
     for (const req of requests) req.destroy();
   } finally {
+    api.stop();
     await sql.end();
     await stack.stop();
   }
