@@ -1,5 +1,4 @@
 import type postgres from 'postgres';
-import { eventsChannel } from '../db/repositories/events.js';
 import type { TenantRow } from '../db/schema/tenants.js';
 import { ownershipOf, ownershipPayload, type Ownership } from '../domain/ownership.js';
 import { monthlyQuota, usagePeriod } from '../domain/plans.js';
@@ -399,8 +398,6 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
           ${created.map((c) => ownershipFor(c)?.serviceId ?? null)}::text[], ${created.map((c) => ownershipFor(c)?.ownerTeam ?? null)}::text[],
           ${created.map((c) => String(ownershipFor(c)?.immediateAttention ?? false))}::text[]::boolean[]
         ) as n(id, tenant_id, title, description, severity, fingerprint, service, occurrences, last_seen_at, recovered_at, service_id, owner_team, immediate_attention)`);
-      // In tenant order: the audit chain heads are then locked in that order when the batch
-      // commits (the seal trigger), so two batches never wait on each other in a cycle.
       const audited = [...created].sort((a, b) => (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : 0));
       writes.push(tx`
         insert into audit_log (id, tenant_id, actor_type, actor_id, action, target_type, target_id, incident_id, request_id, details)
@@ -439,7 +436,7 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
 
     // Outbox: incident.created for each opened incident, and quota warnings once per month.
     // The set-based twin of appendEvent (src/db/repositories/events.ts), for the hot path: keep
-    // the two in step (columns, idempotency key, NOTIFY payload `tenantId:seq`).
+    // the two in step (columns, idempotency key).
     const outbox: Array<{ tenantId: string; type: string; incidentId: string | null; payload: Record<string, unknown>; key: string }> = created.map((c) => ({
       tenantId: c.tenantId,
       type: 'incident.created',
@@ -470,19 +467,26 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
       }
     }
     if (outbox.length > 0) {
-      // Appended and announced in one statement (NOTIFY is delivered at commit).
+      // Listeners are notified at commit by the sealing trigger (`tenantId:streamSeq`).
       writes.push(tx`
-        with appended as (
-          insert into events (id, tenant_id, type, incident_id, payload, idempotency_key, occurred_at)
-          select id, tenant_id, type, incident_id, payload::jsonb, idempotency_key, ${now.toISOString()}::timestamptz
-          from unnest(
-            ${outbox.map(() => newId('oev', now.getTime()))}::text[], ${outbox.map((o) => o.tenantId)}::text[], ${outbox.map((o) => o.type)}::text[],
-            ${outbox.map((o) => o.incidentId)}::text[], ${outbox.map((o) => JSON.stringify(o.payload))}::text[], ${outbox.map((o) => o.key)}::text[]
-          ) as o(id, tenant_id, type, incident_id, payload, idempotency_key)
-          on conflict (idempotency_key) do nothing
-          returning tenant_id, seq
-        )
-        select pg_notify(${eventsChannel}, tenant_id || ':' || seq) from appended`);
+        insert into events (id, tenant_id, type, incident_id, payload, idempotency_key, occurred_at)
+        select id, tenant_id, type, incident_id, payload::jsonb, idempotency_key, ${now.toISOString()}::timestamptz
+        from unnest(
+          ${outbox.map(() => newId('oev', now.getTime()))}::text[], ${outbox.map((o) => o.tenantId)}::text[], ${outbox.map((o) => o.type)}::text[],
+          ${outbox.map((o) => o.incidentId)}::text[], ${outbox.map((o) => JSON.stringify(o.payload))}::text[], ${outbox.map((o) => o.key)}::text[]
+        ) as o(id, tenant_id, type, incident_id, payload, idempotency_key)
+        on conflict (idempotency_key) do nothing`);
+    }
+    // The sealing triggers (audit chain, event stream) lock each tenant's commit head at commit.
+    // A batch spanning tenants takes those locks here first, in tenant order, so two batches
+    // (on two api processes) never wait on each other in a cycle.
+    const sealed = [...new Set([...created.map((c) => c.tenantId), ...outbox.map((o) => o.tenantId)])].sort();
+    if (sealed.length > 1) {
+      writes.push(tx`
+        insert into audit_chain_heads (tenant_id, last_seq, last_hash)
+        select t, 0, repeat('0', 64) from unnest(${sealed}::text[]) with ordinality as h(t, n) order by n
+        on conflict (tenant_id) do nothing`);
+      writes.push(tx`select 1 from audit_chain_heads where tenant_id = any(${sealed}::text[]) order by tenant_id for update`);
     }
 
     for (const [tenantId, counter] of used) {

@@ -41,10 +41,6 @@ interface TenantChannel {
   /** A read is running; `again` asks for one more after it. */
   reading: boolean;
   again: boolean;
-  /** Notified seqs not yet delivered: fetched by seq when the range read has not delivered them. */
-  late: Set<number>;
-  /** The most recent seqs read (bounded), to tell a late commit from an event already read. */
-  delivered: Set<number>;
 }
 
 const rememberedSeqs = 4096;
@@ -72,11 +68,12 @@ function toEvent(row: EventDbRow): StreamEvent {
 
 /**
  * One `LISTEN incident_events` connection per api process (opened by the first subscription),
- * fanning events out in memory to the subscribers of each tenant. A notification `tenantId:seq`
- * makes one read of that tenant's events after the last seq read (coalesced while a read runs),
- * pushed to every subscriber of the tenant in seq order. An event whose transaction committed
- * after a later seq was already read (notified at or below the cursor) is fetched by its seq and
- * delivered too; subscribers dedupe by seq.
+ * fanning events out in memory to the subscribers of each tenant. A notification
+ * `tenantId:streamSeq` makes one read of that tenant's events after the last position read
+ * (coalesced while a read runs), pushed to every subscriber of the tenant in order. A stream's
+ * positions (`seq` here) are the events' `stream_seq`, assigned at commit under the tenant's
+ * commit-head lock: an event never becomes visible after a later position of its tenant, so a
+ * read after the cursor, and a resume after `Last-Event-ID`, can never miss one.
  */
 export function createRealtimeHub(deps: { sql: postgres.Sql; logger: Logger }): RealtimeHub {
   const { sql, logger } = deps;
@@ -86,9 +83,9 @@ export function createRealtimeHub(deps: { sql: postgres.Sql; logger: Logger }): 
 
   async function readEvents(tenantId: string, afterSeq: number, limit: number): Promise<StreamEvent[]> {
     const rows = await sql<EventDbRow[]>`
-      select seq, type, incident_id, payload, occurred_at from events
-      where tenant_id = ${tenantId} and seq > ${afterSeq}
-      order by seq limit ${limit}`;
+      select stream_seq as seq, type, incident_id, payload, occurred_at from events
+      where tenant_id = ${tenantId} and stream_seq > ${afterSeq}
+      order by stream_seq limit ${limit}`;
     return rows.map(toEvent);
   }
 
@@ -108,16 +105,6 @@ export function createRealtimeHub(deps: { sql: postgres.Sql; logger: Logger }): 
           fanOut(channel, batch);
           if (batch.length < readPage) break;
         }
-        // Notified seqs the range reads did not deliver: committed after a higher seq was read
-        // (including while a read was in flight, which then moved the cursor past them).
-        const seqs = [...channel.late].filter((seq) => !channel.delivered.has(seq));
-        channel.late.clear();
-        if (seqs.length > 0) {
-          const rows = await sql<EventDbRow[]>`
-            select seq, type, incident_id, payload, occurred_at from events
-            where tenant_id = ${tenantId} and seq in ${sql(seqs)} order by seq`;
-          if (rows.length > 0) fanOut(channel, rows.map(toEvent));
-        }
       } while (channel.again && channel.subscribers.size > 0);
     } catch (err) {
       logger.error({ err, tenantId }, 'reading events for the stream failed');
@@ -128,7 +115,6 @@ export function createRealtimeHub(deps: { sql: postgres.Sql; logger: Logger }): 
   }
 
   function fanOut(channel: TenantChannel, batch: StreamEvent[]): void {
-    for (const event of batch) remember(channel.delivered, event.seq);
     for (const subscriber of [...channel.subscribers]) {
       try {
         subscriber.deliver(batch);
@@ -145,9 +131,7 @@ export function createRealtimeHub(deps: { sql: postgres.Sql; logger: Logger }): 
     const seq = Number(payload.slice(colon + 1));
     const channel = tenants.get(tenantId);
     if (!channel || channel.subscribers.size === 0) return;
-    // Every notified seq is checked after the next range read: one below the cursor then (or
-    // already below it now) committed late and is fetched by its seq.
-    if (Number.isFinite(seq) && !channel.delivered.has(seq)) channel.late.add(seq);
+    if (Number.isFinite(seq) && seq <= channel.cursor) return; // already read
     void pump(tenantId, channel);
   }
 
@@ -170,11 +154,11 @@ export function createRealtimeHub(deps: { sql: postgres.Sql; logger: Logger }): 
       let channel = tenants.get(tenantId);
       if (!channel) {
         const [row] = await sql<Array<{ max: string | number | null }>>`
-          select max(seq) as max from events where tenant_id = ${tenantId}`;
+          select max(stream_seq) as max from events where tenant_id = ${tenantId}`;
         // Another subscriber may have created it while we read.
         channel = tenants.get(tenantId);
         if (!channel) {
-          channel = { subscribers: new Set(), cursor: Number(row?.max ?? 0), reading: false, again: false, late: new Set(), delivered: new Set() };
+          channel = { subscribers: new Set(), cursor: Number(row?.max ?? 0), reading: false, again: false };
           tenants.set(tenantId, channel);
         }
       }

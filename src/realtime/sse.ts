@@ -63,10 +63,10 @@ function encodedEvent(event: StreamEvent, id: number): Uint8Array {
 /**
  * Opens a Server-Sent Events stream of the tenant's events. It subscribes to the hub first, then
  * replays the outbox after `lastEventId` (when given), then sends the live events, skipping any
- * seq already sent, so there is neither a gap nor a duplicate. The `id:` of each message is the
- * highest seq sent on the stream (the event's own seq, unless a late commit came after a higher
- * one). A client that leaves more than the bound unread is dropped: the stream ends and the
- * client reconnects with `Last-Event-ID`.
+ * position already sent, so there is neither a gap nor a duplicate. The `id:` of each message is
+ * the event's position in the tenant's stream (`stream_seq`, numbered in commit order, so a resume
+ * after it misses nothing). A client that leaves more than the bound unread is dropped: the stream
+ * ends and the client reconnects with `Last-Event-ID`.
  */
 export async function openEventStream(args: {
   hub: RealtimeHub;

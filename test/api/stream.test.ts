@@ -171,6 +171,36 @@ describe('GET /v1/notifications/stream', () => {
     expect(byQuery.messages.map((m) => m.data.payload.n)).toEqual([2, 3, 4, 5]);
   });
 
+  it('resumes without missing an event whose transaction committed after a later one was seen', async () => {
+    const { tenantId, member } = await svc.newTenant();
+    const client = await stream('/v1/notifications/stream', auth(member));
+    // The slow transaction appends first (the lower outbox seq) but commits last.
+    let commitSlow!: () => void;
+    const slowMayCommit = new Promise<void>((done) => (commitSlow = done));
+    let slowAppended!: () => void;
+    const slowHasAppended = new Promise<void>((done) => (slowAppended = done));
+    const slow = svc.database.db.transaction(async (tx) => {
+      await appendEvent(tx, { tenantId, type: 'incident.created', incidentId: 'inc_test', payload: { incidentId: 'inc_test', n: 'slow' }, idempotencyKey: randomUUID() });
+      slowAppended();
+      await slowMayCommit;
+    });
+    await slowHasAppended;
+    await append(tenantId, 'incident.status_changed', { n: 'fast' });
+    const [fast] = await client.waitFor(1);
+    expect(fast!.data.payload.n).toBe('fast');
+    client.close();
+    commitSlow();
+    await slow;
+
+    // The client saw the later event only; resuming after it delivers the slow one.
+    const resumed = await stream('/v1/notifications/stream', { ...auth(member), 'last-event-id': fast!.id! });
+    const [missed] = await resumed.waitFor(1);
+    expect(missed!.data.payload.n).toBe('slow');
+    expect(Number(missed!.id)).toBeGreaterThan(Number(fast!.id));
+    const [outbox] = await svc.database.sql`select min(seq)::text as slow_seq, max(seq)::text as fast_seq from events where tenant_id = ${tenantId}`;
+    expect(Number(outbox!.slow_seq)).toBeLessThan(Number(outbox!.fast_seq)); // inserted first, committed last
+  });
+
   it('gives no gap and no duplicate while events are appended during the replay', async () => {
     const { tenantId, member } = await svc.newTenant();
     await append(tenantId, 'incident.created', { n: 0 });

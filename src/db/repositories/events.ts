@@ -1,9 +1,8 @@
-import { sql } from 'drizzle-orm';
 import { newId } from '../../ids.js';
 import type { Db } from '../client.js';
 import { events } from '../schema/events.js';
 
-/** The channel NOTIFY wakes for every appended event (payload: `tenantId:seq`). */
+/** The channel NOTIFY wakes for every appended event (payload: `tenantId:streamSeq`, sent at commit by the `events_seal` trigger). */
 export const eventsChannel = 'incident_events';
 
 export interface NewEvent {
@@ -36,10 +35,7 @@ export async function appendEvent(tx: Executor, event: NewEvent): Promise<boolea
     })
     .onConflictDoNothing({ target: events.idempotencyKey })
     .returning({ seq: events.seq });
-  const row = inserted[0];
-  if (row) {
-    // Delivered at commit, so listeners never see an event that was rolled back.
-    await tx.execute(sql`select pg_notify(${eventsChannel}, ${`${event.tenantId}:${row.seq}`})`);
-  }
-  return row !== undefined;
+  // Listeners are notified by the sealing trigger at commit (`tenantId:streamSeq`), so they never
+  // see an event that was rolled back.
+  return inserted[0] !== undefined;
 }

@@ -41,11 +41,16 @@ export const auditLog = pgTable(
   ],
 );
 
-/** The head of each tenant's audit chain; its row lock serialises sealing per tenant. */
+/**
+ * The tenant's commit head: the end of its audit chain and of its event stream. Its row lock,
+ * taken at commit by the sealing triggers, serialises per tenant the commits that write audit
+ * entries or events, so both are numbered in commit order.
+ */
 export const auditChainHeads = pgTable('audit_chain_heads', {
   tenantId: text('tenant_id').primaryKey().references(() => tenants.id),
   lastSeq: bigint('last_seq', { mode: 'number' }).notNull().default(0),
   lastHash: text('last_hash').notNull(),
+  lastStreamSeq: bigint('last_stream_seq', { mode: 'number' }).notNull().default(0),
 });
 
 export const exportStatuses = ['queued', 'running', 'completed', 'failed'] as const;

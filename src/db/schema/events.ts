@@ -1,10 +1,12 @@
-import { bigserial, index, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { tenants } from './tenants.js';
 
 /**
  * The outbox of domain events. Written in the same transaction as the projection that caused
- * the event; `seq` is the monotonic id the SSE stream resumes from. `idempotencyKey` makes a
- * retried activity write the event once.
+ * the event. `seq` is global and assigned at insert (outbox consumers read it, waiting out gaps);
+ * `streamSeq` is the event's position in its tenant's stream, assigned at commit under the
+ * tenant's commit-head lock (drizzle/0010), so it follows commit order: the SSE `id:` and what
+ * `Last-Event-ID` resumes from. `idempotencyKey` makes a retried activity write the event once.
  */
 export const events = pgTable(
   'events',
@@ -17,8 +19,14 @@ export const events = pgTable(
     payload: jsonb('payload').$type<Record<string, unknown>>().notNull(),
     idempotencyKey: text('idempotency_key').notNull().unique(),
     occurredAt: timestamp('occurred_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
+    /** Null only inside the inserting transaction. */
+    streamSeq: bigint('stream_seq', { mode: 'number' }),
   },
-  (t) => [index('events_tenant_seq_idx').on(t.tenantId, t.seq), index('events_incident_idx').on(t.incidentId)],
+  (t) => [
+    index('events_tenant_seq_idx').on(t.tenantId, t.seq),
+    index('events_incident_idx').on(t.incidentId),
+    uniqueIndex('events_tenant_stream_seq_idx').on(t.tenantId, t.streamSeq),
+  ],
 );
 
 export type EventRow = typeof events.$inferSelect;
