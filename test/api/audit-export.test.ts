@@ -1,9 +1,11 @@
 import { gunzipSync } from 'node:zlib';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { and, eq } from 'drizzle-orm';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createApp } from '../../src/api/app.js';
 import { createTokenVerifier } from '../../src/auth/tokens.js';
 import { auditExports, auditLog } from '../../src/db/schema/audit.js';
@@ -18,6 +20,7 @@ import { eventually } from '../helpers/webhooks.js';
 let svc: TestService;
 let s3: FakeS3;
 const HOUR = 3_600_000;
+const recordedExportHistory = path.join(import.meta.dirname, '..', 'workflows', 'histories', 'audit-export-v1.json');
 
 beforeAll(async () => {
   s3 = await startFakeS3({ buckets: ['audit-archive'] });
@@ -111,6 +114,16 @@ describe('POST /v1/audit/export and GET /v1/audit/export/{exportId}', () => {
     const outbox = await svc.database.db.select().from(events).where(and(eq(events.tenantId, tenant.tenantId), eq(events.type, 'system.export_completed')));
     expect(outbox).toHaveLength(1);
     expect(outbox[0]!.payload).toMatchObject({ exportId, rowCount: inExport.length, format: 'ndjson' });
+
+    // The export workflow is deterministic: its history replays with the current code, and so
+    // does the history recorded when the workflow was written (RECORD_HISTORIES=1 rewrites it).
+    const history = await svc.client.workflow.getHandle(exportId).fetchHistory();
+    const bundle = { workflowBundle: { codePath: inject('workflowBundlePath') } };
+    await Worker.runReplayHistory(bundle, history, exportId);
+    if (process.env.RECORD_HISTORIES) writeFileSync(recordedExportHistory, historyToJSON(history));
+    const recorded = JSON.parse(readFileSync(recordedExportHistory, 'utf8'));
+    expect(recorded.events.length).toBeGreaterThan(10);
+    await Worker.runReplayHistory(bundle, recorded, 'recorded-export');
   });
 
   it('exports RFC 4180 CSV: header, CRLF records, quoted fields with doubled quotes and embedded newlines', async () => {
