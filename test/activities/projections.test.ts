@@ -39,9 +39,9 @@ describe('projectStatusChange', () => {
     const retry: IncidentView = await env.run(activities.projectStatusChange, change('inc_proj_retry', 'triaging', 2));
     expect(first.status).toBe('triaging');
     expect(retry).toEqual(first);
-    const emitted = await database.db.select().from(events).where(and(eq(events.incidentId, 'inc_proj_retry'), eq(events.type, 'incident.status_changed')));
+    const emitted = await database.db.select().from(events).where(and(eq(events.incidentId, 'inc_proj_retry'), eq(events.type, 'incident.status_changed'))).orderBy(events.seq);
     expect(emitted).toHaveLength(1);
-    const audits = await database.db.select().from(auditLog).where(eq(auditLog.incidentId, 'inc_proj_retry'));
+    const audits = await database.db.select().from(auditLog).where(eq(auditLog.incidentId, 'inc_proj_retry')).orderBy(auditLog.seq);
     expect(audits).toHaveLength(1);
     expect(audits[0]).toMatchObject({ actorType: 'user', actorId: 'u1', requestId: 'req_1', workflowId: 'inc_proj_retry' });
   });
@@ -53,7 +53,7 @@ describe('projectStatusChange', () => {
     expect(late.status).toBe('investigating');
     const [row] = await database.db.select().from(incidents).where(eq(incidents.id, 'inc_proj_late'));
     expect(row).toMatchObject({ status: 'investigating', version: 3 });
-    const emitted = await database.db.select().from(events).where(eq(events.incidentId, 'inc_proj_late'));
+    const emitted = await database.db.select().from(events).where(eq(events.incidentId, 'inc_proj_late')).orderBy(events.seq);
     expect(emitted.map((e) => e.payload.to)).toEqual(['investigating']);
   });
 

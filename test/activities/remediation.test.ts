@@ -124,7 +124,7 @@ async function approve(tenantId: string, incidentId: string, p: { approvalId: st
 }
 
 const eventsOf = (incidentId: string, type: string) =>
-  service.database.db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, type)));
+  service.database.db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, type))).orderBy(events.seq);
 
 describe('proposeRemediation', () => {
   it('maps each recommended action to a builtin action, an enabled matching skill wins, a disabled one does not', async () => {
@@ -189,7 +189,7 @@ describe('proposeRemediation', () => {
     expect(requested[0]!.payload).toMatchObject({ incidentId, remediationId: p.remediationId, approvalId: p.approvalId, deadline: p.deadline });
     expect(await service.database.db.select().from(remediations).where(eq(remediations.incidentId, incidentId))).toHaveLength(1);
     expect(await service.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId))).toHaveLength(1);
-    const audits = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'remediation.proposed')));
+    const audits = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'remediation.proposed'))).orderBy(auditLog.seq);
     expect(audits).toHaveLength(1);
     // Concurrent attempts with a new key each make their own; with one key, one proposal.
     const [a, b] = await Promise.all([propose(tenantId, incidentId, 'k2'), propose(tenantId, incidentId, 'k2')]);
@@ -231,7 +231,7 @@ describe('decisions and expiry', () => {
     const [rem] = await service.database.db.select().from(remediations).where(eq(remediations.id, p.remediationId));
     expect(rem!.status).toBe('approved');
     expect(await eventsOf(incidentId, 'remediation.approved')).toHaveLength(1);
-    const audits = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.responded')));
+    const audits = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.responded'))).orderBy(auditLog.seq);
     expect(audits).toHaveLength(1);
     expect(audits[0]).toMatchObject({ actorType: 'user', actorId: 'alice' });
     expect(audits[0]!.details).toMatchObject({ decision: 'approve', notes: 'go ahead' });
@@ -248,7 +248,7 @@ describe('decisions and expiry', () => {
     const [rem] = await service.database.db.select().from(remediations).where(eq(remediations.id, p.remediationId));
     expect(rem!.status).toBe('rejected');
     expect(await eventsOf(incidentId, 'remediation.rejected')).toHaveLength(1);
-    const [audit] = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.responded')));
+    const [audit] = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.responded'))).orderBy(auditLog.seq);
     expect(audit!.actorType).toBe('system');
   });
 
@@ -271,7 +271,7 @@ describe('decisions and expiry', () => {
     expect(Object.fromEntries(rems.map((r) => [r.id, r.status]))).toEqual({ [p.remediationId]: 'cancelled', [q.remediationId]: 'cancelled' });
     const expired = await eventsOf(incidentId, 'approval.expired');
     expect(expired.map((e) => e.payload.reason).sort()).toEqual(['deadline', 'superseded']);
-    const audits = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.expired')));
+    const audits = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.expired'))).orderBy(auditLog.seq);
     expect(audits).toHaveLength(2);
     expect(audits.every((a) => a.actorType === 'system')).toBe(true);
     await expect(approve(tenantId, incidentId, p)).rejects.toThrow(/expired/);
@@ -369,7 +369,7 @@ describe('execution, verification, completion', () => {
     expect(evidence).toHaveLength(1);
     expect(evidence[0]).toMatchObject({ type: 'log', agentRole: 'remediation', dedupeKey: `remediation:${p.remediationId}` });
     expect(evidence[0]!.summary).toContain('integration_unavailable');
-    const audits = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'remediation.failed')));
+    const audits = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'remediation.failed'))).orderBy(auditLog.seq);
     expect(audits).toHaveLength(1);
   });
 

@@ -32,7 +32,7 @@ describe('API keys', () => {
     const [row] = await svc.database.db.select().from(apiKeys).where(eq(apiKeys.id, res.body.keyId));
     expect(row!.keyHash).toBe(hashApiKey(res.body.key));
     expect(JSON.stringify(row)).not.toContain(res.body.key);
-    const [audit] = await svc.database.db.select().from(auditLog).where(eq(auditLog.targetId, res.body.keyId));
+    const [audit] = await svc.database.db.select().from(auditLog).where(eq(auditLog.targetId, res.body.keyId)).orderBy(auditLog.seq);
     expect(audit!.action).toBe('api_key.created');
     expect(JSON.stringify(audit)).not.toContain(res.body.key);
     expect(JSON.stringify(audit)).not.toContain(res.body.signingSecret);

@@ -108,10 +108,10 @@ describe('POST /v1/audit/export and GET /v1/audit/export/{exportId}', () => {
     ]);
 
     // Completion: one audit entry by the system, one outbox event.
-    const completed = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'audit.export_completed')));
+    const completed = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'audit.export_completed'))).orderBy(auditLog.seq);
     expect(completed).toHaveLength(1);
     expect(completed[0]).toMatchObject({ actorType: 'system', targetId: exportId, workflowId: exportId });
-    const outbox = await svc.database.db.select().from(events).where(and(eq(events.tenantId, tenant.tenantId), eq(events.type, 'system.export_completed')));
+    const outbox = await svc.database.db.select().from(events).where(and(eq(events.tenantId, tenant.tenantId), eq(events.type, 'system.export_completed'))).orderBy(events.seq);
     expect(outbox).toHaveLength(1);
     expect(outbox[0]!.payload).toMatchObject({ exportId, rowCount: inExport.length, format: 'ndjson' });
 
@@ -339,7 +339,7 @@ describe('an S3 destination', () => {
     });
     const job = (await waitFinished(res.body.exportId, tenant.admin)).body;
     expect(job).toMatchObject({ status: 'failed', downloadUrl: null, rowCount: null, failure: expect.stringContaining('NoSuchBucket') });
-    const failed = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'audit.export_failed')));
+    const failed = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'audit.export_failed'))).orderBy(auditLog.seq);
     expect(failed).toHaveLength(1);
     expect(failed[0]).toMatchObject({ actorType: 'system', workflowId: job.exportId });
   });

@@ -255,7 +255,7 @@ describe('what is audited', () => {
     const created = await svc.api('POST', '/v1/incidents/chat', { token: t.member, body: { title: 'Queue backlog', description: 'Jobs pile up' } });
     expect(created.status).toBe(201);
     const fired = await eventually(async () => {
-      const [row] = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, t.tenantId), eq(auditLog.action, 'trigger.fired')));
+      const [row] = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, t.tenantId), eq(auditLog.action, 'trigger.fired'))).orderBy(auditLog.seq);
       return row;
     });
     expect(fired).toMatchObject({ actorType: 'system', actorId: 'trigger-dispatcher', targetId: trigger.body.triggerId, incidentId: created.body.incidentId });

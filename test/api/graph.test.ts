@@ -159,7 +159,7 @@ describe('service nodes', () => {
     const rows = await svc.database.db.select().from(services).where(eq(services.tenantId, tenant.tenantId));
     expect(rows.map((r) => r.name).sort()).toEqual(['payments', 'racy']);
     expect(rows.find((r) => r.name === 'payments')!.id).toBe(first.serviceId);
-    const audits = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'service.created')));
+    const audits = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'service.created'))).orderBy(auditLog.seq);
     expect(audits).toHaveLength(2);
 
     const other = await svc.newTenant();

@@ -44,10 +44,10 @@ describe('POST /v1/incidents/chat', () => {
     expect(row).toMatchObject({ tenantId: tenant.tenantId, status: 'open', severity: 'medium', source: 'manual', version: 1 });
     expect(row!.workflowStartedAt).not.toBeNull();
 
-    const created = await svc.database.db.select().from(events).where(and(eq(events.incidentId, id), eq(events.type, 'incident.created')));
+    const created = await svc.database.db.select().from(events).where(and(eq(events.incidentId, id), eq(events.type, 'incident.created'))).orderBy(events.seq);
     expect(created).toHaveLength(1);
     expect(created[0]!.payload).toMatchObject({ incidentId: id, title: 'Checkout errors' });
-    const audit = await svc.database.db.select().from(auditLog).where(eq(auditLog.targetId, id));
+    const audit = await svc.database.db.select().from(auditLog).where(eq(auditLog.targetId, id)).orderBy(auditLog.seq);
     expect(audit.map((a) => a.action)).toEqual(['incident.created']);
     expect(audit[0]).toMatchObject({ actorType: 'user', actorId: 'user-member', requestId: res.headers.get('x-request-id') });
 
@@ -243,9 +243,9 @@ describe('GET and PATCH /v1/incidents/{id}', () => {
     const resolved = await svc.database.db
       .select()
       .from(events)
-      .where(and(eq(events.incidentId, incidentId), eq(events.type, 'incident.resolved')));
+      .where(and(eq(events.incidentId, incidentId), eq(events.type, 'incident.resolved'))).orderBy(events.seq);
     expect(resolved).toHaveLength(1);
-    const audits = await svc.database.db.select().from(auditLog).where(eq(auditLog.incidentId, incidentId));
+    const audits = await svc.database.db.select().from(auditLog).where(eq(auditLog.incidentId, incidentId)).orderBy(auditLog.seq);
     expect(audits.filter((a) => a.action === 'incident.status_changed')).toHaveLength(order.length);
     expect(audits.find((a) => a.action === 'incident.status_changed')?.workflowId).toBe(incidentId);
   });
@@ -258,7 +258,7 @@ describe('GET and PATCH /v1/incidents/{id}', () => {
     const changes = await svc.database.db
       .select()
       .from(events)
-      .where(and(eq(events.incidentId, incidentId), eq(events.type, 'incident.status_changed')));
+      .where(and(eq(events.incidentId, incidentId), eq(events.type, 'incident.status_changed'))).orderBy(events.seq);
     expect(changes).toHaveLength(0);
   });
 

@@ -86,7 +86,7 @@ async function insertPattern(tenantId: string, over: { service?: string; categor
 
 const patternRow = async (id: string) => (await db().select().from(patterns).where(eq(patterns.id, id)))[0]!;
 const eventsOf = async (tenantId: string, type: string) =>
-  (await db().select().from(events).where(and(eq(events.tenantId, tenantId), eq(events.type, type)))).map((e) => e.payload);
+  (await db().select().from(events).where(and(eq(events.tenantId, tenantId), eq(events.type, type))).orderBy(events.seq)).map((e) => e.payload);
 const feedbackPost = (body: unknown, token = tenant.member) => svc.api('POST', '/v1/knowledge/feedback', { token, body });
 
 describe('GET /v1/knowledge', () => {
@@ -162,7 +162,7 @@ describe('learning when an incident is resolved', () => {
       fix: ['Restart pgbouncer', 'Raise max_connections'],
     });
     expect(await eventsOf(tenant.tenantId, 'knowledge.pattern_created')).toContainEqual(expect.objectContaining({ patternId: created!.id, source: 'resolution', incidentId: a }));
-    const [audit] = await db().select().from(auditLog).where(and(eq(auditLog.targetId, created!.id), eq(auditLog.action, 'knowledge.pattern_created')));
+    const [audit] = await db().select().from(auditLog).where(and(eq(auditLog.targetId, created!.id), eq(auditLog.action, 'knowledge.pattern_created'))).orderBy(auditLog.seq);
     expect(audit).toMatchObject({ actorType: 'system', workflowId: a, incidentId: a });
 
     // A similar incident resolves: the same pattern, one more occurrence.
@@ -268,7 +268,7 @@ describe('POST /v1/knowledge/feedback', () => {
     const reject = await feedbackPost({ incidentId: id, patternId: pattern.id, type: 'reject_rca' });
     expect(reject.body.updatedConfidence).toBe(patternConfidence(15, 3));
     expect((await patternRow(pattern.id)).status).toBe('emerging');
-    const [demoted] = await db().select().from(auditLog).where(and(eq(auditLog.targetId, pattern.id), eq(auditLog.action, 'knowledge.pattern_demoted')));
+    const [demoted] = await db().select().from(auditLog).where(and(eq(auditLog.targetId, pattern.id), eq(auditLog.action, 'knowledge.pattern_demoted'))).orderBy(auditLog.seq);
     expect(demoted).toMatchObject({ actorType: 'user', actorId: 'user-member' });
   });
 

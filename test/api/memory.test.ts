@@ -68,7 +68,7 @@ describe('assistant chat api', () => {
     const audit = await svc.database.db
       .select()
       .from(auditLog)
-      .where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'memory.chat_message'), eq(auditLog.targetId, res.body.sessionId)));
+      .where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'memory.chat_message'), eq(auditLog.targetId, res.body.sessionId))).orderBy(auditLog.seq);
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ actorType: 'user', actorId: 'user-member', targetType: 'chat_session' });
     expect(audit[0]!.details).toMatchObject({ messageId: res.body.messageId, userMessageId: messages[0]!.id, sourceCount: res.body.sources.length, newSession: true });
@@ -214,7 +214,7 @@ describe('assistant chat api', () => {
     const messages = await svc.database.db.select().from(chatMessages).where(eq(chatMessages.tenantId, limited.tenantId));
     expect(sessions).toHaveLength(2);
     expect(messages).toHaveLength(4);
-    const audits = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, limited.tenantId), eq(auditLog.action, 'memory.chat_message')));
+    const audits = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, limited.tenantId), eq(auditLog.action, 'memory.chat_message'))).orderBy(auditLog.seq);
     expect(audits).toHaveLength(2);
     // Continuing a session is refused too.
     const more = await chat(limited.member, { message: 'and how was it fixed?', sessionId: sessions[0]!.id });

@@ -19,7 +19,7 @@ async function addService(tenantId: string, name: string, team: string | null, c
 }
 
 async function createdEvent(incidentId: string) {
-  const [row] = await svc.database.db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, 'incident.created')));
+  const [row] = await svc.database.db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, 'incident.created'))).orderBy(events.seq);
   return row!.payload;
 }
 

@@ -123,7 +123,7 @@ describe('remediation behind approval', () => {
       return row.status === 'resolved' || row.status === 'investigating' ? row : undefined;
     })).status;
     expect(finalStatus).toBe(done.status === 'completed' ? 'resolved' : 'investigating');
-    const [audit] = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.responded')));
+    const [audit] = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.responded'))).orderBy(auditLog.seq);
     expect(audit).toMatchObject({ actorType: 'user', actorId: 'user-admin' });
     expect(JSON.stringify(audit!.details)).toContain('Go ahead, rollback is safe');
   });
@@ -219,7 +219,7 @@ describe('remediation behind approval', () => {
       const [row] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
       return row?.status === 'completed' || row?.status === 'failed';
     }, 30_000);
-    const [audit] = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.responded')));
+    const [audit] = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.responded'))).orderBy(auditLog.seq);
     expect(audit).toMatchObject({ actorType: 'system' });
   });
 

@@ -84,7 +84,7 @@ describe('POST /api/v1/tenants/{tenantId}/skills', () => {
     expect(cipher.decrypt(config.headers.Authorization!, { tenantId: tenant.tenantId, skillId: row!.id, header: 'Authorization' })).toBe(SECRET);
     expect(() => cipher.decrypt(config.headers.Authorization!, { tenantId: tenant.tenantId, skillId: 'skl_other', header: 'Authorization' })).toThrow();
 
-    const audit = await svc.database.db.select().from(auditLog).where(eq(auditLog.targetId, res.body.skillId));
+    const audit = await svc.database.db.select().from(auditLog).where(eq(auditLog.targetId, res.body.skillId)).orderBy(auditLog.seq);
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({
       action: 'skill.created',
@@ -406,7 +406,7 @@ describe('DELETE /api/v1/tenants/{tenantId}/skills/{skillId}', () => {
     const again = await call('DELETE', `${base(tenant.tenantId)}/${skillId}`, { token: tenant.admin });
     expect(again.status).toBe(404);
     expect(again.body.error).toBe('skill_not_found');
-    const [audit] = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.targetId, skillId), eq(auditLog.action, 'skill.deleted')));
+    const [audit] = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.targetId, skillId), eq(auditLog.action, 'skill.deleted'))).orderBy(auditLog.seq);
     expect(audit!.details).toEqual({ name });
     // The name is free again.
     await createSkill(httpSkill({ name }));

@@ -72,7 +72,7 @@ describe('PATCH /v1/tenants/{tenantId}', () => {
     const again = await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.member });
     expect(again.body).toEqual(cleared.body);
 
-    const audit = await svc.database.db.select().from(auditLog).where(eq(auditLog.action, 'tenant.updated'));
+    const audit = await svc.database.db.select().from(auditLog).where(eq(auditLog.action, 'tenant.updated')).orderBy(auditLog.seq);
     const mine = audit.filter((a) => a.tenantId === tenant.tenantId);
     expect(mine).toHaveLength(3);
     expect(JSON.stringify(mine)).not.toContain('ext-42');

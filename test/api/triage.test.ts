@@ -30,7 +30,7 @@ async function manualIncident(extra: Record<string, unknown> = {}) {
 }
 
 async function eventsOf(incidentId: string, type: string) {
-  return svc.database.db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, type)));
+  return svc.database.db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, type))).orderBy(events.seq);
 }
 
 describe('POST /v1/triage/{incidentId}', () => {
@@ -49,7 +49,7 @@ describe('POST /v1/triage/{incidentId}', () => {
     expect(row).toMatchObject({ severity: 'high', status: 'triaging' });
     expect((await eventsOf(id, 'incident.severity_changed'))[0]!.payload).toMatchObject({ from: 'medium', to: 'high', reason: 'triage' });
     expect((await eventsOf(id, 'triage.completed'))[0]!.payload).toMatchObject({ priority: 'high', model: 'builtin-analyzer-1' });
-    const audits = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, id), eq(auditLog.action, 'triage.completed')));
+    const audits = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, id), eq(auditLog.action, 'triage.completed'))).orderBy(auditLog.seq);
     expect(audits).toHaveLength(1);
     expect(audits[0]).toMatchObject({ actorType: 'user', actorId: 'user-member', workflowId: id });
     const state = await svc.client.workflow.getHandle(id).query(getStateQuery);
@@ -105,7 +105,7 @@ describe('POST /v1/triage/{incidentId}', () => {
       return rows[0]?.status === 'triaging' || rows[0]?.status === 'investigating' ? rows : undefined; // then investigated on its own
     });
     expect(row!.severity).toBe('critical');
-    const audits = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, id), eq(auditLog.action, 'triage.completed')));
+    const audits = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, id), eq(auditLog.action, 'triage.completed'))).orderBy(auditLog.seq);
     expect(audits[0]).toMatchObject({ actorType: 'system', actorId: 'auto-triage' });
   });
 });

@@ -64,7 +64,7 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     const description = await svc.client.workflow.getHandle(incident.id).describe();
     expect(description.typedSearchAttributes.getAll().find((p) => p.key.name === 'Source')?.value).toBe('automated');
     await eventually(async () => (await incidentRow(incident.id)).workflowStartedAt !== null);
-    const created = await svc.database.db.select().from(events).where(and(eq(events.incidentId, incident.id), eq(events.type, 'incident.created')));
+    const created = await svc.database.db.select().from(events).where(and(eq(events.incidentId, incident.id), eq(events.type, 'incident.created'))).orderBy(events.seq);
     expect(created[0]!.payload).toMatchObject({ source: 'automated', provider: 'generic' });
   });
 
@@ -288,7 +288,7 @@ describe('event quota', () => {
     expect(usage!.count).toBe(500);
     const stored = await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.tenantId, starter.tenantId));
     expect(stored).toHaveLength(4);
-    const warnings = await svc.database.db.select().from(events).where(and(eq(events.tenantId, starter.tenantId), eq(events.type, 'system.quota_warning')));
+    const warnings = await svc.database.db.select().from(events).where(and(eq(events.tenantId, starter.tenantId), eq(events.type, 'system.quota_warning'))).orderBy(events.seq);
     expect(warnings.map((w) => w.payload.percent).sort()).toEqual([100, 80]);
     // The same refused retry does not leave a delivery record behind: it works once quota allows.
     await svc.database.db.update(usageCounters).set({ count: 0 }).where(eq(usageCounters.tenantId, starter.tenantId));

@@ -697,7 +697,7 @@ describe('investigation scenarios (built-in analyzer)', () => {
         expect(row!.findings.map((f) => f.agentRole)).toEqual([...agentRoles, 'synthesis']);
         const [incident] = await db.select().from(incidents).where(eq(incidents.id, incidentId));
         expect(incident).toMatchObject({ rootCause: result.rootCause, recommendedActions: result.recommendedActions, assignedAgents: [...agentRoles] });
-        const completed = await db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, 'investigation.completed')));
+        const completed = await db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, 'investigation.completed'))).orderBy(events.seq);
         expect(completed).toHaveLength(1);
         expect(completed[0]!.payload).toMatchObject({ rootCause: result.rootCause, confidence: result.confidence, run: 1 });
         expect(completed[0]!.idempotencyKey).toBe(`${incidentId}:investigation:1:synthesis:0:completed`);
@@ -713,7 +713,7 @@ describe('investigation scenarios (built-in analyzer)', () => {
           expect(e.dedupeKey.startsWith(`${e.agentRole}:`)).toBe(true);
           expect(['critical', 'high', 'medium', 'low', 'info']).toContain(e.severity);
         }
-        const added = await db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, 'investigation.evidence_added')));
+        const added = await db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, 'investigation.evidence_added'))).orderBy(events.seq);
         const finders = reports.filter((r) => r.evidenceIds.length > 0).map((r) => r.agentRole).sort();
         expect(added.map((e) => e.payload.agentRole).sort()).toEqual(finders);
         expect(added.reduce((n, e) => n + (e.payload.added as number), 0)).toBe(evidence.length);
@@ -766,13 +766,13 @@ describe('investigation engine behaviour', () => {
     // A retried synthesis with the same context records nothing new and answers what was recorded.
     const retried = await inActivity(engine.synthesizeInvestigation, { ...request, reports });
     expect(retried).toEqual(resynthesised);
-    const completed = await db.select().from(events).where(and(eq(events.incidentId, incidentId!), eq(events.type, 'investigation.completed')));
+    const completed = await db.select().from(events).where(and(eq(events.incidentId, incidentId!), eq(events.type, 'investigation.completed'))).orderBy(events.seq);
     expect(completed.map((e) => e.idempotencyKey).sort()).toEqual([
       `${incidentId}:investigation:1:synthesis:0:completed`,
       `${incidentId}:investigation:1:synthesis:1:completed`,
     ]);
     expect(completed.map((e) => e.payload.contextSeq).sort()).toEqual([0, 1]);
-    const audits = await db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId!), eq(auditLog.action, 'investigation.completed')));
+    const audits = await db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId!), eq(auditLog.action, 'investigation.completed'))).orderBy(auditLog.seq);
     expect(audits).toHaveLength(2);
     expect(audits[0]).toMatchObject({ actorType: 'system', workflowId: incidentId });
   });
@@ -791,7 +791,7 @@ describe('investigation engine behaviour', () => {
     expect(result.rootCause.length).toBeGreaterThan(0);
     const [row] = await db.select().from(investigations).where(eq(investigations.incidentId, incidentId!));
     expect(row).toMatchObject({ status: 'running', rootCause: null, run: 2 });
-    expect(await db.select().from(events).where(and(eq(events.incidentId, incidentId!), eq(events.type, 'investigation.completed')))).toHaveLength(0);
+    expect(await db.select().from(events).where(and(eq(events.incidentId, incidentId!), eq(events.type, 'investigation.completed'))).orderBy(events.seq)).toHaveLength(0);
     const [incident] = await db.select().from(incidents).where(eq(incidents.id, incidentId!));
     expect(incident!.rootCause).toBeNull();
 
@@ -807,7 +807,7 @@ describe('investigation engine behaviour', () => {
     await engine.recordInvestigationFailure({ ...current, reason: 'synthesis timed out' });
     const [failed] = await db.select().from(investigations).where(eq(investigations.incidentId, incidentId!));
     expect(failed).toMatchObject({ status: 'failed', failure: 'synthesis timed out', run: 2 });
-    const failures = await db.select().from(events).where(and(eq(events.incidentId, incidentId!), eq(events.type, 'investigation.failed')));
+    const failures = await db.select().from(events).where(and(eq(events.incidentId, incidentId!), eq(events.type, 'investigation.failed'))).orderBy(events.seq);
     expect(failures).toHaveLength(1);
     expect(failures[0]!.payload).toMatchObject({ run: 2, reason: 'synthesis timed out' });
   });

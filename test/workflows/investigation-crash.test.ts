@@ -67,7 +67,7 @@ describe('a worker killed in the middle of an investigation', () => {
       expect(after.length).toBeGreaterThanOrEqual(before.length);
       expect(new Set(after.map((e) => `${e.agentRole}:${e.dedupeKey}`)).size).toBe(after.length);
       for (const item of before) expect(after.find((e) => e.id === item.id)).toBeDefined();
-      const kinds = (await svc.database.db.select().from(events).where(eq(events.incidentId, id))).map((e) => e.type);
+      const kinds = (await svc.database.db.select().from(events).where(eq(events.incidentId, id)).orderBy(events.seq)).map((e) => e.type);
       expect(kinds.filter((k) => k === 'investigation.started')).toHaveLength(1);
       expect(kinds.filter((k) => k === 'investigation.completed')).toHaveLength(1);
     } finally {
