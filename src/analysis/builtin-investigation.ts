@@ -1131,20 +1131,30 @@ function applyKnownPatterns(v: View, found: PatternObservation[], existing: Hypo
 // ---------------------------------------------------------------------------------------------
 // Human context
 
-const CONTEXT_CUES: Array<{ kinds: HypothesisKind[]; pattern: RegExp }> = [
-  { kinds: ['dns_failure'], pattern: /\b(dns|resolvers?|nameservers?|name servers?|route ?53|nxdomain|domain records?|cname|a records?)\b/i },
-  { kinds: ['bad_deploy', 'upstream_deploy'], pattern: /\b(deploy(ed|ment|s)?|releases?d?|roll(ed)? ?out|shipped|rollback|rolled back)\b/i },
-  { kinds: ['config_change'], pattern: /\b(config(uration)?|settings?|feature flags?|flags?)\b/i },
-  { kinds: ['expired_certificate'], pattern: /\b(cert(ificate)?s?|tls|ssl)\b/i },
-  { kinds: ['cache_failure'], pattern: /\b(redis|memcached?|cache)\b/i },
-  { kinds: ['traffic_spike'], pattern: /\b(traffic|campaign|marketing|launch|load test|surge|ddos|bots?|black friday|viral)\b/i },
-  { kinds: ['third_party_outage'], pattern: new RegExp(`\\b(third[- ]party|vendor|status ?page|${VENDORS.map((x) => x.name.toLowerCase().replace(/ /g, '\\s')).join('|')})\\b`, 'i') },
-  { kinds: ['disk_full'], pattern: /\b(disk|volume|storage|no space)\b/i },
-  { kinds: ['memory_leak'], pattern: /\b(memory|oom|leak|heap)\b/i },
-  { kinds: ['connection_pool'], pattern: /\b(pool|max_connections|pgbouncer|connection limit)\b/i },
-  { kinds: ['upstream_failure'], pattern: /\b(outage|failover|primary|replica|database (is )?down)\b/i },
-  { kinds: ['flapping_alert'], pattern: /\b(flapp\w*|noisy|false (positive|alarm)|known issue|harmless|just noise)\b/i },
+/**
+ * Words that name a cause, by hypothesis kind, most specific first. Read in human context (does a
+ * sentence speak of a hypothesis?) and in a written root cause (which kind a correction
+ * describes: `categorizeText` in src/domain/patterns.ts, which also counts hits, so order breaks
+ * ties there).
+ */
+export const CAUSE_CUES: ReadonlyArray<{ kind: HypothesisKind; pattern: RegExp }> = [
+  { kind: 'expired_certificate', pattern: /\b(cert(ificate)?s?|x509|tls|ssl)\b/i },
+  { kind: 'dns_failure', pattern: /\b(dns|resolvers?|name ?servers?|nxdomain|servfail|route ?53|domain records?|cname|a records?)\b/i },
+  { kind: 'disk_full', pattern: /\b(disk|volume|storage|no space|enospc|inodes?|filesystem)\b/i },
+  { kind: 'memory_leak', pattern: /\b(memory|oom\w*|leak\w*|heap)\b/i },
+  { kind: 'connection_pool', pattern: /\b(connection pool|pool|max_connections|pgbouncer|connection limit|too many connections)\b/i },
+  { kind: 'cache_failure', pattern: /\b(redis|memcached?|cache)\b/i },
+  { kind: 'third_party_outage', pattern: new RegExp(`\\b(third[- ]party|vendor|status ?page|${VENDORS.map((x) => x.name.toLowerCase().replace(/ /g, '\\s')).join('|')})\\b`, 'i') },
+  { kind: 'config_change', pattern: /\b(config(uration)?|settings?|feature flags?|flags?|env(ironment)? var\w*)\b/i },
+  { kind: 'upstream_deploy', pattern: /\b(upstream|dependency|dependencies)\b.{0,40}\b(deploy\w*|release\w*|rollout)\b/i },
+  { kind: 'bad_deploy', pattern: /\b(deploy(ed|ment|s)?|releases?d?|roll(ed)? ?out|shipped|rollback|rolled back|regression)\b/i },
+  { kind: 'traffic_spike', pattern: /\b(traffic|surge|spike|campaign|marketing|launch|load test|ddos|bots?|black friday|viral)\b/i },
+  { kind: 'upstream_failure', pattern: /\b(outage|failover|primary|replica|database (was |is )?down|unreachable)\b/i },
+  { kind: 'flapping_alert', pattern: /\b(flapp\w*|noisy|false (positive|alarm)|known issue|harmless|just noise)\b/i },
 ];
+/** A sentence about deploying speaks of a dependency's deploy too. */
+const cueSpeaksOf = (cue: (typeof CAUSE_CUES)[number], kind: HypothesisKind) =>
+  cue.kind === kind || (cue.kind === 'bad_deploy' && kind === 'upstream_deploy');
 const NEGATION = /\b(not|no|never|didn'?t|wasn'?t|isn'?t|aren'?t|ruled out|unrelated|nothing to do|excluded|no-op|noop|fine)\b/i;
 
 /** A note's sentences (and clauses joined by "but", "and", "so", "while"). */
@@ -1169,7 +1179,7 @@ export function contextEffect(h: Pick<Hypothesis, 'kind' | 'subject'>, notes: Co
   const used: string[] = [];
   for (const note of notes) {
     for (const s of sentences(note.content)) {
-      const kindHit = CONTEXT_CUES.some((cue) => cue.kinds.includes(h.kind) && cue.pattern.test(s));
+      const kindHit = CAUSE_CUES.some((cue) => cueSpeaksOf(cue, h.kind) && cue.pattern.test(s));
       const subjectHit = h.subject.length >= 3 && lower(s).includes(lower(h.subject));
       if (!kindHit && !subjectHit) continue;
       const negated = NEGATION.test(s);
@@ -1185,7 +1195,7 @@ export function contextEffect(h: Pick<Hypothesis, 'kind' | 'subject'>, notes: Co
 function contextOnlyHypotheses(v: View, notes: ContextNote[], existing: Set<HypothesisKind>): Hypothesis[] {
   const out: Hypothesis[] = [];
   const said = (kind: HypothesisKind) =>
-    notes.some((n) => sentences(n.content).some((s) => CONTEXT_CUES.some((cue) => cue.kinds.includes(kind) && cue.pattern.test(s)) && !NEGATION.test(s)));
+    notes.some((n) => sentences(n.content).some((s) => CAUSE_CUES.some((cue) => cueSpeaksOf(cue, kind) && cue.pattern.test(s)) && !NEGATION.test(s)));
   if (!existing.has('dns_failure') && said('dns_failure')) out.push(...dnsFailure(v, true));
   return out;
 }

@@ -5,6 +5,7 @@
  * rejections; maturity follows from occurrences and confidence (DESIGN §5).
  */
 import { createHash } from 'node:crypto';
+import { CAUSE_CUES, hypothesisKinds, type HypothesisKind } from '../analysis/builtin-investigation.js';
 import type { PatternStatus } from '../db/schema/knowledge.js';
 
 /** A pattern is `stable` from this many occurrences… */
@@ -27,23 +28,11 @@ export function patternStatus(occurrences: number, confidence: number): PatternS
  * signal-based hypothesis speak of the same cause), plus `other` for a human correction that
  * names none of them.
  */
-export const patternCategories = [
-  'bad_deploy',
-  'upstream_deploy',
-  'config_change',
-  'memory_leak',
-  'connection_pool',
-  'disk_full',
-  'expired_certificate',
-  'dns_failure',
-  'third_party_outage',
-  'cache_failure',
-  'upstream_failure',
-  'traffic_spike',
-  'flapping_alert',
+export type PatternCategory = Exclude<HypothesisKind, 'known_pattern' | 'undetermined'> | 'other';
+export const patternCategories: readonly PatternCategory[] = [
+  ...hypothesisKinds.filter((k): k is Exclude<HypothesisKind, 'known_pattern' | 'undetermined'> => k !== 'known_pattern' && k !== 'undetermined'),
   'other',
-] as const;
-export type PatternCategory = (typeof patternCategories)[number];
+];
 
 export const isPatternCategory = (value: string): value is PatternCategory => (patternCategories as readonly string[]).includes(value);
 
@@ -64,28 +53,14 @@ const CATEGORY_NAMES: Record<PatternCategory, string> = {
   other: 'Recurring failure',
 };
 
-/**
- * Words of a corrected root cause, by category, most specific first. A correction's category is
- * the one with the most cue hits in non-negated sentences; ties go to the earlier (more specific).
- */
-const TEXT_CUES: Array<{ category: PatternCategory; pattern: RegExp }> = [
-  { category: 'expired_certificate', pattern: /\b(cert(ificate)?s?|x509|tls|ssl)\b/gi },
-  { category: 'dns_failure', pattern: /\b(dns|resolvers?|nameservers?|nxdomain|servfail|route ?53|cname)\b/gi },
-  { category: 'disk_full', pattern: /\b(disk|volume|no space|enospc|inodes?|filesystem)\b/gi },
-  { category: 'memory_leak', pattern: /\b(memory|oom\w*|leak\w*|heap)\b/gi },
-  { category: 'connection_pool', pattern: /\b(connection pool|pool|max_connections|pgbouncer|connection limit|too many connections)\b/gi },
-  { category: 'cache_failure', pattern: /\b(redis|memcached?|cache)\b/gi },
-  { category: 'third_party_outage', pattern: /\b(third[- ]party|vendor|status ?page|stripe|paypal|twilio|sendgrid|auth0|okta|cloudflare)\b/gi },
-  { category: 'config_change', pattern: /\b(config(uration)?|settings?|feature flags?|env(ironment)? var\w*)\b/gi },
-  { category: 'upstream_deploy', pattern: /\b(upstream|dependency|dependencies)\b.{0,40}\b(deploy\w*|release\w*|rollout)\b/gi },
-  { category: 'bad_deploy', pattern: /\b(deploy(ed|ment|s)?|releases?d?|roll(ed)? ?out|rollback|rolled back|regression)\b/gi },
-  { category: 'traffic_spike', pattern: /\b(traffic|surge|spike|ddos|bots?|load test|campaign)\b/gi },
-  { category: 'upstream_failure', pattern: /\b(outage|failover|primary|replica|database (was |is )?down|unreachable)\b/gi },
-  { category: 'flapping_alert', pattern: /\b(flapp\w*|noisy|false (positive|alarm)|just noise)\b/gi },
-];
+/** The analyzer's cause words, counting every hit (a correction's category has the most). */
+const TEXT_CUES = CAUSE_CUES.map((cue) => ({ category: cue.kind as PatternCategory, pattern: new RegExp(cue.pattern.source, 'gi') }));
 const NEGATED = /\b(not|no|never|didn'?t|wasn'?t|isn'?t|ruled out|unrelated|nothing to do)\b/i;
 
-/** The category a written root cause (a human correction) describes; `other` when none. */
+/**
+ * The category a written root cause (a human correction) describes: the one with the most cue
+ * hits in its non-negated sentences, ties going to the more specific; `other` when none.
+ */
 export function categorizeText(text: string): PatternCategory {
   const sentences = text.split(/(?<=[.!?;])\s+|\n+/).filter((s) => s.trim() !== '' && !NEGATED.test(s));
   let best: PatternCategory = 'other';
