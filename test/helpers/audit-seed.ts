@@ -65,7 +65,7 @@ export async function expectedRows(
     select * from audit_log
     where tenant_id = ${selection.tenantId} and occurred_at between ${selection.from.toISOString()}::timestamptz and ${selection.to.toISOString()}::timestamptz
       ${f.actorType ? sql`and actor_type = ${f.actorType}` : sql``}
-      ${f.action ? sql`and action = ${f.action}` : sql``}
+      ${f.action?.endsWith('.*') ? sql`and starts_with(action, ${f.action.slice(0, -1)})` : f.action ? sql`and action = ${f.action}` : sql``}
       ${f.incidentId ? sql`and incident_id = ${f.incidentId}` : sql``}
     order by seq`;
   return rows.map((r) => ({

@@ -3,8 +3,10 @@
  * keyset batches on (tenant_id, seq) with PostgreSQL rendering each row as a finished line.
  */
 import { and, eq } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import type postgres from 'postgres';
 import type { Db } from '../client.js';
+import { auditConditions } from './audit.js';
 import { auditExports, type AuditExportRow, type ExportFilters, type ExportFormat } from '../schema/audit.js';
 
 /** The exported columns, in file order (the CSV header; the NDJSON keys). */
@@ -70,24 +72,16 @@ const csvLine = [
   `hash || chr(13) || chr(10)`,
 ].join(` || ',' || `);
 
-/** The WHERE clause of a selection with its parameters from $1. */
+const dialect = new PgDialect();
+
+/**
+ * The WHERE clause of a selection with its parameters from $1: the audit listing's conditions
+ * (`auditConditions`, so the filters mean the same in both), rendered for postgres.js.
+ */
 function selectionWhere(selection: AuditSelection): { where: string; params: Array<string | number> } {
-  const params: Array<string | number> = [selection.tenantId, selection.from.toISOString(), selection.to.toISOString()];
-  let where = 'tenant_id = $1 and occurred_at >= $2::timestamptz and occurred_at <= $3::timestamptz and seq is not null';
-  const { actorType, action, incidentId } = selection.filters;
-  if (actorType !== undefined) {
-    params.push(actorType);
-    where += ` and actor_type = $${params.length}`;
-  }
-  if (action !== undefined) {
-    params.push(action);
-    where += ` and action = $${params.length}`;
-  }
-  if (incidentId !== undefined) {
-    params.push(incidentId);
-    where += ` and incident_id = $${params.length}`;
-  }
-  return { where, params };
+  const conditions = auditConditions(selection.tenantId, { ...selection.filters, from: selection.from, to: selection.to });
+  const { sql: where, params } = dialect.sqlToQuery(and(...conditions)!);
+  return { where: `${where} and seq is not null`, params: params as Array<string | number> };
 }
 
 export interface SelectionBounds {
