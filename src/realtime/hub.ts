@@ -43,13 +43,6 @@ interface TenantChannel {
   again: boolean;
 }
 
-const rememberedSeqs = 4096;
-
-/** Adds to an insertion-ordered set, forgetting the oldest entries past `cap`. */
-export function remember(set: Set<number>, seq: number, cap = rememberedSeqs): void {
-  set.add(seq);
-  while (set.size > cap) set.delete(set.values().next().value!);
-}
 
 const readPage = 1000;
 

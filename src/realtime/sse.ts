@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { remember, type HubSubscriber, type RealtimeHub, type StreamEvent } from './hub.js';
+import { type HubSubscriber, type RealtimeHub, type StreamEvent } from './hub.js';
 
 export interface StreamSettings {
   /** Milliseconds between `: ping` comments. */
@@ -79,13 +79,13 @@ export async function openEventStream(args: {
 }): Promise<ReadableStream<Uint8Array>> {
   const { hub, tenantId, types, settings, logger } = args;
   let controller!: ReadableStreamDefaultController<Uint8Array>;
-  /** Where the stream starts: events at or below it are the client's past. */
-  let floor = args.lastEventId ?? 0;
-  let sentSeq = floor;
+  /**
+   * The last position sent (or the client's past when none yet). Positions arrive in order
+   * (numbered in commit order, read in order), so anything at or below it is a duplicate.
+   */
+  let sentSeq = args.lastEventId ?? 0;
   let replaying = true;
   let pending: StreamEvent[] = [];
-  /** The most recent seqs sent (bounded), so a seq is never sent twice. */
-  const seen = new Set<number>();
   let ended = false;
   /** Set once the stream is running; `end` clears them. */
   const running: { heartbeat?: NodeJS.Timeout; subscription?: { unsubscribe(): void } } = {};
@@ -117,10 +117,8 @@ export async function openEventStream(args: {
   };
 
   const send = (event: StreamEvent) => {
-    if (event.seq <= floor || seen.has(event.seq)) return;
-    remember(seen, event.seq);
-    // A late commit below what was sent keeps the current position as its id.
-    sentSeq = Math.max(sentSeq, event.seq);
+    if (event.seq <= sentSeq) return;
+    sentSeq = event.seq;
     if (types && !types.has(event.type)) return;
     write(encodedEvent(event, sentSeq));
   };
@@ -165,8 +163,7 @@ export async function openEventStream(args: {
   write(`retry: 2000\n: connected\n\n`);
 
   if (args.lastEventId === undefined) {
-    floor = sub.startSeq;
-    sentSeq = floor;
+    sentSeq = sub.startSeq;
   } else {
     try {
       for (;;) {
