@@ -48,6 +48,8 @@ const SUMMARY_MAX = 500;
 const MAX_OWN_ALERTS = 500;
 const MAX_CORRELATED = 300;
 const MAX_ITEMS_PER_AGENT = 25;
+/** How long the agents of a run share their reads of the scene (see `sharedRead`). */
+const SHARED_READ_TTL_MS = 30_000;
 
 const clip = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
@@ -330,6 +332,44 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     return { req, incident, service: node?.name ?? service, ownAlerts, firstAlertAt, node, dependencies };
   }
 
+  /**
+   * The agents of one run start together and read the same scene and correlated alerts: in this
+   * worker they share one read of each (kept SHARED_READ_TTL_MS, dropped when it fails, so a
+   * retry reads afresh). Synthesis reads afresh, after the agents. Nothing here is mutated.
+   */
+  type SharedRead = { at: number; scene: Promise<Scene>; correlated?: Promise<IngestedRow[]> };
+  const sharedReads = new Map<string, SharedRead>();
+  function sharedRead(req: InvestigationRequest): SharedRead {
+    const now = Date.now();
+    for (const [key, entry] of sharedReads) {
+      if (now - entry.at <= SHARED_READ_TTL_MS) break; // insertion order is age order
+      sharedReads.delete(key);
+    }
+    const key = `${req.tenantId}\u0000${req.incidentId}\u0000${req.run}`;
+    let entry = sharedReads.get(key);
+    if (!entry) {
+      const fresh: SharedRead = { at: now, scene: loadScene(req) };
+      fresh.scene.catch(() => {
+        if (sharedReads.get(key) === fresh) sharedReads.delete(key);
+      });
+      sharedReads.set(key, fresh);
+      entry = fresh;
+    }
+    return entry;
+  }
+  const agentScene = (req: InvestigationRequest): Promise<Scene> => sharedRead(req).scene;
+  function agentCorrelated(scene: Scene): Promise<IngestedRow[]> {
+    const entry = sharedRead(scene.req);
+    if (!entry.correlated) {
+      const read = correlatedAlerts(scene);
+      read.catch(() => {
+        if (entry.correlated === read) delete entry.correlated;
+      });
+      entry.correlated = read;
+    }
+    return entry.correlated;
+  }
+
   /** Services `serviceId` depends on, directly or transitively (edges source → target), with the shortest hops. */
   async function dependenciesOf(tenantId: string, serviceId: string): Promise<Dependency[]> {
     const rows = await db.execute<{ id: string; name: string; type: string; hops: number }>(sql`
@@ -568,7 +608,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
 
   /** Deployments of the service and of its dependencies in the 6 h before the first alert. */
   async function deploymentAgent(req: InvestigationRequest): Promise<AgentReport> {
-    const scene = await loadScene(req);
+    const scene = await agentScene(req);
     heartbeat({ step: 'scene' });
     const rows = await recentChanges(scene, 'deployment');
     heartbeat({ step: 'deployments', count: rows.length });
@@ -609,7 +649,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
 
   /** Pushes (commits) to the service's and its dependencies' repositories before the first alert. */
   async function codeChangeAgent(req: InvestigationRequest): Promise<AgentReport> {
-    const scene = await loadScene(req);
+    const scene = await agentScene(req);
     heartbeat({ step: 'scene' });
     const rows = await recentChanges(scene, 'code_change');
     heartbeat({ step: 'pushes', count: rows.length });
@@ -646,9 +686,9 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
 
   /** The incident's own alerts and the correlated ones of its service and of dependencies up to 2 hops away. */
   async function alertsNearby(req: InvestigationRequest) {
-    const scene = await loadScene(req);
+    const scene = await agentScene(req);
     heartbeat({ step: 'scene' });
-    const correlated = await correlatedAlerts(scene);
+    const correlated = await agentCorrelated(scene);
     heartbeat({ step: 'alerts', count: correlated.length });
     const near = new Set([lower(scene.service), ...scene.dependencies.filter((d) => d.hops <= 2).map((d) => lower(d.name))]);
     return { scene, candidates: [...scene.ownAlerts, ...correlated.filter((a) => near.has(lower(a.service)))] };
@@ -708,9 +748,9 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
 
   /** The incident's alerts (with their firing/resolved history) and the alerts correlated in time across services. */
   async function alertsAgent(req: InvestigationRequest): Promise<AgentReport> {
-    const scene = await loadScene(req);
+    const scene = await agentScene(req);
     heartbeat({ step: 'scene' });
-    const correlated = await correlatedAlerts(scene);
+    const correlated = await agentCorrelated(scene);
     heartbeat({ step: 'alerts', count: correlated.length });
     const depHops = new Map(scene.dependencies.map((d) => [lower(d.name), d.hops]));
     const drafts: EvidenceDraft[] = [];
@@ -753,12 +793,12 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
 
   /** Upstream dependencies that are failing themselves (and shared by other alerting services), and the downstream blast radius. */
   async function topologyAgent(req: InvestigationRequest): Promise<AgentReport> {
-    const scene = await loadScene(req);
+    const scene = await agentScene(req);
     heartbeat({ step: 'scene' });
     if (!scene.node) {
       return report('topology', `${serviceName(scene)} is not in the topology graph: no dependency or blast radius to examine.`, [], false);
     }
-    const correlated = await correlatedAlerts(scene);
+    const correlated = await agentCorrelated(scene);
     const topology = await topologyOf(scene, correlated);
     heartbeat({ step: 'topology' });
     const failing = topology.dependencies.filter((d) => d.alerting || d.alertingDependents.length >= 2);
@@ -795,7 +835,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
 
   /** Learned failure patterns matching the incident: a stable one is strong evidence, an emerging one weak. */
   async function knowledgeAgent(req: InvestigationRequest): Promise<AgentReport> {
-    const scene = await loadScene(req);
+    const scene = await agentScene(req);
     heartbeat({ step: 'scene' });
     const found = await matchingPatterns(req);
     heartbeat({ step: 'patterns', count: found.length });
@@ -818,9 +858,9 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
 
   /** Runbooks for the service, its failing dependencies, and the incident's keywords, with their steps. */
   async function runbookAgent(req: InvestigationRequest): Promise<AgentReport> {
-    const scene = await loadScene(req);
+    const scene = await agentScene(req);
     heartbeat({ step: 'scene' });
-    const correlated = await correlatedAlerts(scene);
+    const correlated = await agentCorrelated(scene);
     const failingDeps = scene.dependencies.filter((d) => correlated.some((a) => a.status !== 'resolved' && lower(a.service) === lower(d.name))).map((d) => d.name);
     const relatedTexts = correlated.filter((a) => failingDeps.some((d) => lower(d) === lower(a.service))).map(searchText);
     const found = await matchingRunbooks(scene, failingDeps, relatedTexts);
