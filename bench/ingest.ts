@@ -1,6 +1,9 @@
 /**
- * `npm run bench:ingest`: sustained webhook ingestion over real HTTP against the service as
- * `npm start` runs it (child process: embedded PostgreSQL, Temporal dev server, worker, api).
+ * `npm run bench:ingest`: sustained webhook ingestion over real HTTP. The api process is the
+ * production one (`node dist/api/server.js`, compiled by `npm run build` first, api only) beside
+ * the service as `npm start` runs it (its PostgreSQL, Temporal dev server and worker, which
+ * starts, triages and investigates every incident opened); BENCH_API=start posts to `npm start`'s
+ * own process (api and worker together) instead.
  * 32 concurrent senders for 30 s post generic alerts drawn from 1,000 distinct alerts, so both
  * paths run: opening an incident and attaching a repeat to an open one. Then, against the same
  * database, the raw PostgreSQL single-row insert rate through a pool configured like the
@@ -11,7 +14,7 @@
 import { Agent, request } from 'node:http';
 import { cpus } from 'node:os';
 import postgres from 'postgres';
-import { measure, runBenchmark, startStack } from './stack.js';
+import { measure, runBenchmark, startApi, startStack } from './stack.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 30);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -35,17 +38,19 @@ async function main() {
   const admin = postgres(stack.databaseUrl, { max: 1 });
   await admin`update tenants set plan = 'plan_enterprise' where id = ${stack.tenantId}`; // unlimited events
   await admin.end();
-  const created = await fetch(`${stack.baseUrl}/v1/api-keys`, {
+  const api = process.env.BENCH_API === 'start' ? { baseUrl: stack.baseUrl, stop: () => undefined } : await startApi(stack);
+  const created = await fetch(`${api.baseUrl}/v1/api-keys`, {
     method: 'POST',
     headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ name: 'bench' }),
   });
   const { key } = (await created.json()) as { key: string };
-  const url = new URL(`${stack.baseUrl}/v1/webhooks/${stack.tenantId}/generic`);
+  const url = new URL(`${api.baseUrl}/v1/webhooks/${stack.tenantId}/generic`);
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const statuses = new Map<number, number>();
 
-  console.log(`machine: ${process.platform} ${process.arch}, node ${process.version}, ${cpus().length} cpus; service in a child process`);
+  console.log(`machine: ${process.platform} ${process.arch}, node ${process.version}, ${cpus().length} cpus; service in child processes`);
+  console.log(process.env.BENCH_API === 'start' ? 'api: the npm start process (api and worker)' : 'api: node dist/api/server.js (api only), worker in the npm start process');
   // Warm-up (JIT, connection pools), not counted.
   await measure('warm-up', { durationMs: 3000, parallel: concurrency }, (i) =>
     post(url, headers, JSON.stringify({ name: `Warmup${i % 50}`, severity: 'high', service: 'bench', summary: 'warm-up', startsAt: new Date(Date.now() + i).toISOString() })),
@@ -88,6 +93,7 @@ async function main() {
       `${(100 * (ingest.perSecond / raw.perSecond)).toFixed(0)} % of the raw insert rate ${raw.perSecond.toFixed(0)}/s (target ≥ 40 %)`,
   );
   agent.destroy();
+  api.stop();
   await stack.stop();
 }
 

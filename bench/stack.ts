@@ -2,7 +2,7 @@
  * Runs the real service (`src/start.ts`, what `npm start` runs) as a child process on free ports
  * with its own data folder, and hands back what a load generator needs.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -122,4 +122,23 @@ export function runBenchmark(main: () => Promise<void>): void {
       process.exit(1);
     },
   );
+}
+
+/** A compiled api process against the stack's database and Temporal; resolves once it answers. */
+export async function startApi(stack: Stack): Promise<{ pid: number; baseUrl: string; stop(): void }> {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: projectRoot, stdio: 'inherit' });
+  const port = await freePort();
+  const child = spawn(process.execPath, [path.join(projectRoot, 'dist/api/server.js')], {
+    env: { ...process.env, DATA_DIR: stack.dataDir, DATABASE_URL: stack.databaseUrl, TEMPORAL_ADDRESS: stack.temporalAddress, PORT: String(port), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (child.exitCode !== null) throw new Error(`the api exited with ${child.exitCode}`);
+    const ok = await fetch(`${baseUrl}/health`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (i > 300) throw new Error('the api did not answer within 30 s');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { pid: child.pid!, baseUrl, stop: () => child.kill('SIGTERM') };
 }

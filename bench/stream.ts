@@ -9,15 +9,11 @@
  * Prints figures only.
  * Targets (issue 7): p99 ≤ 100 ms, memory ≤ 300 MiB.
  */
-import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import postgres from 'postgres';
-import path from 'node:path';
-import { projectRoot } from '../src/config.js';
-import { freePort } from '../test/helpers/ports.js';
-import { percentile, runBenchmark, startStack, type Stack } from './stack.js';
+import { percentile, runBenchmark, startApi, startStack } from './stack.js';
 
 const clients = Number(process.env.BENCH_CLIENTS ?? 1000);
 const eventCount = Number(process.env.BENCH_EVENTS ?? 200);
@@ -49,25 +45,6 @@ function connect(url: string, token: string, onEvent: (sentAt: number) => void):
     });
     req.on('error', reject);
   });
-}
-
-/** A compiled api process against the stack's database and Temporal; resolves once it answers. */
-async function startApi(stack: Stack): Promise<{ pid: number; baseUrl: string; stop(): void }> {
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: projectRoot, stdio: 'inherit' });
-  const port = await freePort();
-  const child = spawn(process.execPath, [path.join(projectRoot, 'dist/api/server.js')], {
-    env: { ...process.env, DATA_DIR: stack.dataDir, DATABASE_URL: stack.databaseUrl, TEMPORAL_ADDRESS: stack.temporalAddress, PORT: String(port), LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const baseUrl = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`the api exited with ${child.exitCode}`);
-    const ok = await fetch(`${baseUrl}/health`).then((r) => r.ok, () => false);
-    if (ok) break;
-    if (i > 300) throw new Error('the api did not answer within 30 s');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { pid: child.pid!, baseUrl, stop: () => child.kill('SIGTERM') };
 }
 
 async function main() {
