@@ -812,6 +812,28 @@ describe('investigation engine behaviour', () => {
     expect(failures[0]!.payload).toMatchObject({ run: 2, reason: 'synthesis timed out' });
   });
 
+  it('the agents of a run share one read of the scene; a later run reads afresh', async () => {
+    const w = await World.create();
+    const [incidentId] = await w.send(
+      'alertmanager',
+      alertmanager([{ labels: { alertname: 'HighErrorRate', service: 'search-api', severity: 'high' }, annotations: { description: 'search-api 5xx above 5%' }, startsAt: -5 }]),
+    );
+    const run1: InvestigationRequest = { incidentId: incidentId!, tenantId: w.tenantId, run: 1, workflowId: incidentId! };
+    const first = await inActivity(engine.alertsAgent, run1);
+    // An alert of another service arrives in the correlation window while run 1 is under way.
+    await w.send(
+      'alertmanager',
+      alertmanager([{ labels: { alertname: 'ElasticsearchClusterRed', service: 'search-index', severity: 'critical' }, annotations: { description: 'search-index cluster status red' }, startsAt: -4 }]),
+    );
+    // Another agent of run 1 starts from the same scene and correlated alerts as the first.
+    const sameRun = await inActivity(engine.alertsAgent, run1);
+    expect(sameRun.content).toBe(first.content);
+    expect(sameRun.content).not.toMatch(/ElasticsearchClusterRed/);
+    // Synthesis and a new run read afresh and see it.
+    const run2 = await inActivity(engine.alertsAgent, { ...run1, run: 2 });
+    expect(run2.content).toMatch(/ElasticsearchClusterRed/);
+  });
+
   it("never reads another tenant's data", async () => {
     const mine = await World.create();
     const theirs = await World.create();
