@@ -6,6 +6,7 @@ import { incidents } from '../../src/db/schema/incidents.js';
 import { approvals, notifications, remediations, remediationSteps } from '../../src/db/schema/remediation.js';
 import { tenants, type TenantSettings } from '../../src/db/schema/tenants.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
+import { investigateToPendingApproval } from '../helpers/remediation.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 
@@ -32,18 +33,9 @@ async function tenantWith(settings: Partial<TenantSettings> & { approvalSeconds?
   return tenant;
 }
 
-/** An incident investigated to a conclusion, with its approval requested. */
+/** An incident investigated to a conclusion, with its approval requested and the workflow waiting on it. */
 async function awaitingApproval(tenant: Tenant) {
-  const created = await svc.api('POST', '/v1/incidents/chat', {
-    token: tenant.member,
-    body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
-  });
-  const incidentId = created.body.incidentId as string;
-  expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(202);
-  const approval = await eventually(async () => {
-    const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
-    return row?.status === 'pending' ? row : undefined;
-  }, 30_000);
+  const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
   await eventually(async () => (await svc.client.workflow.getHandle(incidentId).query(getStateQuery)).pendingApprovalId === approval.id);
   // The move to awaiting_approval is the next step of the workflow after the proposal.
   await eventually(async () => (await svc.database.db.select().from(incidents).where(eq(incidents.id, incidentId)))[0]?.status === 'awaiting_approval');

@@ -4,12 +4,12 @@
  * restart tests.
  */
 import { randomBytes } from 'node:crypto';
-import { type NativeConnection, Worker } from '@temporalio/worker';
-import { inject } from 'vitest';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
 import { createSkillRuntime } from '../../src/skills/invoke.js';
-import type { TestService } from './service.js';
+import { startTestService, type TestService, type TestServiceOptions } from './service.js';
 
 export async function startTestWorker(
   svc: TestService,
@@ -40,4 +40,22 @@ export async function startTestWorker(
       await running;
     },
   };
+}
+
+/**
+ * For crash and restart tests: registers the file's hooks for a test service with no worker and
+ * no dispatcher of its own, and a connection for the workers its tests start and stop. The
+ * fields are set once `beforeAll` has run.
+ */
+export function useWorkerlessService(options: TestServiceOptions = {}): { svc: TestService; connection: NativeConnection } {
+  const env = {} as { svc: TestService; connection: NativeConnection };
+  beforeAll(async () => {
+    env.svc = await startTestService({ ...options, withoutWorker: true, withoutDispatcher: true });
+    env.connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+  });
+  afterAll(async () => {
+    await env.connection?.close();
+    await env.svc?.stop();
+  });
+  return env;
 }

@@ -10,41 +10,31 @@ import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { Context } from '@temporalio/activity';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { NativeConnection } from '@temporalio/worker';
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
 import { auditExports } from '../../src/db/schema/audit.js';
 import type { AuditExportInput, ExportProgress } from '../../src/exports/types.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
 import { createSkillRuntime } from '../../src/skills/invoke.js';
 import { csvFields, expectedRows, parseCsv, seedAuditRows } from '../helpers/audit-seed.js';
-import { startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/webhooks.js';
-import { startTestWorker } from '../helpers/workers.js';
+import { startTestWorker, useWorkerlessService } from '../helpers/workers.js';
 
 const ROWS = 50_000;
 const BATCH_ROWS = 2_000;
 const HANG_AFTER_ROWS = 20_000;
 const HEARTBEAT_TIMEOUT_MS = 3_000;
 
-let svc: TestService;
-let connection: NativeConnection;
+const env = useWorkerlessService({ exports: { batchRows: BATCH_ROWS } });
 let child: ChildProcess | undefined;
-
-beforeAll(async () => {
-  svc = await startTestService({ withoutWorker: true, withoutDispatcher: true, exports: { batchRows: BATCH_ROWS } });
-  connection = await NativeConnection.connect({ address: inject('temporalAddress') });
-});
-afterAll(async () => {
-  child?.kill('SIGKILL');
-  await connection?.close();
-  await svc?.stop();
+afterAll(() => {
+  child?.kill('SIGKILL'); // after hooks run last-registered first: before the service stops
 });
 
 /** Starts the worker process and resolves once it polls; `lines` collects what it prints. */
 async function startWorkerProcess(lines: string[]): Promise<ChildProcess> {
-  const databaseUrl = (svc.database.sql.options as unknown as { host: string[]; port: number[]; database: string; user: string; pass: string | null });
+  const databaseUrl = (env.svc.database.sql.options as unknown as { host: string[]; port: number[]; database: string; user: string; pass: string | null });
   const url = `postgres://${encodeURIComponent(databaseUrl.user)}${databaseUrl.pass ? `:${encodeURIComponent(databaseUrl.pass)}` : ''}@${databaseUrl.host[0]}:${databaseUrl.port[0]}/${databaseUrl.database}`;
   const script = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'export-worker-process.ts');
   const proc = spawn(process.execPath, ['--import', 'tsx', script], {
@@ -52,9 +42,9 @@ async function startWorkerProcess(lines: string[]): Promise<ChildProcess> {
       ...process.env,
       DATABASE_URL: url,
       TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TASK_QUEUE: svc.taskQueue,
+      TASK_QUEUE: env.svc.taskQueue,
       WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-      EXPORT_DIR: svc.exportDir,
+      EXPORT_DIR: env.svc.exportDir,
       HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
       BATCH_ROWS: String(BATCH_ROWS),
       HANG_AFTER_ROWS: String(HANG_AFTER_ROWS),
@@ -74,6 +64,7 @@ async function startWorkerProcess(lines: string[]): Promise<ChildProcess> {
 
 describe('a worker killed during a large export', () => {
   it('completes on another worker from the last heartbeat, every row exactly once', async () => {
+    const { svc, connection } = env;
     const tenant = await svc.newTenant({ plan: 'plan_business' });
     const lines: string[] = [];
     [child] = await Promise.all([startWorkerProcess(lines), seedAuditRows(svc.database.sql, tenant.tenantId, ROWS)]);

@@ -1,30 +1,17 @@
 import { Context } from '@temporalio/activity';
-import { NativeConnection } from '@temporalio/worker';
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { evidenceItems, investigations } from '../../src/db/schema/investigation.js';
 import { events } from '../../src/db/schema/events.js';
-import { startTestService, type TestService } from '../helpers/service.js';
-import { startTestWorker } from '../helpers/workers.js';
+import { startTestWorker, useWorkerlessService } from '../helpers/workers.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 
-let svc: TestService;
-let connection: NativeConnection;
-
-beforeAll(async () => {
-  // No worker of its own: the test runs one that dies mid-investigation, then a healthy one.
-  svc = await startTestService({ withoutWorker: true, withoutDispatcher: true });
-  connection = await NativeConnection.connect({ address: inject('temporalAddress') });
-});
-afterAll(async () => {
-  await connection?.close();
-  await svc?.stop();
-});
-
-
+// No worker of its own: the test runs one that dies mid-investigation, then a healthy one.
+const env = useWorkerlessService();
 
 describe('a worker killed in the middle of an investigation', () => {
   it('completes on the next worker, with no duplicate evidence', async () => {
+    const { svc, connection } = env;
     const tenant = await svc.newTenant({ plan: 'plan_business' });
     const key = await createKey(svc, tenant.admin);
     // The first worker's deployment agent hangs (heartbeating) after the other agents stored their evidence.

@@ -1,42 +1,22 @@
 import { Context } from '@temporalio/activity';
-import { NativeConnection } from '@temporalio/worker';
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { StepRequest } from '../../src/analysis/remediation-types.js';
 import { approvals, remediations, remediationSteps, type RemediationStepPlan } from '../../src/db/schema/remediation.js';
 import { tenants } from '../../src/db/schema/tenants.js';
-import { startTestService, type TestService } from '../helpers/service.js';
-import { startTestWorker } from '../helpers/workers.js';
+import { investigateToPendingApproval } from '../helpers/remediation.js';
+import { startTestWorker, useWorkerlessService } from '../helpers/workers.js';
 import { eventually } from '../helpers/webhooks.js';
 
-let svc: TestService;
-let connection: NativeConnection;
-
-beforeAll(async () => {
-  svc = await startTestService({ withoutWorker: true, withoutDispatcher: true });
-  connection = await NativeConnection.connect({ address: inject('temporalAddress') });
-});
-afterAll(async () => {
-  await connection?.close();
-  await svc?.stop();
-});
-
+const env = useWorkerlessService();
 
 describe('an approval deadline while no worker runs', () => {
   it('expires the approval once a worker is back', async () => {
+    const { svc, connection } = env;
     const tenant = await svc.newTenant({ plan: 'plan_business' });
     await svc.database.db.update(tenants).set({ settings: { approvalTimeoutMinutes: 3 / 60 } }).where(eq(tenants.id, tenant.tenantId));
     const first = await startTestWorker(svc, connection);
-    const created = await svc.api('POST', '/v1/incidents/chat', {
-      token: tenant.member,
-      body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
-    });
-    const incidentId = created.body.incidentId as string;
-    expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(202);
-    const approval = await eventually(async () => {
-      const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
-      return row?.status === 'pending' ? row : undefined;
-    }, 30_000);
+    const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
     // Wait until the workflow sleeps on its deadline timer, then take every worker away.
     await eventually(async () => {
       const history = await svc.client.workflow.getHandle(incidentId).fetchHistory();
@@ -63,6 +43,7 @@ describe('an approval deadline while no worker runs', () => {
 
 describe('a worker killed between two remediation steps', () => {
   it('runs each step exactly once across the restart', async () => {
+    const { svc, connection } = env;
     const tenant = await svc.newTenant({ plan: 'plan_business' });
     await svc.database.db.update(tenants).set({ settings: { approvalTimeoutMinutes: 10 } }).where(eq(tenants.id, tenant.tenantId));
     await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
@@ -82,16 +63,7 @@ describe('a worker killed between two remediation steps', () => {
       },
     });
 
-    const created = await svc.api('POST', '/v1/incidents/chat', {
-      token: tenant.member,
-      body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
-    });
-    const incidentId = created.body.incidentId as string;
-    expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(202);
-    const approval = await eventually(async () => {
-      const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
-      return row?.status === 'pending' ? row : undefined;
-    }, 30_000);
+    const { approval } = await investigateToPendingApproval(svc, tenant);
     // Simulated steps only (the workflow runs as many as were proposed; at least two here).
     const [proposed] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
     const count = proposed!.plan.length;

@@ -1,0 +1,20 @@
+import { eq } from 'drizzle-orm';
+import { expect } from 'vitest';
+import { approvals } from '../../src/db/schema/remediation.js';
+import type { TestService } from './service.js';
+import { eventually } from './webhooks.js';
+
+/** A manual incident investigated to a conclusion, with its remediation approval pending. */
+export async function investigateToPendingApproval(svc: TestService, tenant: { member: string }) {
+  const created = await svc.api('POST', '/v1/incidents/chat', {
+    token: tenant.member,
+    body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
+  });
+  const incidentId = created.body.incidentId as string;
+  expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(202);
+  const approval = await eventually(async () => {
+    const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
+    return row?.status === 'pending' ? row : undefined;
+  }, 30_000);
+  return { incidentId, approval };
+}
