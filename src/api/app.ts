@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { swaggerUI } from '@hono/swagger-ui';
-import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ZodError } from 'zod';
 import { AppError, type ErrorBody } from '../errors.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { authenticate, clientAddress } from './middleware/auth.js';
+import { bodyLimit } from './middleware/body-limit.js';
 import { requestContext } from './middleware/request-context.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerIncidentRoutes } from './routes/incidents.js';
@@ -76,15 +76,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   });
 
   app.use('*', requestContext(deps));
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: () => {
-        throw new AppError('payload_too_large', 'The request body exceeds 1 MiB');
-      },
-    }),
-  );
+  app.use('*', bodyLimit(MAX_BODY_BYTES, 'The request body exceeds 1 MiB'));
   app.use('*', authenticate(deps));
 
   registerHealthRoutes(app, deps);

@@ -177,6 +177,43 @@ describe('documents, unknown routes and limits', () => {
     expect(justUnder.status).toBe(201);
   });
 
+  it('refuses a chunked body (no Content-Length) once it passes 1 MiB, with 413', async () => {
+    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(`${svc.baseUrl}/v1/incidents/chat`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json' },
+      }, (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+      });
+      req.on('error', reject);
+      expect(req.getHeader('content-length')).toBeUndefined();
+      req.write('{"title":"x","description":"');
+      for (let i = 0; i < 20; i++) req.write('y'.repeat(64 * 1024)); // 1.25 MiB in 64 KiB chunks
+      req.end('"}');
+    });
+    expect(res.status).toBe(413);
+    expect(JSON.parse(res.body)).toEqual({ error: 'payload_too_large', message: 'The request body exceeds 1 MiB' });
+    // A chunked body within bounds reaches the route whole.
+    const small = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(`${svc.baseUrl}/v1/incidents/chat`, {
+        method: 'POST',
+        agent: false, // a fresh connection: the server closed the one of the refused upload
+        headers: { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json' },
+      }, (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+      });
+      req.on('error', reject);
+      req.write('{"title":"chunked upload",');
+      req.end('"description":"sent in two chunks"}');
+    });
+    expect(small.status).toBe(201);
+    expect(JSON.parse(small.body)).toMatchObject({ title: 'chunked upload' });
+  });
+
   it('echoes a caller request id, or makes one', async () => {
     const mine = await svc.api('GET', '/health', { headers: { 'x-request-id': 'trace-abc-123' } });
     expect(mine.headers.get('x-request-id')).toBe('trace-abc-123');
