@@ -1,6 +1,20 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+// Random bytes are drawn from the CSPRNG 4 KiB at a time: one call per 256 ids, not per id
+// (ids are minted per event on the webhook path). A byte is used once, then the pool refills.
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+
+function randomSixteen(): Buffer {
+  if (poolOffset + 16 > pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  poolOffset += 16;
+  return pool.subarray(poolOffset - 16, poolOffset);
+}
 
 /** A ULID: 48-bit millisecond time + 80 random bits, Crockford base32, lexicographically time-sortable. */
 export function ulid(now: number = Date.now()): string {
@@ -10,7 +24,7 @@ export function ulid(now: number = Date.now()): string {
     time = CROCKFORD[t % 32]! + time;
     t = Math.floor(t / 32);
   }
-  const bytes = randomBytes(16);
+  const bytes = randomSixteen();
   let rand = '';
   for (let i = 0; i < 16; i++) rand += CROCKFORD[bytes[i]! % 32]!;
   return time + rand;
