@@ -67,9 +67,10 @@ const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
  * locked once per batch, not once per event, and `submit` resolves only after the commit that
  * made its events durable.
  *
- * Per delivery the transaction records the delivery (retries get the first answer), every
- * event, the incidents it opens or the open incidents it attaches to (per-fingerprint advisory
- * locks, taken in sorted order), outbox events, audit rows and the monthly event count, which
+ * Per delivery the transaction records the delivery with its answer (retries get it; an
+ * advisory lock on the delivery key orders concurrent copies), every event, the incidents it
+ * opens or the open incidents it attaches to (per-fingerprint advisory locks; all locks are
+ * taken in one sorted set), outbox events, audit rows and the monthly event count, which
  * refuses a whole delivery that does not fit. The dispatcher (woken by NOTIFY) then starts or
  * signals the workflows.
  */
@@ -139,8 +140,7 @@ export class IngestBatcher {
 /**
  * Writes deliveries in one transaction of two round trips: reads (after the locks) in the
  * first, every write and COMMIT in the second. One outcome (or refusal) per request, in order.
- * Arrays
- * are bound as text[] and cast in SQL: drizzle's postgres.js setup passes date arrays through
+ * Arrays are bound as text[] and cast in SQL: drizzle's postgres.js setup passes date arrays through
  * unserialised, and postgres.js types a boolean or number array by its first element.
  */
 export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], now: Date): Promise<Array<IngestOutcome | AppError>> {
@@ -150,18 +150,23 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
   try {
     const outcomes: Array<IngestOutcome | AppError | undefined> = new Array(requests.length);
 
-    // 1. One round trip, pipelined in this order: BEGIN, delivery claims, fingerprint locks,
-    //    the quota counters (each set in sorted order, and the sets always in this order, so
-    //    concurrent batches on several api processes never deadlock), and the open incidents of
-    //    the batch's fingerprints.
-    const lockKeys = [
-      ...new Set(requests.flatMap((r) => r.events.filter((e): e is NormalizedAlert => e.kind === 'alert').map((a) => `${r.tenant.id}:${a.fingerprint}`))),
-    ].sort();
+    // 1. One round trip, pipelined in this order: BEGIN, the advisory locks of the batch's
+    //    delivery keys and alert fingerprints (one sorted set, so concurrent batches on several
+    //    api processes never wait on each other in a cycle), the deliveries seen before, the
+    //    quota counters (sorted), and the open incidents of the batch's fingerprints. A delivery
+    //    is recorded, with its answer, only in the second round trip: the lock on its key keeps
+    //    a concurrent batch from answering it meanwhile.
     const firstOfKey = new Map<string, number>();
     requests.forEach((r, i) => {
       if (!firstOfKey.has(deliveryId(r))) firstOfKey.set(deliveryId(r), i);
     });
-    const keyed = [...firstOfKey.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, i]) => requests[i]!);
+    const keyed = [...firstOfKey.values()].map((i) => requests[i]!);
+    const lockKeys = [
+      ...new Set([
+        ...keyed.map((r) => `delivery:${r.tenant.id}:${r.provider}:${r.deliveryKey}`),
+        ...requests.flatMap((r) => r.events.filter((e): e is NormalizedAlert => e.kind === 'alert').map((a) => `${r.tenant.id}:${a.fingerprint}`)),
+      ]),
+    ].sort();
     const alertCount = (r: IngestRequest) => r.events.filter((e) => e.kind === 'alert').length;
     const quotaTenants = [...new Set(requests.filter((r) => alertCount(r) > 0).map((r) => r.tenant.id))].sort();
     // The open incidents of every fingerprint in the batch (a superset of what is written): read
@@ -178,16 +183,15 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
     }
     const namedList = [...named.values()];
     open = true;
-    const [, claimedRows, , , counters, openRows, serviceRows] = await Promise.all([
+    const [, , previous, , counters, openRows, serviceRows] = await Promise.all([
       tx`begin`,
-      tx<{ tenant_id: string; provider: string; delivery_key: string }[]>`
-        insert into webhook_deliveries (tenant_id, provider, delivery_key)
-        select * from unnest(${keyed.map((r) => r.tenant.id)}::text[], ${keyed.map((r) => r.provider)}::text[], ${keyed.map((r) => r.deliveryKey)}::text[])
-        on conflict do nothing
-        returning tenant_id, provider, delivery_key`,
-      lockKeys.length > 0
-        ? tx`select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(${lockKeys}::text[]) with ordinality as l(k, n) order by n`
-        : Promise.resolve([]),
+      tx`select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(${lockKeys}::text[]) with ordinality as l(k, n) order by n`,
+      tx<{ tenant_id: string; provider: string; delivery_key: string; response: IngestResult | null; fresh: boolean }[]>`
+        select d.tenant_id, d.provider, d.delivery_key, d.response,
+               d.created_at > now() - make_interval(secs => ${BODY_REPLAY_WINDOW_MS / 1000}) as fresh
+        from webhook_deliveries d
+        join unnest(${keyed.map((r) => r.tenant.id)}::text[], ${keyed.map((r) => r.provider)}::text[], ${keyed.map((r) => r.deliveryKey)}::text[])
+          as k(tenant_id, provider, delivery_key) using (tenant_id, provider, delivery_key)`,
       quotaTenants.length > 0
         ? tx`
             insert into usage_counters (tenant_id, period, metric, count)
@@ -230,40 +234,15 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
     const used = new Map<string, { before: number; after: number; limit: number | null }>();
     for (const row of counters) used.set(row.tenant_id, { before: row.count, after: row.count, limit: null });
 
-    // 2. A delivery key seen before answers with its first result.
-    const claimed = new Set(claimedRows.map((row) => `${row.tenant_id}\u0000${row.provider}\u0000${row.delivery_key}`));
-    const seenBefore = keyed.filter((r) => !claimed.has(deliveryId(r)));
-    if (seenBefore.length > 0) {
-      const previous = await tx<{ tenant_id: string; provider: string; delivery_key: string; response: IngestResult | null; fresh: boolean }[]>`
-        select d.tenant_id, d.provider, d.delivery_key, d.response,
-               d.created_at > now() - make_interval(secs => ${BODY_REPLAY_WINDOW_MS / 1000}) as fresh
-        from webhook_deliveries d
-        join unnest(${seenBefore.map((r) => r.tenant.id)}::text[], ${seenBefore.map((r) => r.provider)}::text[], ${seenBefore.map((r) => r.deliveryKey)}::text[])
-          as k(tenant_id, provider, delivery_key) using (tenant_id, provider, delivery_key)
-        for update of d`;
-      const reuse: IngestRequest[] = [];
-      for (const row of previous) {
-        const key = `${row.tenant_id}\u0000${row.provider}\u0000${row.delivery_key}`;
-        const index = firstOfKey.get(key)!;
-        if (row.response && (row.delivery_key.startsWith('id:') || row.fresh)) {
-          outcomes[index] = { result: row.response, replayed: true };
-        } else {
-          claimed.add(key); // the same body after the replay window is a new delivery
-          reuse.push(requests[index]!);
-        }
-      }
-      if (reuse.length > 0) {
-        await tx`
-          update webhook_deliveries d set created_at = now(), response = null
-          from unnest(${reuse.map((r) => r.tenant.id)}::text[], ${reuse.map((r) => r.provider)}::text[], ${reuse.map((r) => r.deliveryKey)}::text[])
-            as k(tenant_id, provider, delivery_key)
-          where d.tenant_id = k.tenant_id and d.provider = k.provider and d.delivery_key = k.delivery_key`;
-      }
+    // 2. A delivery key seen before answers with its first result; the same body after the
+    //    replay window is a new delivery (its row is overwritten when it is written).
+    for (const row of previous) {
+      const index = firstOfKey.get(`${row.tenant_id}\u0000${row.provider}\u0000${row.delivery_key}`)!;
+      if (row.response && (row.delivery_key.startsWith('id:') || row.fresh)) outcomes[index] = { result: row.response, replayed: true };
     }
     const toWrite = [...firstOfKey.values()].filter((i) => outcomes[i] === undefined).sort((a, b) => a - b);
 
     // 3. Monthly event quota, per tenant, delivery by delivery in arrival order.
-    const refused: IngestRequest[] = [];
     const accepted: number[] = [];
     for (const i of toWrite) {
       const request = requests[i]!;
@@ -273,7 +252,6 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
         counter.limit = monthlyQuota(request.tenant, 'events');
         if (counter.limit !== null && counter.after + n > counter.limit) {
           outcomes[i] = new AppError('event_quota_exceeded', `The monthly event quota of ${counter.limit} is reached for ${period}`);
-          refused.push(request);
           continue;
         }
         counter.after += n;
@@ -281,14 +259,6 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
       accepted.push(i);
     }
     const writes: Array<Promise<unknown>> = [];
-    if (refused.length > 0) {
-      // Nothing of a refused delivery stays, so the tool's retry is judged afresh.
-      writes.push(tx`
-        delete from webhook_deliveries d
-        using unnest(${refused.map((r) => r.tenant.id)}::text[], ${refused.map((r) => r.provider)}::text[], ${refused.map((r) => r.deliveryKey)}::text[])
-          as k(tenant_id, provider, delivery_key)
-        where d.tenant_id = k.tenant_id and d.provider = k.provider and d.delivery_key = k.delivery_key`);
-    }
 
     // 5. Decide, event by event in arrival order.
     const changes = new Map<string, IncidentChange>();
@@ -494,15 +464,18 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
         writes.push(tx`update usage_counters set count = ${counter.after} where tenant_id = ${tenantId} and period = ${period} and metric = 'events'`);
       }
     }
+    // The deliveries written, each with the answer a retry gets. Refused ones leave nothing, so
+    // the tool's retry is judged afresh.
     const written = accepted.map((i) => requests[i]!);
     if (written.length > 0) {
       writes.push(tx`
-        update webhook_deliveries d set response = r.response::jsonb
+        insert into webhook_deliveries (tenant_id, provider, delivery_key, response)
+        select tenant_id, provider, delivery_key, response::jsonb
         from unnest(
           ${written.map((r) => r.tenant.id)}::text[], ${written.map((r) => r.provider)}::text[], ${written.map((r) => r.deliveryKey)}::text[],
           ${accepted.map((i) => JSON.stringify((outcomes[i] as IngestOutcome).result))}::text[]
         ) as r(tenant_id, provider, delivery_key, response)
-        where d.tenant_id = r.tenant_id and d.provider = r.provider and d.delivery_key = r.delivery_key`);
+        on conflict (tenant_id, provider, delivery_key) do update set response = excluded.response, created_at = now()`);
     }
     if (changes.size > 0) writes.push(tx`select pg_notify(${dispatchChannel}, '')`);
     // COMMIT rides in the same round trip: if a write fails, PostgreSQL turns it into a rollback

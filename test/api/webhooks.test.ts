@@ -82,6 +82,10 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     const open = await svc.database.db.select().from(incidents).where(and(eq(incidents.tenantId, tenant.tenantId), eq(incidents.title, `[${alert.name}] ${alert.summary}`)));
     expect(open).toHaveLength(1);
     expect(open[0]!.occurrenceCount).toBe(100);
+    // Each repeat rewrites the incident row: its pages keep room for the new version beside the
+    // old (a HOT update, no index entries), from migration 0011.
+    const [table] = await svc.database.sql<{ reloptions: string[] }[]>`select reloptions from pg_class where relname = 'incidents'`;
+    expect(table!.reloptions).toContain('fillfactor=40');
     // A firing repeat of a firing alert changes nothing the workflow decides on: it is stored as
     // delivered and never signalled, so an alert storm costs Temporal nothing.
     const stored = await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.incidentId, incidentId));
@@ -188,6 +192,12 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     const later = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });
     expect(later.body.eventIds[0]).not.toBe(first.body.eventIds[0]);
     expect(later.body).toMatchObject({ incidentIds: first.body.incidentIds, deduplicated: true });
+    // The new delivery's answer replaced the old one, and its window starts again.
+    const again = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });
+    expect(again.body).toEqual(later.body);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const rows = await svc.database.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.tenantId, tenant.tenantId));
+    expect(rows.filter((r) => (r.response as { eventIds?: string[] } | null)?.eventIds?.[0] === later.body.eventIds[0])).toHaveLength(1);
   });
 });
 
