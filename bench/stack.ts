@@ -3,8 +3,8 @@
  * with its own data folder, and hands back what a load generator needs.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { setPriority, tmpdir } from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../src/config.js';
 import { embeddedDatabaseUrl } from '../src/db/embedded.js';
@@ -128,7 +128,8 @@ export function runBenchmark(main: () => Promise<void>): void {
 export async function startApi(stack: Stack): Promise<{ pid: number; baseUrl: string; stop(): void }> {
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: projectRoot, stdio: 'inherit' });
   const port = await freePort();
-  const child = spawn(process.execPath, [path.join(projectRoot, 'dist/api/server.js')], {
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...profile, path.join(projectRoot, 'dist/api/server.js')], {
     env: { ...process.env, DATA_DIR: stack.dataDir, DATABASE_URL: stack.databaseUrl, TEMPORAL_ADDRESS: stack.temporalAddress, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -141,4 +142,33 @@ export async function startApi(stack: Stack): Promise<{ pid: number; baseUrl: st
     await new Promise((r) => setTimeout(r, 100));
   }
   return { pid: child.pid!, baseUrl, stop: () => child.kill('SIGTERM') };
+}
+
+/**
+ * Lowers the CPU priority of every thread of the service process (the worker) and of its
+ * Temporal dev server child to `nice`, as `cpu_shares` does for the worker in docker-compose.yml.
+ * PostgreSQL keeps its priority: the api writes through it.
+ */
+export function lowerWorkerPriority(stack: Stack, nice: number): void {
+  let temporal: number[] = [];
+  try {
+    temporal = execFileSync('pgrep', ['-P', String(stack.pid), 'temporal']).toString().split('\n').filter(Boolean).map(Number);
+  } catch {
+    // pgrep exits 1 when it finds none (TEMPORAL_ADDRESS pointed the service elsewhere).
+  }
+  for (const pid of [stack.pid, ...temporal]) {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) setPriority(Number(tid), nice);
+  }
+}
+
+/** The machine's CPU time split over a window, from /proc/stat (Linux). */
+export function cpuWindow(): () => string {
+  const read = () => readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
+  const before = read();
+  return () => {
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = read().map((v, i) => v - before[i]!) as [number, number, number, number, number, number, number, number];
+    const total = user + nice + system + idle + iowait + irq + softirq + steal;
+    const pct = (v: number) => `${Math.round((100 * v) / total)} %`;
+    return `user ${pct(user)}, niced ${pct(nice)}, system ${pct(system + irq + softirq)}, idle ${pct(idle + iowait)}, stolen by the host ${pct(steal)}`;
+  };
 }
