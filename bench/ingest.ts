@@ -94,25 +94,20 @@ async function main() {
   console.log(`cpu during ingestion: ${cpu()}`);
   if (stopWorker) process.kill(stack.pid, 'SIGCONT');
   console.log(`statuses: ${JSON.stringify(Object.fromEntries(statuses))}`);
-  const progress = postgres(stack.databaseUrl, { max: 1 });
-  const [moved] = await progress<{ opened: string; triaged: string }[]>`
+  const pool = postgres(stack.databaseUrl, { max: 20 });
+  const [moved] = await pool<{ opened: string; triaged: string }[]>`
     select count(*) as opened, count(*) filter (where status <> 'open') as triaged from incidents where source = 'automated'`;
-  await progress.end();
   console.log(`incidents opened by the end of ingestion: ${moved!.opened}, of which the worker had taken ${moved!.triaged} past 'open'`);
 
-  const pool = postgres(stack.databaseUrl, { max: 20 });
   await pool`create table if not exists bench_raw_insert (id bigserial primary key, tenant_id text not null, payload jsonb not null, created_at timestamptz not null default now())`;
   const raw = await measure('raw PostgreSQL single-row insert', { durationMs: 10_000, parallel: concurrency }, async (i) => {
     await pool`insert into bench_raw_insert (tenant_id, payload) values (${stack.tenantId}, ${pool.json({ i })})`;
     return { ok: true };
   });
   await pool`drop table bench_raw_insert`;
-  await pool.end();
-
-  const counts = postgres(stack.databaseUrl, { max: 1 });
-  const [stored] = await counts<{ events: string; incidents: string }[]>`
+  const [stored] = await pool<{ events: string; incidents: string }[]>`
     select (select count(*) from ingested_events) as events, (select count(*) from incidents) as incidents`;
-  await counts.end();
+  await pool.end();
   console.log(`stored: ${stored!.events} events, ${stored!.incidents} incidents`);
   console.log(
     `result: ${ingest.perSecond.toFixed(0)} events/s (target ≥ 1500), p50 ${ingest.p50.toFixed(1)} ms, p99 ${ingest.p99.toFixed(1)} ms (target ≤ 50), ` +

@@ -152,23 +152,35 @@ describe('documents, unknown routes and limits', () => {
     expect(authed.body.error).toBe('not_found');
   });
 
-  it('refuses bodies over 1 MiB with 413', async () => {
-    // node:http reads a response that arrives before the upload ends, as the server answers early.
-    const body = JSON.stringify({ title: 'x', description: 'y'.repeat(1024 * 1024) });
-    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+  /**
+   * POST /v1/incidents/chat over node:http, body written chunk by chunk, each on a fresh
+   * connection (the server closes the one of a refused upload). node:http reads a response that
+   * arrives before the upload ends, as the server answers early. Without a Content-Length
+   * header the body goes chunked.
+   */
+  function postChat(chunks: string[], headers: Record<string, string | number> = {}): Promise<{ status: number; body: string; chunked: boolean }> {
+    return new Promise((resolve, reject) => {
       const req = request(`${svc.baseUrl}/v1/incidents/chat`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        agent: false,
+        headers: { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json', ...headers },
       }, (response) => {
         let text = '';
         response.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text, chunked: req.getHeader('content-length') === undefined }));
       });
       req.on('error', reject);
-      req.end(body);
+      for (const chunk of chunks) req.write(chunk);
+      req.end();
     });
+  }
+  const tooLarge = { error: 'payload_too_large', message: 'The request body exceeds 1 MiB' };
+
+  it('refuses bodies over 1 MiB with 413', async () => {
+    const body = JSON.stringify({ title: 'x', description: 'y'.repeat(1024 * 1024) });
+    const res = await postChat([body], { 'content-length': Buffer.byteLength(body) });
     expect(res.status).toBe(413);
-    expect(JSON.parse(res.body)).toEqual({ error: 'payload_too_large', message: 'The request body exceeds 1 MiB' });
+    expect(JSON.parse(res.body)).toEqual(tooLarge);
     const justUnder = await svc.api('POST', '/v1/incidents/chat', {
       token: tenant.member,
       rawBody: JSON.stringify({ title: 'x', description: 'within bounds', padding: 'p'.repeat(1000 * 1000) }),
@@ -178,38 +190,14 @@ describe('documents, unknown routes and limits', () => {
   });
 
   it('refuses a chunked body (no Content-Length) once it passes 1 MiB, with 413', async () => {
-    const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request(`${svc.baseUrl}/v1/incidents/chat`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json' },
-      }, (response) => {
-        let text = '';
-        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
-      });
-      req.on('error', reject);
-      expect(req.getHeader('content-length')).toBeUndefined();
-      req.write('{"title":"x","description":"');
-      for (let i = 0; i < 20; i++) req.write('y'.repeat(64 * 1024)); // 1.25 MiB in 64 KiB chunks
-      req.end('"}');
-    });
+    // 1.25 MiB in 64 KiB chunks.
+    const res = await postChat(['{"title":"x","description":"', ...Array.from({ length: 20 }, () => 'y'.repeat(64 * 1024)), '"}']);
+    expect(res.chunked).toBe(true);
     expect(res.status).toBe(413);
-    expect(JSON.parse(res.body)).toEqual({ error: 'payload_too_large', message: 'The request body exceeds 1 MiB' });
+    expect(JSON.parse(res.body)).toEqual(tooLarge);
     // A chunked body within bounds reaches the route whole.
-    const small = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request(`${svc.baseUrl}/v1/incidents/chat`, {
-        method: 'POST',
-        agent: false, // a fresh connection: the server closed the one of the refused upload
-        headers: { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json' },
-      }, (response) => {
-        let text = '';
-        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
-      });
-      req.on('error', reject);
-      req.write('{"title":"chunked upload",');
-      req.end('"description":"sent in two chunks"}');
-    });
+    const small = await postChat(['{"title":"chunked upload",', '"description":"sent in two chunks"}']);
+    expect(small.chunked).toBe(true);
     expect(small.status).toBe(201);
     expect(JSON.parse(small.body)).toMatchObject({ title: 'chunked upload' });
   });
