@@ -4,7 +4,7 @@ import { hashApiKey } from '../../src/auth/api-keys.js';
 import { auditLog } from '../../src/db/schema/audit.js';
 import { apiKeys } from '../../src/db/schema/ingestion.js';
 import { startTestService, type TestService } from '../helpers/service.js';
-import { createKey, postWebhook } from '../helpers/webhooks.js';
+import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 
 let svc: TestService;
 let tenant: { tenantId: string; admin: string; member: string };
@@ -59,9 +59,13 @@ describe('API keys', () => {
   it('records when a key was last used', async () => {
     const key = await createKey(svc, tenant.admin, 'usage');
     expect((await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key })).status).toBe(202);
-    const listed = await svc.api('GET', '/v1/api-keys?limit=200', { token: tenant.admin });
-    const mine = listed.body.items.find((k: { keyId: string }) => k.keyId === key.keyId);
-    expect(mine.lastUsedAt).not.toBeNull();
+    // The route records the use after answering (it never delays the 202), so poll for it.
+    const mine = await eventually(async () => {
+      const listed = await svc.api('GET', '/v1/api-keys?limit=200', { token: tenant.admin });
+      const found = listed.body.items.find((k: { keyId: string; lastUsedAt: string | null }) => k.keyId === key.keyId);
+      return found?.lastUsedAt ? found : undefined;
+    });
+    expect(new Date(mine.lastUsedAt).getTime()).toBeGreaterThan(Date.now() - 60_000);
   });
 
   it('revokes with 204, refuses the very next webhook with 401, and answers 409 when revoked again', async () => {
