@@ -1,4 +1,5 @@
 import type postgres from 'postgres';
+import { credentialsInOrder, webhookCredentialsQuery, type WebhookCredential } from '../db/repositories/api-keys.js';
 import type { TenantRow } from '../db/schema/tenants.js';
 import { ownershipOf, ownershipPayload, type Ownership } from '../domain/ownership.js';
 import { monthlyQuota, usagePeriod } from '../domain/plans.js';
@@ -21,9 +22,15 @@ export interface IngestResult {
 }
 
 export interface IngestRequest {
-  tenant: Pick<TenantRow, 'id' | 'plan' | 'settings'>;
+  tenantId: string;
+  /** SHA-256 of the presented API key: the batch looks the key up in its first round trip. */
+  keyHash: string;
+  /**
+   * Judges the key found for this tenant (undefined: no active key with that hash) before
+   * anything of the delivery is written or replayed. An AppError refuses the delivery.
+   */
+  authorize: (credential: WebhookCredential | undefined) => AppError | undefined;
   provider: string;
-  keyId: string;
   /** `id:<tool delivery id>` or `body:<sha256 of the raw body>`. */
   deliveryKey: string;
   events: NormalizedEvent[];
@@ -57,7 +64,7 @@ interface IncidentChange {
   recovery?: { recoveredAt: Date | null };
 }
 
-const deliveryId = (r: IngestRequest) => `${r.tenant.id}\u0000${r.provider}\u0000${r.deliveryKey}`;
+const deliveryId = (r: IngestRequest) => `${r.tenantId}\u0000${r.provider}\u0000${r.deliveryKey}`;
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 
 /**
@@ -67,7 +74,8 @@ const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
  * locked once per batch, not once per event, and `submit` resolves only after the commit that
  * made its events durable.
  *
- * Per delivery the transaction records the delivery with its answer (retries get it; an
+ * Per delivery the transaction judges the API key (each request its own: key, tenant,
+ * signature, rate limit), then records the delivery with its answer (retries get it; an
  * advisory lock on the delivery key orders concurrent copies), every event, the incidents it
  * opens or the open incidents it attaches to (per-fingerprint advisory locks; all locks are
  * taken in one sorted set), outbox events, audit rows and the monthly event count, which
@@ -150,52 +158,55 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
   try {
     const outcomes: Array<IngestOutcome | AppError | undefined> = new Array(requests.length);
 
-    // 1. One round trip, pipelined in this order: BEGIN, the advisory locks of the batch's
-    //    delivery keys and alert fingerprints (one sorted set, so concurrent batches on several
-    //    api processes never wait on each other in a cycle), the deliveries seen before, the
-    //    quota counters (sorted), and the open incidents of the batch's fingerprints. A delivery
-    //    is recorded, with its answer, only in the second round trip: the lock on its key keeps
-    //    a concurrent batch from answering it meanwhile.
-    const firstOfKey = new Map<string, number>();
-    requests.forEach((r, i) => {
-      if (!firstOfKey.has(deliveryId(r))) firstOfKey.set(deliveryId(r), i);
-    });
-    const keyed = [...firstOfKey.values()].map((i) => requests[i]!);
+    // 1. One round trip, pipelined in this order: BEGIN, the API keys presented (each counted in
+    //    its tenant's webhook rate-limit window), the advisory locks of the batch's delivery keys
+    //    and alert fingerprints (one sorted set, so concurrent batches on several api processes
+    //    never wait on each other in a cycle), the deliveries seen before, the quota counters
+    //    (sorted), and the open incidents of the batch's fingerprints. Until the keys are judged
+    //    this covers every request, authorised or not; it only reads and locks, and nothing of a
+    //    refused request is written or answered from what it read. A delivery is recorded, with
+    //    its answer, only in the second round trip: the lock on its key keeps a concurrent batch
+    //    from answering it meanwhile.
+    const distinctKeys = new Map<string, IngestRequest>();
+    for (const r of requests) if (!distinctKeys.has(deliveryId(r))) distinctKeys.set(deliveryId(r), r);
+    const keyed = [...distinctKeys.values()];
     const lockKeys = [
       ...new Set([
-        ...keyed.map((r) => `delivery:${r.tenant.id}:${r.provider}:${r.deliveryKey}`),
-        ...requests.flatMap((r) => r.events.filter((e): e is NormalizedAlert => e.kind === 'alert').map((a) => `${r.tenant.id}:${a.fingerprint}`)),
+        ...keyed.map((r) => `delivery:${r.tenantId}:${r.provider}:${r.deliveryKey}`),
+        ...requests.flatMap((r) => r.events.filter((e): e is NormalizedAlert => e.kind === 'alert').map((a) => `${r.tenantId}:${a.fingerprint}`)),
       ]),
     ].sort();
     const alertCount = (r: IngestRequest) => r.events.filter((e) => e.kind === 'alert').length;
-    const quotaTenants = [...new Set(requests.filter((r) => alertCount(r) > 0).map((r) => r.tenant.id))].sort();
+    const quotaTenants = [...new Set(requests.filter((r) => alertCount(r) > 0).map((r) => r.tenantId))].sort();
     // The open incidents of every fingerprint in the batch (a superset of what is written): read
     // after the locks, in the same round trip.
     const wanted = new Map<string, { tenantId: string; fingerprint: string }>();
     for (const r of requests) {
-      for (const e of r.events) if (e.kind === 'alert') wanted.set(`${r.tenant.id}:${e.fingerprint}`, { tenantId: r.tenant.id, fingerprint: e.fingerprint });
+      for (const e of r.events) if (e.kind === 'alert') wanted.set(`${r.tenantId}:${e.fingerprint}`, { tenantId: r.tenantId, fingerprint: e.fingerprint });
     }
     const wantedList = [...wanted.values()];
     // The topology nodes the batch's alerts name, for the ownership of incidents it opens.
     const named = new Map<string, { tenantId: string; name: string }>();
     for (const r of requests) {
-      for (const e of r.events) if (e.kind === 'alert' && e.service) named.set(`${r.tenant.id}:${e.service}`, { tenantId: r.tenant.id, name: e.service });
+      for (const e of r.events) if (e.kind === 'alert' && e.service) named.set(`${r.tenantId}:${e.service}`, { tenantId: r.tenantId, name: e.service });
     }
     const namedList = [...named.values()];
     open = true;
-    const [, , previous, , counters, openRows, serviceRows] = await Promise.all([
+    const [, credentialRows, , previous, , counters, openRows, serviceRows] = await Promise.all([
       tx`begin`,
+      webhookCredentialsQuery(tx, requests.map((r) => ({ tenantId: r.tenantId, keyHash: r.keyHash }))),
       tx`select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(${lockKeys}::text[]) with ordinality as l(k, n) order by n`,
       tx<{ tenant_id: string; provider: string; delivery_key: string; response: IngestResult | null; fresh: boolean }[]>`
         select d.tenant_id, d.provider, d.delivery_key, d.response,
                d.created_at > now() - make_interval(secs => ${BODY_REPLAY_WINDOW_MS / 1000}) as fresh
         from webhook_deliveries d
-        join unnest(${keyed.map((r) => r.tenant.id)}::text[], ${keyed.map((r) => r.provider)}::text[], ${keyed.map((r) => r.deliveryKey)}::text[])
+        join unnest(${keyed.map((r) => r.tenantId)}::text[], ${keyed.map((r) => r.provider)}::text[], ${keyed.map((r) => r.deliveryKey)}::text[])
           as k(tenant_id, provider, delivery_key) using (tenant_id, provider, delivery_key)`,
       quotaTenants.length > 0
         ? tx`
             insert into usage_counters (tenant_id, period, metric, count)
-            select t, ${period}, 'events', 0 from unnest(${quotaTenants}::text[]) as t
+            select t.id, ${period}, 'events', 0 from tenants t where t.id = any(${quotaTenants}::text[])
+            order by t.id
             on conflict do nothing`
         : Promise.resolve([]),
       quotaTenants.length > 0
@@ -234,11 +245,27 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
     const used = new Map<string, { before: number; after: number; limit: number | null }>();
     for (const row of counters) used.set(row.tenant_id, { before: row.count, after: row.count, limit: null });
 
-    // 2. A delivery key seen before answers with its first result; the same body after the
-    //    replay window is a new delivery (its row is overwritten when it is written).
+    // 2. Each request's key is judged (tenant, revocation, signature, rate limit) before anything
+    //    else: a refused request is neither written nor answered from a delivery seen before.
+    //    The first authorised request of each delivery key is the one written; a delivery key
+    //    seen before answers with its first result; the same body after the replay window is a
+    //    new delivery (its row is overwritten when it is written).
+    const credentials = credentialsInOrder(credentialRows, requests.length);
+    const admitted = new Map<number, { tenant: Pick<TenantRow, 'id' | 'plan' | 'settings'>; keyId: string }>();
+    const firstOfKey = new Map<string, number>();
+    requests.forEach((r, i) => {
+      const credential = credentials[i];
+      const refusal = r.authorize(credential);
+      if (refusal || !credential) {
+        outcomes[i] = refusal ?? new AppError('unauthorized', 'The API key is invalid, revoked, or not for this tenant');
+        return;
+      }
+      admitted.set(i, { tenant: { id: r.tenantId, plan: credential.plan, settings: credential.settings }, keyId: credential.keyId });
+      if (!firstOfKey.has(deliveryId(r))) firstOfKey.set(deliveryId(r), i);
+    });
     for (const row of previous) {
-      const index = firstOfKey.get(`${row.tenant_id}\u0000${row.provider}\u0000${row.delivery_key}`)!;
-      if (row.response && (row.delivery_key.startsWith('id:') || row.fresh)) outcomes[index] = { result: row.response, replayed: true };
+      const index = firstOfKey.get(`${row.tenant_id}\u0000${row.provider}\u0000${row.delivery_key}`);
+      if (index !== undefined && row.response && (row.delivery_key.startsWith('id:') || row.fresh)) outcomes[index] = { result: row.response, replayed: true };
     }
     const toWrite = [...firstOfKey.values()].filter((i) => outcomes[i] === undefined).sort((a, b) => a - b);
 
@@ -248,8 +275,8 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
       const request = requests[i]!;
       const n = alertCount(request);
       if (n > 0) {
-        const counter = used.get(request.tenant.id)!;
-        counter.limit = monthlyQuota(request.tenant, 'events');
+        const counter = used.get(request.tenantId)!;
+        counter.limit = monthlyQuota(admitted.get(i)!.tenant, 'events');
         if (counter.limit !== null && counter.after + n > counter.limit) {
           outcomes[i] = new AppError('event_quota_exceeded', `The monthly event quota of ${counter.limit} is reached for ${period}`);
           continue;
@@ -275,7 +302,7 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
         let incidentId: string | null = null;
         let delivered = true;
         if (event.kind === 'alert') {
-          const lockKey = `${request.tenant.id}:${event.fingerprint}`;
+          const lockKey = `${request.tenantId}:${event.fingerprint}`;
           const existing = openIncidents.get(lockKey);
           if (existing) {
             incidentId = existing;
@@ -289,7 +316,7 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
             recovered.set(existing, event.status === 'resolved');
             const change =
               changes.get(existing) ??
-              { id: existing, isNew: false, tenantId: request.tenant.id, fingerprint: event.fingerprint, occurrences: 0, lastSeenAt: null };
+              { id: existing, isNew: false, tenantId: request.tenantId, fingerprint: event.fingerprint, occurrences: 0, lastSeenAt: null };
             if (event.status === 'firing') {
               change.occurrences++;
               change.lastSeenAt = !change.lastSeenAt || event.occurredAt > change.lastSeenAt ? event.occurredAt : change.lastSeenAt;
@@ -306,11 +333,11 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
             changes.set(incidentId, {
               id: incidentId,
               isNew: true,
-              tenantId: request.tenant.id,
+              tenantId: request.tenantId,
               fingerprint: event.fingerprint,
               first: event,
               firstEventId: eventId,
-              keyId: request.keyId,
+              keyId: admitted.get(i)!.keyId,
               requestId: request.requestId,
               provider: request.provider,
               occurrences: 1,
@@ -321,7 +348,7 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
         }
         eventRows.push({
           id: eventId,
-          tenant_id: request.tenant.id,
+          tenant_id: request.tenantId,
           provider: request.provider,
           kind: event.kind,
           status: event.kind === 'alert' ? event.status : null,
@@ -472,7 +499,7 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
         insert into webhook_deliveries (tenant_id, provider, delivery_key, response)
         select tenant_id, provider, delivery_key, response::jsonb
         from unnest(
-          ${written.map((r) => r.tenant.id)}::text[], ${written.map((r) => r.provider)}::text[], ${written.map((r) => r.deliveryKey)}::text[],
+          ${written.map((r) => r.tenantId)}::text[], ${written.map((r) => r.provider)}::text[], ${written.map((r) => r.deliveryKey)}::text[],
           ${accepted.map((i) => JSON.stringify((outcomes[i] as IngestOutcome).result))}::text[]
         ) as r(tenant_id, provider, delivery_key, response)
         on conflict (tenant_id, provider, delivery_key) do update set response = excluded.response, created_at = now()`);
@@ -484,12 +511,12 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
     await Promise.all(writes);
     open = false;
 
-    // Duplicates of a key within this batch answer like their first.
+    // Authorised duplicates of a key within this batch answer like their first.
     return requests.map((r, i) => {
-      const first = firstOfKey.get(deliveryId(r))!;
-      const outcome = outcomes[first]!;
-      if (first === i || outcome instanceof AppError) return outcome;
-      return { result: outcome.result, replayed: true };
+      const own = outcomes[i];
+      if (own) return own;
+      const outcome = outcomes[firstOfKey.get(deliveryId(r))!]!;
+      return outcome instanceof AppError ? outcome : { result: outcome.result, replayed: true };
     });
   } catch (err) {
     if (open) await tx`rollback`.catch(() => undefined);

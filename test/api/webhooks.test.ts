@@ -249,6 +249,60 @@ describe('webhook authentication', () => {
     expect(stored).toHaveLength(0);
   });
 
+  it('judges the key before the payload: an invalid payload is 401 without a good key, 400 with one', async () => {
+    const wrongKey = await postWebhook(svc, tenant.tenantId, 'generic', { severity: 'high' }, { key: 'flo_' + 'C'.repeat(43) });
+    expect(wrongKey.status).toBe(401);
+    expect(wrongKey.body.details).toBeUndefined();
+    const otherTenant = await postWebhook(svc, 'ten_does_not_exist', 'generic', '{"name":', { key: key.key });
+    expect(otherTenant.status).toBe(401);
+    const good = await postWebhook(svc, tenant.tenantId, 'generic', { severity: 'high' }, { key: key.key });
+    expect(good.status).toBe(400);
+    expect(good.body.error).toBe('validation_error');
+  });
+
+  it('answers a retry with a revoked key 401, not with the stored answer', async () => {
+    const revocable = await createKey(svc, tenant.admin, 'revocable');
+    const alert = body();
+    const first = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: revocable.key });
+    expect(first.status).toBe(202);
+    expect((await svc.api('DELETE', `/v1/api-keys/${revocable.keyId}`, { token: tenant.admin })).status).toBe(204);
+    const retried = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: revocable.key });
+    expect(retried.status).toBe(401);
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+    // The same delivery with a good key of the tenant is still the one stored.
+    const replayed = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });
+    expect(replayed.status).toBe(202);
+    expect(replayed.body).toEqual(first.body);
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('answers each delivery of a concurrent burst on its own key: bad keys and unknown tenants get 401 and store nothing', async () => {
+    const bad = 'flo_' + 'D'.repeat(43);
+    const good = Array.from({ length: 12 }, () => body());
+    const posts = [
+      ...good.map((alert) => postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key })),
+      // The same bodies with a wrong key, on a tenant that does not exist, and signed wrongly.
+      ...good.map((alert) => postWebhook(svc, tenant.tenantId, 'generic', alert, { key: bad })),
+      ...good.map((alert) => postWebhook(svc, 'ten_no_such_tenant', 'generic', alert, { key: key.key })),
+      ...good.map((alert) => postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key, sign: 'whsec_wrong' })),
+    ];
+    const responses = await Promise.all(posts);
+    const accepted = responses.slice(0, 12);
+    expect(accepted.map((r) => r.status)).toEqual(Array(12).fill(202));
+    // Each good delivery was written once, by its own request: none answered as a replay of another.
+    expect(new Set(accepted.map((r) => r.body.eventIds[0])).size).toBe(12);
+    expect(responses.slice(12).map((r) => r.status)).toEqual(Array(36).fill(401));
+    const stored = await svc.database.db
+      .select()
+      .from(ingestedEvents)
+      .where(inArray(ingestedEvents.id, accepted.map((r) => r.body.eventIds[0] as string)));
+    expect(stored).toHaveLength(12);
+    const titles = good.map((a) => `[${a.name}] ${a.summary}`);
+    const opened = await svc.database.db.select().from(incidents).where(inArray(incidents.title, titles));
+    expect(opened).toHaveLength(12);
+    expect(opened.every((i) => i.occurrenceCount === 1)).toBe(true);
+  });
+
   it('answers 404 for an unknown provider and 400 with details for an invalid payload', async () => {
     const unknown = await postWebhook(svc, tenant.tenantId, 'nagios', body(), { key: key.key });
     expect(unknown.status).toBe(404);

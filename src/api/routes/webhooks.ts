@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import { hashApiKey, presentedApiKey, verifySignature } from '../../auth/api-keys.js';
 import { Coalescer } from '../../db/coalescer.js';
-import { findWebhookCredentials, touchApiKey } from '../../db/repositories/api-keys.js';
+import { findWebhookCredentials, touchApiKey, type WebhookCredential } from '../../db/repositories/api-keys.js';
 import { AppError } from '../../errors.js';
 import { IngestBatcher } from '../../ingest/ingest.js';
 import { findProvider, providers } from '../../ingest/providers/index.js';
-import { PayloadError } from '../../ingest/types.js';
+import { PayloadError, type HeaderReader, type WebhookProvider } from '../../ingest/types.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { applyRateLimit } from '../middleware/rate-limit.js';
 import { errorResponses } from '../schemas/common.js';
@@ -24,6 +24,7 @@ const deliveryIdPattern = /^[\w.:-]{1,200}$/;
 
 export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   const batcher = new IngestBatcher(deps.sql, deps.clock);
+  // Only for a payload that is refused before it reaches a batch (which judges keys itself).
   const credentials = new Coalescer((lookups: Array<{ tenantId: string; keyHash: string }>) => findWebhookCredentials(deps.relaxedSql, lookups));
   app.openapi(
     createRoute({
@@ -51,59 +52,85 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
 
       const key = presentedApiKey(c.req.header('authorization'), c.req.header('x-api-key'));
       if (!key) throw new AppError('unauthorized', 'An API key (flo_…) is required in Authorization: Bearer or X-API-Key');
-      const [credential, rawBody] = await Promise.all([
-        credentials.submit({ tenantId, keyHash: hashApiKey(key) }),
-        c.req.arrayBuffer().then((b) => new Uint8Array(b)),
-      ]);
-      if (!credential || credential.tenantStatus !== 'active') {
-        throw new AppError('unauthorized', 'The API key is invalid, revoked, or not for this tenant');
-      }
-      c.set('apiKeyId', credential.keyId);
-      const signature = c.req.header('x-webhook-signature');
-      if (signature !== undefined) {
-        if (!verifySignature(credential.signingSecret, rawBody, signature)) {
-          throw new AppError('unauthorized', 'X-Webhook-Signature does not match the body');
-        }
-      } else if (credential.settings.requireWebhookSignature) {
-        throw new AppError('unauthorized', 'This tenant requires X-Webhook-Signature on webhooks');
-      }
-      const limit = deps.config.webhookRateLimitPerMinute;
-      applyRateLimit(
-        c,
-        { allowed: credential.windowCount <= limit, limit, remaining: Math.max(0, limit - credential.windowCount), resetAt: credential.windowReset },
-        deps.clock(),
-      );
+      const keyHash = hashApiKey(key);
+      const rawBody = new Uint8Array(await c.req.arrayBuffer());
 
-      let body: unknown;
-      try {
-        body = JSON.parse(Buffer.from(rawBody).toString('utf8'));
-      } catch {
-        throw new AppError('validation_error', 'Malformed JSON in request body');
-      }
+      // Judges the key found for this tenant: 401 for none, a suspended tenant or a bad or
+      // missing signature, 429 past the rate limit (with the X-RateLimit headers either way).
+      const admit = (credential: WebhookCredential | undefined): WebhookCredential => {
+        if (!credential || credential.tenantStatus !== 'active') {
+          throw new AppError('unauthorized', 'The API key is invalid, revoked, or not for this tenant');
+        }
+        c.set('apiKeyId', credential.keyId);
+        const signature = c.req.header('x-webhook-signature');
+        if (signature !== undefined) {
+          if (!verifySignature(credential.signingSecret, rawBody, signature)) {
+            throw new AppError('unauthorized', 'X-Webhook-Signature does not match the body');
+          }
+        } else if (credential.settings.requireWebhookSignature) {
+          throw new AppError('unauthorized', 'This tenant requires X-Webhook-Signature on webhooks');
+        }
+        const limit = deps.config.webhookRateLimitPerMinute;
+        applyRateLimit(
+          c,
+          { allowed: credential.windowCount <= limit, limit, remaining: Math.max(0, limit - credential.windowCount), resetAt: credential.windowReset },
+          deps.clock(),
+        );
+        return credential;
+      };
+
       let parsed;
       try {
-        parsed = provider.parse(body, (name) => c.req.header(name));
+        parsed = parsePayload(provider, rawBody, (name) => c.req.header(name));
       } catch (err) {
-        if (err instanceof PayloadError) throw new AppError('validation_error', err.message, err.details);
+        // What is wrong with a payload is told only to a caller whose key is good: the key is
+        // judged on its own first (a valid payload has its key judged in the batch instead).
+        if (err instanceof AppError) admit(await credentials.submit({ tenantId, keyHash }));
         throw err;
       }
       const deliveryId = parsed.deliveryId && deliveryIdPattern.test(parsed.deliveryId) ? parsed.deliveryId : undefined;
       const deliveryKey = deliveryId ? `id:${deliveryId}` : `body:${createHash('sha256').update(rawBody).digest('hex')}`;
 
+      let credential: WebhookCredential | undefined;
       const { result, replayed } = await batcher.submit({
-          tenant: { id: tenantId, plan: credential.plan, settings: credential.settings },
-          provider: provider.name,
-          keyId: credential.keyId,
-          deliveryKey,
-          events: parsed.events,
-          ...(parsed.ignored ? { ignored: parsed.ignored } : {}),
-          requestId: c.get('requestId'),
+        tenantId,
+        keyHash,
+        authorize: (found) => {
+          try {
+            credential = admit(found);
+            return undefined;
+          } catch (err) {
+            if (err instanceof AppError) return err;
+            throw err;
+          }
+        },
+        provider: provider.name,
+        deliveryKey,
+        events: parsed.events,
+        ...(parsed.ignored ? { ignored: parsed.ignored } : {}),
+        requestId: c.get('requestId'),
       });
-      if (credential.touchDue) {
+      if (credential?.touchDue) {
         touchApiKey(deps.db, credential.keyId).catch((err: unknown) => c.get('logger').warn({ err }, 'could not record key use'));
       }
       if (replayed) c.header('Idempotent-Replayed', 'true');
       return c.json(result, 202);
     },
   );
+}
+
+/** The raw body as the provider's payload; a 400 `validation_error` saying what is wrong. */
+function parsePayload(provider: WebhookProvider, rawBody: Uint8Array, header: HeaderReader) {
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.from(rawBody).toString('utf8'));
+  } catch {
+    throw new AppError('validation_error', 'Malformed JSON in request body');
+  }
+  try {
+    return provider.parse(body, header);
+  } catch (err) {
+    if (err instanceof PayloadError) throw new AppError('validation_error', err.message, err.details);
+    throw err;
+  }
 }

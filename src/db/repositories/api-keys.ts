@@ -57,19 +57,18 @@ export interface WebhookCredential {
   windowReset: number;
 }
 
+type CredentialRow = Omit<WebhookCredential, 'windowReset'> & { n: string; windowReset: string };
+
 /**
  * The active key for each (tenant, key hash), with what ingestion needs of the tenant, and each
  * request counted in its tenant's webhook rate-limit window: one statement for a whole batch of
- * concurrent requests (see `Coalescer`), so the tenant's window row is updated once per batch.
- * It runs on the asynchronous-commit pool: the read is exact, only the counter may lose its last
- * increments in a crash. No cache: a revocation takes effect on the very next request, on every
- * process. Results are in input order; `undefined` for no such active key.
+ * concurrent requests, so the tenant's window row is updated once per batch. No cache: a
+ * revocation takes effect on the very next request, on every process. The query is returned
+ * unsent, so that a caller can pipeline it inside a transaction; `credentialsInOrder` reads its
+ * rows.
  */
-export async function findWebhookCredentials(
-  sql: postgres.Sql,
-  lookups: Array<{ tenantId: string; keyHash: string }>,
-): Promise<Array<WebhookCredential | undefined>> {
-  const rows = await sql<(WebhookCredential & { n: string; windowReset: string })[]>`
+export function webhookCredentialsQuery(sql: postgres.Sql, lookups: Array<{ tenantId: string; keyHash: string }>) {
+  return sql<CredentialRow[]>`
     with request as (
       select * from unnest(${lookups.map((l) => l.tenantId)}::text[], ${lookups.map((l) => l.keyHash)}::text[])
         with ordinality as r(tenant_id, key_hash, n)
@@ -92,8 +91,20 @@ export async function findWebhookCredentials(
     select c.n, c."keyId", c."signingSecret", c."touchDue", c."tenantStatus", c.plan, c.settings,
            counted.count - c.in_batch + c.position as "windowCount", counted.reset as "windowReset"
     from credential c join counted on counted.bucket = 'webhook:' || c.tenant_id`;
+}
+
+/** The rows of `webhookCredentialsQuery` in input order; `undefined` for no such active key. */
+export function credentialsInOrder(rows: CredentialRow[], lookups: number): Array<WebhookCredential | undefined> {
   const byPosition = new Map(rows.map(({ n, windowReset, ...row }) => [Number(n), { ...row, windowCount: Number(row.windowCount), windowReset: Number(windowReset) }]));
-  return lookups.map((_, i) => byPosition.get(i + 1));
+  return Array.from({ length: lookups }, (_, i) => byPosition.get(i + 1));
+}
+
+/** `webhookCredentialsQuery` on its own (for a request that is refused before it can be batched). */
+export async function findWebhookCredentials(
+  sql: postgres.Sql,
+  lookups: Array<{ tenantId: string; keyHash: string }>,
+): Promise<Array<WebhookCredential | undefined>> {
+  return credentialsInOrder(await webhookCredentialsQuery(sql, lookups), lookups.length);
 }
 
 /** Records use at most once a minute per key, so busy keys do not write on every request. */
