@@ -101,6 +101,24 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     expect(state.status).toMatch(/^(triaging|investigating|awaiting_approval)$/);
   });
 
+  it('keeps one incident per alert and every occurrence in a storm spread over many batches (200 deliveries at once)', async () => {
+    // Each batch must find the incidents the batches before it opened.
+    const alerts = Array.from({ length: 20 }, () => uniqueAlert());
+    const deliveries = alerts.flatMap((alert) => Array.from({ length: 10 }, (_, i) => ({ ...alert, startsAt: new Date(Date.now() + i * 1000).toISOString() })));
+    deliveries.sort(() => Math.random() - 0.5);
+    const responses = await Promise.all(deliveries.map((d) => postWebhook(svc, tenant.tenantId, 'generic', d, { key: key.key })));
+    expect(responses.every((r) => r.status === 202)).toBe(true);
+    const opened = await svc.database.db
+      .select()
+      .from(incidents)
+      .where(and(eq(incidents.tenantId, tenant.tenantId), inArray(incidents.title, alerts.map((a) => `[${a.name}] ${a.summary}`))));
+    expect(opened).toHaveLength(20);
+    expect(opened.map((i) => i.occurrenceCount)).toEqual(Array(20).fill(10));
+    expect(responses.filter((r) => r.body.deduplicated === false)).toHaveLength(20);
+    const stored = await svc.database.db.select().from(ingestedEvents).where(inArray(ingestedEvents.incidentId, opened.map((i) => i.id)));
+    expect(stored).toHaveLength(200);
+  });
+
   it('opens a new incident for the same alert once the previous one is resolved', async () => {
     const alert = uniqueAlert();
     const first = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });
