@@ -44,7 +44,7 @@ function post(url: URL, headers: Record<string, string>, body: string): Promise<
 }
 
 async function main() {
-  const stack = await startStack({ WEBHOOK_RATE_LIMIT_PER_MINUTE: '100000000' }, process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []);
+  const stack = await startStack({ WEBHOOK_RATE_LIMIT_PER_MINUTE: '100000000' });
   const admin = postgres(stack.databaseUrl, { max: 1 });
   await admin`update tenants set plan = 'plan_enterprise' where id = ${stack.tenantId}`; // unlimited events
   await admin.end();

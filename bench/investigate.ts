@@ -67,7 +67,7 @@ async function bareWorkflows(address: string, count: number): Promise<{ perSecon
 }
 
 async function main() {
-  const stack = await startStack({ WEBHOOK_RATE_LIMIT_PER_MINUTE: '100000000' }, process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []);
+  const stack = await startStack({ WEBHOOK_RATE_LIMIT_PER_MINUTE: '100000000' });
   const db = postgres(stack.databaseUrl, { max: 2 });
   await db`update tenants set plan = 'plan_enterprise' where id = ${stack.tenantId}`; // unlimited investigations
   const created = await fetch(`${stack.baseUrl}/v1/api-keys`, {

@@ -24,12 +24,15 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function startStack(env: Record<string, string> = {}, nodeArgs: string[] = []): Promise<Stack> {
+/** Node flags for a CPU profile of a service process, into BENCH_PROFILE's folder when it is set. */
+const profileFlags = (): string[] => (process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []);
+
+export async function startStack(env: Record<string, string> = {}): Promise<Stack> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'iis-bench-'));
   const pgPort = await freePort();
   const port = await freePort();
   const temporalPort = await freePort();
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(projectRoot, 'src/start.ts')], {
+  const child = spawn(process.execPath, [...profileFlags(), '--import', 'tsx', path.join(projectRoot, 'src/start.ts')], {
     env: {
       ...process.env,
       DATA_DIR: dataDir,
@@ -128,8 +131,7 @@ export function runBenchmark(main: () => Promise<void>): void {
 export async function startApi(stack: Stack): Promise<{ pid: number; baseUrl: string; stop(): void }> {
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: projectRoot, stdio: 'inherit' });
   const port = await freePort();
-  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
-  const child = spawn(process.execPath, [...profile, path.join(projectRoot, 'dist/api/server.js')], {
+  const child = spawn(process.execPath, [...profileFlags(), path.join(projectRoot, 'dist/api/server.js')], {
     env: { ...process.env, DATA_DIR: stack.dataDir, DATABASE_URL: stack.databaseUrl, TEMPORAL_ADDRESS: stack.temporalAddress, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -1,6 +1,5 @@
 import type postgres from 'postgres';
 import { credentialsInOrder, webhookCredentialsQuery, type WebhookCredential } from '../db/repositories/api-keys.js';
-import type { TenantRow } from '../db/schema/tenants.js';
 import { ownershipOf, ownershipPayload, type Ownership } from '../domain/ownership.js';
 import { monthlyQuota, usagePeriod } from '../domain/plans.js';
 import { AppError } from '../errors.js';
@@ -27,9 +26,10 @@ export interface IngestRequest {
   keyHash: string;
   /**
    * Judges the key found for this tenant (undefined: no active key with that hash) before
-   * anything of the delivery is written or replayed. An AppError refuses the delivery.
+   * anything of the delivery is written or replayed: returns it to admit the delivery, or throws
+   * the AppError that refuses it.
    */
-  authorize: (credential: WebhookCredential | undefined) => AppError | undefined;
+  authorize: (credential: WebhookCredential | undefined) => WebhookCredential;
   provider: string;
   /** `id:<tool delivery id>` or `body:<sha256 of the raw body>`. */
   deliveryKey: string;
@@ -251,16 +251,16 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
     //    seen before answers with its first result; the same body after the replay window is a
     //    new delivery (its row is overwritten when it is written).
     const credentials = credentialsInOrder(credentialRows, requests.length);
-    const admitted = new Map<number, { tenant: Pick<TenantRow, 'id' | 'plan' | 'settings'>; keyId: string }>();
+    const admitted = new Map<number, WebhookCredential>();
     const firstOfKey = new Map<string, number>();
     requests.forEach((r, i) => {
-      const credential = credentials[i];
-      const refusal = r.authorize(credential);
-      if (refusal || !credential) {
-        outcomes[i] = refusal ?? new AppError('unauthorized', 'The API key is invalid, revoked, or not for this tenant');
+      try {
+        admitted.set(i, r.authorize(credentials[i]));
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        outcomes[i] = err;
         return;
       }
-      admitted.set(i, { tenant: { id: r.tenantId, plan: credential.plan, settings: credential.settings }, keyId: credential.keyId });
       if (!firstOfKey.has(deliveryId(r))) firstOfKey.set(deliveryId(r), i);
     });
     for (const row of previous) {
@@ -276,7 +276,7 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
       const n = alertCount(request);
       if (n > 0) {
         const counter = used.get(request.tenantId)!;
-        counter.limit = monthlyQuota(admitted.get(i)!.tenant, 'events');
+        counter.limit = monthlyQuota(admitted.get(i)!, 'events');
         if (counter.limit !== null && counter.after + n > counter.limit) {
           outcomes[i] = new AppError('event_quota_exceeded', `The monthly event quota of ${counter.limit} is reached for ${period}`);
           continue;

@@ -43,7 +43,6 @@ interface TenantChannel {
   again: boolean;
 }
 
-
 const readPage = 1000;
 
 interface EventDbRow {

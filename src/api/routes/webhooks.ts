@@ -95,15 +95,7 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       const { result, replayed } = await batcher.submit({
         tenantId,
         keyHash,
-        authorize: (found) => {
-          try {
-            credential = admit(found);
-            return undefined;
-          } catch (err) {
-            if (err instanceof AppError) return err;
-            throw err;
-          }
-        },
+        authorize: (found) => (credential = admit(found)),
         provider: provider.name,
         deliveryKey,
         events: parsed.events,
