@@ -2,9 +2,10 @@
  * `npm run bench:ingest`: sustained webhook ingestion over real HTTP. The api process is the
  * production one (`node dist/api/server.js`, compiled by `npm run build` first, api only) beside
  * the service as `npm start` runs it (its PostgreSQL, Temporal dev server and worker, which
- * starts, triages and investigates every incident opened). The worker and its dev server run
- * at the lowest CPU priority (nice 19), as docker-compose.yml gives the worker fewer CPU shares than
- * the api: on a shared machine, accepting alerts goes before investigating them.
+ * starts, triages and investigates every incident opened), each in a session of its own (one
+ * scheduling group each, as containers are). The worker and its dev server run at the lowest CPU
+ * priority (nice 19, for their threads and their group), as docker-compose.yml gives the worker
+ * fewer CPU shares than the api: on a shared machine, accepting alerts goes before investigating them.
  * BENCH_WORKER_NICE=0 runs them at equal priority; BENCH_WORKER_STOP=1 stops the service process
  * (worker and dispatcher; SIGSTOP) while ingestion is measured, for the ingestion path's own
  * ceiling on this machine; BENCH_API=start posts to `npm start`'s own process (api and worker

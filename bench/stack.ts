@@ -2,8 +2,8 @@
  * Runs the real service (`src/start.ts`, what `npm start` runs) as a child process on free ports
  * with its own data folder, and hands back what a load generator needs.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { setPriority, tmpdir } from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../src/config.js';
@@ -27,6 +27,21 @@ export interface Stack {
 /** Node flags for a CPU profile of a service process, into BENCH_PROFILE's folder when it is set. */
 const profileFlags = (): string[] => (process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []);
 
+/**
+ * Service processes run in sessions of their own, as containers would: on Linux with autogroup
+ * scheduling, each session is a scheduling group that shares the CPU equally with the others
+ * (each PostgreSQL backend is one already), so the api and the worker are no longer one group
+ * with the load generator. A detached child outlives a killed parent, so it is stopped on exit.
+ */
+function ownSession(child: ChildProcess): void {
+  const stop = () => child.kill('SIGTERM');
+  process.once('exit', stop);
+  child.once('exit', () => process.removeListener('exit', stop));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    if (process.listenerCount(signal) === 0) process.once(signal, () => process.exit(130));
+  }
+}
+
 export async function startStack(env: Record<string, string> = {}): Promise<Stack> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'iis-bench-'));
   const pgPort = await freePort();
@@ -45,7 +60,9 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
       ...env,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
+    detached: true,
   });
+  ownSession(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const printed = await new Promise<string>((resolve, reject) => {
     let out = '';
@@ -134,7 +151,9 @@ export async function startApi(stack: Stack): Promise<{ pid: number; baseUrl: st
   const child = spawn(process.execPath, [...profileFlags(), path.join(projectRoot, 'dist/api/server.js')], {
     env: { ...process.env, DATA_DIR: stack.dataDir, DATABASE_URL: stack.databaseUrl, TEMPORAL_ADDRESS: stack.temporalAddress, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'inherit'],
+    detached: true,
   });
+  ownSession(child);
   const baseUrl = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`the api exited with ${child.exitCode}`);
@@ -147,9 +166,11 @@ export async function startApi(stack: Stack): Promise<{ pid: number; baseUrl: st
 }
 
 /**
- * Lowers the CPU priority of every thread of the service process (the worker) and of its
- * Temporal dev server child to `nice`, as `cpu_shares` does for the worker in docker-compose.yml.
- * PostgreSQL keeps its priority: the api writes through it.
+ * Lowers the CPU priority of the service process (the worker) and of its Temporal dev server
+ * child to `nice`, as `cpu_shares` does for the worker in docker-compose.yml: every thread's nice
+ * value, and the nice value of the scheduling group of their session (Linux autogroup), which is
+ * what weighs against the api's and PostgreSQL's groups. PostgreSQL keeps its priority: the api
+ * writes through it.
  */
 export function lowerWorkerPriority(stack: Stack, nice: number): void {
   let temporal: number[] = [];
@@ -160,6 +181,11 @@ export function lowerWorkerPriority(stack: Stack, nice: number): void {
   }
   for (const pid of [stack.pid, ...temporal]) {
     for (const tid of readdirSync(`/proc/${pid}/task`)) setPriority(Number(tid), nice);
+  }
+  try {
+    writeFileSync(`/proc/${stack.pid}/autogroup`, String(nice));
+  } catch {
+    // No autogroup scheduling on this kernel: the threads' nice values are all there is.
   }
 }
 
