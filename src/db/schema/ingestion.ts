@@ -50,7 +50,9 @@ export const ingestedEvents = pgTable(
   },
   (t) => [
     index('ingested_events_tenant_received_idx').on(t.tenantId, t.receivedAt),
-    index('ingested_events_incident_idx').on(t.incidentId),
+    // An incident's own alerts in time order (triage, investigation, pattern symptoms) without
+    // scanning the tenant's other events; also serves every lookup by incident alone.
+    index('ingested_events_incident_kind_idx').on(t.incidentId, t.kind, t.occurredAt, t.id),
     index('ingested_events_undelivered_idx').on(t.receivedAt).where(sql`${t.deliveredAt} is null`),
     index('ingested_events_tenant_kind_idx').on(t.tenantId, t.kind, t.occurredAt),
   ],
