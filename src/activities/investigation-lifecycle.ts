@@ -11,6 +11,8 @@ import { incidents } from '../db/schema/incidents.js';
 import { investigations, triageResults } from '../db/schema/investigation.js';
 import { monthlyQuota, usagePeriod } from '../domain/plans.js';
 
+class QuotaUsedUp extends Error {}
+
 /** The failure type the api turns into 429 `quota_exceeded`. */
 export const QUOTA_EXCEEDED = 'QuotaExceeded';
 
@@ -38,56 +40,65 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
     const period = usagePeriod(now);
     const limit = monthlyQuota(tenant, 'investigations');
 
-    const run = await db.transaction(async (tx) => {
-      const used = await consumeQuota(tx, { tenantId: req.tenantId, period, metric: 'investigations', limit });
-      if (used === null) return null;
-      const [row] = await tx
-        .insert(investigations)
-        .values({ incidentId: req.incidentId, tenantId: req.tenantId, status: 'running', run: 1 })
-        .onConflictDoUpdate({
-          target: investigations.incidentId,
-          set: {
-            status: 'running',
-            run: sql`${investigations.run} + 1`,
-            rootCause: null,
-            confidence: 0,
-            recommendedActions: [],
-            findings: [],
-            hypotheses: [],
-            failure: null,
-            startedAt: sql`now()`,
-            completedAt: null,
-            updatedAt: sql`now()`,
-          },
-        })
-        .returning({ run: investigations.run });
-      await tx
-        .update(incidents)
-        .set({ rootCause: null, updatedAt: sql`now()` })
-        .where(and(eq(incidents.id, req.incidentId), eq(incidents.tenantId, req.tenantId)));
-      await appendEvent(tx, {
-        tenantId: req.tenantId,
-        type: 'investigation.started',
-        incidentId: req.incidentId,
-        payload: { incidentId: req.incidentId, run: row!.run, actorType: req.actor.type, actorId: req.actor.id },
-        idempotencyKey: key,
+    // The tenant's counter row is counted last: from that statement to the commit it is locked,
+    // so concurrent starts of the tenant's investigations (an alert storm opens hundreds) queue
+    // on it only for the audit insert and the commit, not behind this run's wait for the
+    // incident row, which ingestion batches update on every repeat of its alert.
+    let run: number | null = null;
+    try {
+      run = await db.transaction(async (tx) => {
+        const [row] = await tx
+          .insert(investigations)
+          .values({ incidentId: req.incidentId, tenantId: req.tenantId, status: 'running', run: 1 })
+          .onConflictDoUpdate({
+            target: investigations.incidentId,
+            set: {
+              status: 'running',
+              run: sql`${investigations.run} + 1`,
+              rootCause: null,
+              confidence: 0,
+              recommendedActions: [],
+              findings: [],
+              hypotheses: [],
+              failure: null,
+              startedAt: sql`now()`,
+              completedAt: null,
+              updatedAt: sql`now()`,
+            },
+          })
+          .returning({ run: investigations.run });
+        await tx
+          .update(incidents)
+          .set({ rootCause: null, updatedAt: sql`now()` })
+          .where(and(eq(incidents.id, req.incidentId), eq(incidents.tenantId, req.tenantId)));
+        await appendEvent(tx, {
+          tenantId: req.tenantId,
+          type: 'investigation.started',
+          incidentId: req.incidentId,
+          payload: { incidentId: req.incidentId, run: row!.run, actorType: req.actor.type, actorId: req.actor.id },
+          idempotencyKey: key,
+        });
+        const used = await consumeQuota(tx, { tenantId: req.tenantId, period, metric: 'investigations', limit });
+        if (used === null) throw new QuotaUsedUp(); // rolls the run back
+        await appendAudit(tx, {
+          tenantId: req.tenantId,
+          actorType: req.actor.type,
+          actorId: req.actor.id,
+          action: 'investigation.started',
+          targetType: 'incident',
+          targetId: req.incidentId,
+          incidentId: req.incidentId,
+          requestId: req.actor.requestId ?? null,
+          workflowId: req.workflowId,
+          historyEventId: req.historyEventId ?? null,
+          details: { run: row!.run, investigationsUsed: used, limit },
+          idempotencyKey: `${key}:audit`,
+        });
+        return row!.run;
       });
-      await appendAudit(tx, {
-        tenantId: req.tenantId,
-        actorType: req.actor.type,
-        actorId: req.actor.id,
-        action: 'investigation.started',
-        targetType: 'incident',
-        targetId: req.incidentId,
-        incidentId: req.incidentId,
-        requestId: req.actor.requestId ?? null,
-        workflowId: req.workflowId,
-        historyEventId: req.historyEventId ?? null,
-        details: { run: row!.run, investigationsUsed: used, limit },
-        idempotencyKey: `${key}:audit`,
-      });
-      return row!.run;
-    });
+    } catch (err) {
+      if (!(err instanceof QuotaUsedUp)) throw err;
+    }
     if (run !== null) return { run, triaged: await triaged() };
 
     const message = `The monthly investigation quota of ${limit} is used up for ${period}`;

@@ -96,6 +96,13 @@ describe('POST /v1/investigation/', () => {
     expect(over.status).toBe(429);
     expect(over.body.error).toBe('quota_exceeded');
     expect(await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id))).toHaveLength(0);
+    // The refused run left nothing: no start event, no audit row, the counter where it was.
+    expect(await eventTypes(id)).not.toContain('investigation.started');
+    const audits = await svc.api('GET', `/v1/audit?incidentId=${id}&action=investigation.started`, { token: starter.admin });
+    expect(audits.status).toBe(200);
+    expect(audits.body.items).toEqual([]);
+    const [counter] = await svc.database.db.select().from(usageCounters).where(and(eq(usageCounters.tenantId, starter.tenantId), eq(usageCounters.metric, 'investigations')));
+    expect(counter!.count).toBe(15);
 
     const unknown = await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: 'inc_missing' } });
     expect(unknown.status).toBe(404);
@@ -112,6 +119,26 @@ describe('POST /v1/investigation/', () => {
     await svc.api('PATCH', `/v1/incidents/${closedId}`, { token: tenant.member, body: { status: 'closed' } });
     const closed = await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: closedId } });
     expect(closed.status).toBe(409);
+  });
+
+  it('records an automated incident past the quota as a failed investigation, with nothing of a run written', async () => {
+    const starter = await svc.newTenant({ plan: 'plan_starter' });
+    await svc.database.db
+      .insert(usageCounters)
+      .values({ tenantId: starter.tenantId, period: usagePeriod(new Date()), metric: 'investigations', count: 15 });
+    const key = await createKey(svc, starter.admin);
+    const res = await postWebhook(svc, starter.tenantId, 'generic', { name: 'CartErrors', severity: 'high', service: 'cart-api', summary: '5xx above 10%' }, { key: key.key });
+    expect(res.status).toBe(202);
+    const id = res.body.incidentIds[0] as string;
+    const failed = await eventually(async () => {
+      const [row] = await svc.database.db.select().from(events).where(and(eq(events.incidentId, id), eq(events.type, 'investigation.failed')));
+      return row;
+    }, 30_000);
+    expect(failed.payload).toMatchObject({ incidentId: id, run: null, reason: 'quota_exceeded' });
+    expect(await eventTypes(id)).not.toContain('investigation.started');
+    expect(await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id))).toHaveLength(0);
+    const [counter] = await svc.database.db.select().from(usageCounters).where(and(eq(usageCounters.tenantId, starter.tenantId), eq(usageCounters.metric, 'investigations')));
+    expect(counter!.count).toBe(15);
   });
 
   it('investigates automated incidents on their own', async () => {
