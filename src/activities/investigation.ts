@@ -6,7 +6,7 @@
  * and the investigation row is only written for its current `run`.
  */
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { and, asc, desc, eq, gte, inArray, isNull, lte, ne, notInArray, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, inArray, isNull, lte, ne, notInArray, sql } from 'drizzle-orm';
 import {
   analyzeInvestigation,
   formatDuration,
@@ -24,6 +24,7 @@ import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { appendEvent } from '../db/repositories/events.js';
 import { findSymptomMatches, incidentSymptoms, type SymptomMatch } from '../db/repositories/patterns.js';
+import { nearestOtherAlerts, type IngestedRow } from '../db/repositories/ingested-events.js';
 import { findRunbook, findRunbooksFor } from '../db/repositories/runbooks.js';
 import { blastRadius } from '../db/repositories/topology.js';
 import { events } from '../db/schema/events.js';
@@ -33,7 +34,6 @@ import { evidenceItems, evidenceSeverities, investigationContext, investigations
 import { services } from '../db/schema/topology.js';
 import { newId } from '../ids.js';
 
-type IngestedRow = typeof ingestedEvents.$inferSelect;
 type EvidenceSeverity = (typeof evidenceSeverities)[number];
 
 /** Deployments and pushes this long before the first alert are examined. */
@@ -398,24 +398,15 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
   }
 
   /** Alerts of the tenant around the first alert that are not the incident's own (the nearest in time when there are many), oldest first. */
-  async function correlatedAlerts(scene: Scene): Promise<IngestedRow[]> {
-    const from = new Date(scene.firstAlertAt.getTime() - CORRELATION_BEFORE_MS);
-    const to = new Date(scene.firstAlertAt.getTime() + CORRELATION_AFTER_MS);
-    const rows = await db
-      .select()
-      .from(ingestedEvents)
-      .where(
-        and(
-          eq(ingestedEvents.tenantId, scene.req.tenantId),
-          eq(ingestedEvents.kind, 'alert'),
-          gte(ingestedEvents.occurredAt, from),
-          lte(ingestedEvents.occurredAt, to),
-          or(isNull(ingestedEvents.incidentId), ne(ingestedEvents.incidentId, scene.req.incidentId)),
-        ),
-      )
-      .orderBy(sql`abs(extract(epoch from ${ingestedEvents.occurredAt} - ${iso(scene.firstAlertAt)}::timestamptz))`, asc(ingestedEvents.id))
-      .limit(MAX_CORRELATED);
-    return rows.sort((a, b) => a.occurredAt.getTime() - b.occurredAt.getTime() || (a.id < b.id ? -1 : 1));
+  function correlatedAlerts(scene: Scene): Promise<IngestedRow[]> {
+    return nearestOtherAlerts(db, {
+      tenantId: scene.req.tenantId,
+      incidentId: scene.req.incidentId,
+      at: scene.firstAlertAt,
+      beforeMs: CORRELATION_BEFORE_MS,
+      afterMs: CORRELATION_AFTER_MS,
+      limit: MAX_CORRELATED,
+    });
   }
 
   /** Deployments and pushes of the service and of its dependencies before the first alert (the latest 200), oldest first. */

@@ -1,10 +1,12 @@
 /**
- * An incident's own alerts are read in time order (triage, investigation scene, pattern
- * symptoms) through an index on (incident_id, kind, occurred_at, id), never by walking the
- * tenant's other alerts: a tenant in an alert storm has thousands of events in other incidents.
+ * Reads of ingested events that must stay bounded in an alert storm. An incident's own alerts
+ * are read in time order (triage, investigation scene, pattern symptoms) through an index on
+ * (incident_id, kind, occurred_at, id), never by walking the tenant's other alerts; the alerts
+ * correlated with an incident are the nearest in time, found without reading the whole window.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase, type Database } from '../../src/db/client.js';
+import { nearestOtherAlerts } from '../../src/db/repositories/ingested-events.js';
 import { incidentSymptoms } from '../../src/db/repositories/patterns.js';
 import { createTenant } from '../../src/db/repositories/tenants.js';
 import { incidents } from '../../src/db/schema/incidents.js';
@@ -72,5 +74,50 @@ describe("an incident's own alerts", () => {
     const symptoms = await incidentSymptoms(database.db, tenantId, 'inc_idx_small');
     expect(symptoms).toMatchObject({ service: 'checkout', labels: { region: 'eu-west-1' } });
     expect(symptoms!.alertNames).toEqual(['CheckoutErrors']);
+  });
+});
+
+describe('the alerts correlated with an incident', () => {
+  const at = new Date('2026-11-01T10:25:00.000Z');
+
+  /** The definition, straight in SQL: the `limit` nearest by distance, then id; oldest first. */
+  async function oracle(beforeMs: number, afterMs: number, limit: number): Promise<string[]> {
+    const rows = await database.sql<{ id: string }[]>`
+      select id from (
+        select id, occurred_at from ingested_events
+        where tenant_id = ${tenantId} and kind = 'alert'
+          and occurred_at between ${new Date(at.getTime() - beforeMs).toISOString()}::timestamptz and ${new Date(at.getTime() + afterMs).toISOString()}::timestamptz
+          and (incident_id is null or incident_id <> 'inc_idx_small')
+        order by abs(extract(epoch from occurred_at - ${at.toISOString()}::timestamptz)), id collate "C"
+        limit ${limit}
+      ) n order by occurred_at, id collate "C"`;
+    return rows.map((r) => r.id);
+  }
+
+  beforeAll(async () => {
+    // Ties in time (same instant, and pairs at the same distance either side), alerts of no
+    // incident, and what must never count: another tenant's alert, a deployment.
+    const other = (await createTenant(database.db, { name: 'Other tenant', plan: 'plan_pro' })).id;
+    await database.sql`
+      insert into ingested_events (id, tenant_id, provider, kind, status, alert_name, title, description, raw, occurred_at, incident_id)
+      values ('evt_idx_tie_b', ${tenantId}, 'generic', 'alert', 'firing', 'Tie', 'Tie', 'd', '{}', ${new Date(at.getTime() + 30_000).toISOString()}::timestamptz, null),
+             ('evt_idx_tie_a', ${tenantId}, 'generic', 'alert', 'firing', 'Tie', 'Tie', 'd', '{}', ${new Date(at.getTime() + 30_000).toISOString()}::timestamptz, null),
+             ('evt_idx_other_tenant', ${other}, 'generic', 'alert', 'firing', 'X', 'X', 'd', '{}', ${at.toISOString()}::timestamptz, null),
+             ('evt_idx_deploy', ${tenantId}, 'github', 'deployment', null, null, 'Deploy', 'd', '{}', ${at.toISOString()}::timestamptz, null)`;
+  });
+
+  it('are the nearest in time to the first alert, ties by id, oldest first, none of its own, whatever the window', async () => {
+    for (const [beforeMs, afterMs, limit] of [
+      [2 * 3_600_000, 30 * 60_000, 300], // the investigation's window: both scans stop at the limit
+      [10 * 60_000, 2 * 60_000, 300], // a narrow window: the forward scan runs out first
+      [3_600_000, 3_600_000, 7], // a few: the pairs at equal distance split by id
+      [60_000, 0, 50],
+    ] as const) {
+      const found = await nearestOtherAlerts(database.db, { tenantId, incidentId: 'inc_idx_small', at, beforeMs, afterMs, limit });
+      const expected = await oracle(beforeMs, afterMs, limit);
+      expect(expected.length, `${beforeMs}/${afterMs}/${limit}`).toBeGreaterThan(0);
+      expect(found.map((r) => r.id), `${beforeMs}/${afterMs}/${limit}`).toEqual(expected);
+      expect(found.every((r) => r.incidentId !== 'inc_idx_small' && r.kind === 'alert' && r.tenantId === tenantId)).toBe(true);
+    }
   });
 });

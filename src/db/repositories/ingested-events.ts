@@ -1,0 +1,43 @@
+import { and, asc, desc, eq, gt, gte, isNull, lte, ne, or } from 'drizzle-orm';
+import type { Db } from '../client.js';
+import { ingestedEvents } from '../schema/ingestion.js';
+
+export type IngestedRow = typeof ingestedEvents.$inferSelect;
+
+/**
+ * The tenant's alerts within `beforeMs` before and `afterMs` after `at` that are not the given
+ * incident's own: the `limit` nearest to `at` (ties by id), oldest first. Found by two ordered
+ * index scans that stop at `limit` each, one back and one forward from `at`, so a storm of
+ * alerts in the window is never read whole and sorted by distance.
+ */
+export async function nearestOtherAlerts(
+  db: Pick<Db, 'select'>,
+  args: { tenantId: string; incidentId: string; at: Date; beforeMs: number; afterMs: number; limit: number },
+): Promise<IngestedRow[]> {
+  const { at, limit } = args;
+  const others = and(
+    eq(ingestedEvents.tenantId, args.tenantId),
+    eq(ingestedEvents.kind, 'alert'),
+    or(isNull(ingestedEvents.incidentId), ne(ingestedEvents.incidentId, args.incidentId)),
+  );
+  const [before, after] = await Promise.all([
+    db
+      .select()
+      .from(ingestedEvents)
+      .where(and(others, gte(ingestedEvents.occurredAt, new Date(at.getTime() - args.beforeMs)), lte(ingestedEvents.occurredAt, at)))
+      .orderBy(desc(ingestedEvents.occurredAt), asc(ingestedEvents.id))
+      .limit(limit),
+    db
+      .select()
+      .from(ingestedEvents)
+      .where(and(others, gt(ingestedEvents.occurredAt, at), lte(ingestedEvents.occurredAt, new Date(at.getTime() + args.afterMs))))
+      .orderBy(asc(ingestedEvents.occurredAt), asc(ingestedEvents.id))
+      .limit(limit),
+  ]);
+  const distance = (r: IngestedRow) => Math.abs(r.occurredAt.getTime() - at.getTime());
+  const byId = (a: IngestedRow, b: IngestedRow) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  return [...before, ...after]
+    .sort((a, b) => distance(a) - distance(b) || byId(a, b))
+    .slice(0, limit)
+    .sort((a, b) => a.occurredAt.getTime() - b.occurredAt.getTime() || byId(a, b));
+}
