@@ -37,8 +37,8 @@ function ownSession(child: ChildProcess): void {
   const stop = () => child.kill('SIGTERM');
   process.once('exit', stop);
   child.once('exit', () => process.removeListener('exit', stop));
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    if (process.listenerCount(signal) === 0) process.once(signal, () => process.exit(130));
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    if (process.listenerCount(signal) === 0) process.once(signal, () => process.exit(code));
   }
 }
 

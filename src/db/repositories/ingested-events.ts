@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, gt, gte, isNull, lte, ne, or } from 'drizzle-orm';
+import { and, desc, eq, gt, gte, isNull, lte, ne, or, sql } from 'drizzle-orm';
 import type { Db } from '../client.js';
 import { ingestedEvents } from '../schema/ingestion.js';
 
@@ -20,18 +20,20 @@ export async function nearestOtherAlerts(
     eq(ingestedEvents.kind, 'alert'),
     or(isNull(ingestedEvents.incidentId), ne(ingestedEvents.incidentId, args.incidentId)),
   );
+  // Ids compare byte-wise in both scans and in the merge below, whatever the database's collation.
+  const idOrder = sql`${ingestedEvents.id} collate "C"`;
   const [before, after] = await Promise.all([
     db
       .select()
       .from(ingestedEvents)
       .where(and(others, gte(ingestedEvents.occurredAt, new Date(at.getTime() - args.beforeMs)), lte(ingestedEvents.occurredAt, at)))
-      .orderBy(desc(ingestedEvents.occurredAt), asc(ingestedEvents.id))
+      .orderBy(desc(ingestedEvents.occurredAt), idOrder)
       .limit(limit),
     db
       .select()
       .from(ingestedEvents)
       .where(and(others, gt(ingestedEvents.occurredAt, at), lte(ingestedEvents.occurredAt, new Date(at.getTime() + args.afterMs))))
-      .orderBy(asc(ingestedEvents.occurredAt), asc(ingestedEvents.id))
+      .orderBy(ingestedEvents.occurredAt, idOrder)
       .limit(limit),
   ]);
   const distance = (r: IngestedRow) => Math.abs(r.occurredAt.getTime() - at.getTime());
