@@ -24,12 +24,12 @@ import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { appendEvent } from '../db/repositories/events.js';
 import { findSymptomMatches, incidentSymptoms, type SymptomMatch } from '../db/repositories/patterns.js';
-import { nearestOtherAlerts, type IngestedRow } from '../db/repositories/ingested-events.js';
+import { nearestOtherAlerts } from '../db/repositories/ingested-events.js';
 import { findRunbook, findRunbooksFor } from '../db/repositories/runbooks.js';
 import { blastRadius } from '../db/repositories/topology.js';
 import { events } from '../db/schema/events.js';
 import { incidents, type IncidentRow, type Severity } from '../db/schema/incidents.js';
-import { ingestedEvents } from '../db/schema/ingestion.js';
+import { ingestedEvents, type IngestedEventRow } from '../db/schema/ingestion.js';
 import { evidenceItems, evidenceSeverities, investigationContext, investigations, type EvidenceType } from '../db/schema/investigation.js';
 import { services } from '../db/schema/topology.js';
 import { newId } from '../ids.js';
@@ -98,7 +98,7 @@ function promExpression(url: string | undefined): string | undefined {
 }
 
 /** Log-like and metric-like details hidden in the raw payload (beyond the normalised description). */
-function rawDetails(row: IngestedRow): { logs: string[]; metric: string | undefined } {
+function rawDetails(row: IngestedEventRow): { logs: string[]; metric: string | undefined } {
   const raw = obj(row.raw) ?? {};
   if (row.provider === 'sentry') {
     const event = sentryEvent(raw);
@@ -113,13 +113,13 @@ function rawDetails(row: IngestedRow): { logs: string[]; metric: string | undefi
   return { logs: [], metric: [expr, value && `values: ${value}`].filter(Boolean).join('; ') || undefined };
 }
 
-function searchText(row: IngestedRow): string {
+function searchText(row: IngestedEventRow): string {
   const { logs, metric } = rawDetails(row);
   return clip([row.description, ...logs, metric ? `Query: ${metric}` : ''].filter(Boolean).join('\n'), 1500);
 }
 
 /** A bounded excerpt of the source system's own payload: the parts that matter, as JSON. */
-export function rawExcerpt(row: IngestedRow): string {
+export function rawExcerpt(row: IngestedEventRow): string {
   const raw = obj(row.raw) ?? {};
   let focus: unknown = raw;
   if (row.provider === 'sentry') {
@@ -173,7 +173,7 @@ export function rawExcerpt(row: IngestedRow): string {
   return clip(JSON.stringify(focus), RAW_SNIPPET_MAX);
 }
 
-function toAlertObservation(row: IngestedRow): AlertObservation {
+function toAlertObservation(row: IngestedEventRow): AlertObservation {
   return {
     eventId: row.id,
     provider: row.provider,
@@ -189,7 +189,7 @@ function toAlertObservation(row: IngestedRow): AlertObservation {
   };
 }
 
-function toChangeObservation(row: IngestedRow, hops: number): ChangeObservation {
+function toChangeObservation(row: IngestedEventRow, hops: number): ChangeObservation {
   const raw = obj(row.raw) ?? {};
   const deployment = obj(raw.deployment);
   const status = obj(raw.deployment_status);
@@ -221,7 +221,7 @@ function toChangeObservation(row: IngestedRow, hops: number): ChangeObservation 
 }
 
 /** The first line of an alert that reads like a log line (exception, error message, body). */
-function logLine(row: IngestedRow): string | undefined {
+function logLine(row: IngestedEventRow): string | undefined {
   const { logs } = rawDetails(row);
   if (logs[0]) return logs[0];
   const lines = row.description
@@ -233,7 +233,7 @@ function logLine(row: IngestedRow): string | undefined {
 
 const METRIC_TEXT = /(\d+(\.\d+)?\s?(%|ms|s\b|gib|mib|gb|mb|rps|rpm|qps|x\b|req)|threshold|above|below|p9\d|rate|usage|utili[sz]ation|latency|saturation)/i;
 
-function metricLine(row: IngestedRow): string | undefined {
+function metricLine(row: IngestedEventRow): string | undefined {
   const { metric } = rawDetails(row);
   const valueLine = row.description
     .split('\n')
@@ -253,8 +253,8 @@ function changeRelevance(minutesBefore: number, hops: number, failed: boolean): 
 }
 
 /** The first row of each alert fingerprint (stable across retries, so its dedupe key is too). */
-function firstPerFingerprint(rows: IngestedRow[]): Array<{ first: IngestedRow; rows: IngestedRow[] }> {
-  const groups = new Map<string, IngestedRow[]>();
+function firstPerFingerprint(rows: IngestedEventRow[]): Array<{ first: IngestedEventRow; rows: IngestedEventRow[] }> {
+  const groups = new Map<string, IngestedEventRow[]>();
   for (const row of rows) {
     const key = row.fingerprint ?? row.id;
     groups.set(key, [...(groups.get(key) ?? []), row]);
@@ -279,7 +279,7 @@ interface Scene {
   req: InvestigationRequest;
   incident: IncidentRow;
   service: string | null;
-  ownAlerts: IngestedRow[];
+  ownAlerts: IngestedEventRow[];
   firstAlertAt: Date;
   node: { id: string; name: string; type: string } | null;
   dependencies: Dependency[];
@@ -337,7 +337,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
    * worker they share one read of each (kept SHARED_READ_TTL_MS, dropped when it fails, so a
    * retry reads afresh). Synthesis reads afresh, after the agents. Nothing here is mutated.
    */
-  type SharedRead = { at: number; scene: Promise<Scene>; correlated?: Promise<IngestedRow[]> };
+  type SharedRead = { at: number; scene: Promise<Scene>; correlated?: Promise<IngestedEventRow[]> };
   const sharedReads = new Map<string, SharedRead>();
   function sharedRead(req: InvestigationRequest): SharedRead {
     const now = Date.now();
@@ -358,7 +358,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     return entry;
   }
   const agentScene = (req: InvestigationRequest): Promise<Scene> => sharedRead(req).scene;
-  function agentCorrelated(scene: Scene): Promise<IngestedRow[]> {
+  function agentCorrelated(scene: Scene): Promise<IngestedEventRow[]> {
     const entry = sharedRead(scene.req);
     if (!entry.correlated) {
       const read = correlatedAlerts(scene);
@@ -398,7 +398,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
   }
 
   /** Alerts of the tenant around the first alert that are not the incident's own (the nearest in time when there are many), oldest first. */
-  function correlatedAlerts(scene: Scene): Promise<IngestedRow[]> {
+  function correlatedAlerts(scene: Scene): Promise<IngestedEventRow[]> {
     return nearestOtherAlerts(db, {
       tenantId: scene.req.tenantId,
       incidentId: scene.req.incidentId,
@@ -410,7 +410,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
   }
 
   /** Deployments and pushes of the service and of its dependencies before the first alert (the latest 200), oldest first. */
-  async function recentChanges(scene: Scene, kind: 'deployment' | 'code_change' | 'both'): Promise<Array<{ row: IngestedRow; hops: number }>> {
+  async function recentChanges(scene: Scene, kind: 'deployment' | 'code_change' | 'both'): Promise<Array<{ row: IngestedEventRow; hops: number }>> {
     const hopsOf = new Map<string, number>();
     if (scene.service) hopsOf.set(lower(scene.service), 0);
     for (const d of scene.dependencies) if (!hopsOf.has(lower(d.name))) hopsOf.set(lower(d.name), d.hops);
@@ -435,7 +435,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
   }
 
   /** The dependencies with what is failing on them, and which alerting services share each. */
-  async function topologyOf(scene: Scene, correlated: IngestedRow[]): Promise<TopologyObservation> {
+  async function topologyOf(scene: Scene, correlated: IngestedEventRow[]): Promise<TopologyObservation> {
     if (!scene.node) return { known: false, serviceType: null, dependencies: [], dependents: [] };
     const depNames = scene.dependencies.map((d) => d.name);
     const openIncidents =
@@ -456,7 +456,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
         : [];
     const alerting = new Set<string>();
     if (scene.service && scene.ownAlerts.some((a) => a.status !== 'resolved')) alerting.add(lower(scene.service));
-    const firingBy = new Map<string, IngestedRow[]>();
+    const firingBy = new Map<string, IngestedEventRow[]>();
     for (const a of correlated) {
       if (a.status === 'resolved' || !a.service) continue;
       alerting.add(lower(a.service));
@@ -604,7 +604,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     const rows = await recentChanges(scene, 'deployment');
     heartbeat({ step: 'deployments', count: rows.length });
     // GitHub sends one event per status: keep the latest state of each deployment.
-    const latest = new Map<string, { row: IngestedRow; hops: number }>();
+    const latest = new Map<string, { row: IngestedEventRow; hops: number }>();
     for (const r of rows) {
       const c = toChangeObservation(r.row, r.hops);
       const key = c.deploymentId ?? `${c.service}:${c.sha}:${c.environment}`;

@@ -1,8 +1,6 @@
 import { and, desc, eq, gt, gte, isNull, lte, ne, or, sql } from 'drizzle-orm';
 import type { Db } from '../client.js';
-import { ingestedEvents } from '../schema/ingestion.js';
-
-export type IngestedRow = typeof ingestedEvents.$inferSelect;
+import { ingestedEvents, type IngestedEventRow } from '../schema/ingestion.js';
 
 /**
  * The tenant's alerts within `beforeMs` before and `afterMs` after `at` that are not the given
@@ -13,7 +11,7 @@ export type IngestedRow = typeof ingestedEvents.$inferSelect;
 export async function nearestOtherAlerts(
   db: Pick<Db, 'select'>,
   args: { tenantId: string; incidentId: string; at: Date; beforeMs: number; afterMs: number; limit: number },
-): Promise<IngestedRow[]> {
+): Promise<IngestedEventRow[]> {
   const { at, limit } = args;
   const others = and(
     eq(ingestedEvents.tenantId, args.tenantId),
@@ -36,8 +34,8 @@ export async function nearestOtherAlerts(
       .orderBy(ingestedEvents.occurredAt, idOrder)
       .limit(limit),
   ]);
-  const distance = (r: IngestedRow) => Math.abs(r.occurredAt.getTime() - at.getTime());
-  const byId = (a: IngestedRow, b: IngestedRow) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  const distance = (r: IngestedEventRow) => Math.abs(r.occurredAt.getTime() - at.getTime());
+  const byId = (a: IngestedEventRow, b: IngestedEventRow) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
   return [...before, ...after]
     .sort((a, b) => distance(a) - distance(b) || byId(a, b))
     .slice(0, limit)

@@ -58,6 +58,8 @@ export const ingestedEvents = pgTable(
   ],
 );
 
+export type IngestedEventRow = typeof ingestedEvents.$inferSelect;
+
 /** One row per webhook delivery, so a retried delivery gets the same answer and is stored once. */
 export const webhookDeliveries = pgTable(
   'webhook_deliveries',
