@@ -8,9 +8,15 @@ export interface StreamSettings {
   maxQueuedBytes: number;
   /** Messages a client may leave unread before it is dropped. */
   maxQueuedMessages: number;
+  /**
+   * How long a client may stay past those bounds before it is dropped. One commit (or one
+   * replay page) is fanned out at once, faster than any socket takes it: a client is judged by
+   * whether it drains, not by the size of a burst.
+   */
+  drainGraceMs: number;
 }
 
-export const defaultStreamSettings: StreamSettings = { heartbeatMs: 15_000, maxQueuedBytes: 1024 * 1024, maxQueuedMessages: 1000 };
+export const defaultStreamSettings: StreamSettings = { heartbeatMs: 15_000, maxQueuedBytes: 1024 * 1024, maxQueuedMessages: 1000, drainGraceMs: 2_000 };
 
 const replayPage = 1000;
 const encoder = new TextEncoder();
@@ -65,8 +71,8 @@ function encodedEvent(event: StreamEvent, id: number): Uint8Array {
  * replays the outbox after `lastEventId` (when given), then sends the live events, skipping any
  * position already sent, so there is neither a gap nor a duplicate. The `id:` of each message is
  * the event's position in the tenant's stream (`stream_seq`, numbered in commit order, so a resume
- * after it misses nothing). A client that leaves more than the bound unread is dropped: the stream
- * ends and the client reconnects with `Last-Event-ID`.
+ * after it misses nothing). A client that leaves more than the bound unread for longer than the
+ * drain grace is dropped: the stream ends and the client reconnects with `Last-Event-ID`.
  */
 export async function openEventStream(args: {
   hub: RealtimeHub;
@@ -87,13 +93,14 @@ export async function openEventStream(args: {
   let replaying = true;
   let pending: StreamEvent[] = [];
   let ended = false;
-  /** Set once the stream is running; `end` clears them. */
-  const running: { heartbeat?: NodeJS.Timeout; subscription?: { unsubscribe(): void } } = {};
+  /** Set once the stream is running, or while the client is past the bounds; `end` clears them. */
+  const running: { heartbeat?: NodeJS.Timeout; overflow?: NodeJS.Timeout; subscription?: { unsubscribe(): void } } = {};
 
   const end = (reason: 'closed' | 'dropped' | 'disconnected') => {
     if (ended) return;
     ended = true;
     clearInterval(running.heartbeat);
+    clearTimeout(running.overflow);
     running.subscription?.unsubscribe();
     args.signal.removeEventListener('abort', onAbort);
     if (reason === 'dropped') {
@@ -113,7 +120,13 @@ export async function openEventStream(args: {
     if (ended) return;
     const bytes = typeof text === 'string' ? encoder.encode(text) : text;
     controller.enqueue(bytes);
-    if ((controller.desiredSize ?? 0) < 0) end('dropped');
+    if ((controller.desiredSize ?? 0) < 0 && !running.overflow) {
+      running.overflow = setTimeout(() => {
+        running.overflow = undefined;
+        if ((controller.desiredSize ?? 0) < 0) end('dropped');
+      }, settings.drainGraceMs);
+      running.overflow.unref();
+    }
   };
 
   const send = (event: StreamEvent) => {

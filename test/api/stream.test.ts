@@ -280,8 +280,9 @@ describe('GET /v1/notifications/stream', () => {
     const slow = await stream('/v1/notifications/stream', auth(member));
     const fast = await stream('/v1/notifications/stream', auth(member));
     slow.pause();
-    // Far more than the socket buffers hold: the server's bounded queue fills for the slow one.
-    const big = 'x'.repeat(16 * 1024);
+    // Far more than the socket buffers hold (25 MiB; loopback buffers take up to about 10 MiB):
+    // the server's bounded queue stays full for the slow one past the drain grace.
+    const big = 'x'.repeat(64 * 1024);
     for (let i = 0; i < 400; i++) await append(tenantId, 'investigation.evidence_added', { big, i });
     await fast.waitFor(400, 20_000);
     slow.resume();
@@ -289,6 +290,20 @@ describe('GET /v1/notifications/stream', () => {
     expect(slow.isEnded()).toBe(true);
     expect(slow.messages.length).toBeLessThan(400);
     expect(fast.isEnded()).toBe(false);
+  });
+
+  it('keeps a client that reads when one commit brings more than the bound at once', async () => {
+    const { tenantId, member } = await svc.newTenant();
+    const client = await stream('/v1/notifications/stream', auth(member));
+    // 60 messages of 16 KiB in one transaction: one read, fanned out in one go, far past the
+    // 20-message, 256 KiB bound before the socket can take any of it.
+    await append(tenantId, 'investigation.evidence_added', { big: 'x'.repeat(16 * 1024) }, 60);
+    const got = await client.waitFor(60, 10_000);
+    expect(got.map((m) => Number(m.id))).toEqual([...got.keys()].map((i) => Number(got[0]!.id) + i));
+    await sleep(2_500); // past the drain grace: a client that caught up is not dropped after it
+    expect(client.isEnded()).toBe(false);
+    await append(tenantId, 'incident.created');
+    await client.waitFor(61);
   });
 
   it('ends the subscription when the client goes away', async () => {
