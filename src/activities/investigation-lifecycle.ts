@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { and, eq, isNotNull, sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import type { BeginInvestigationRequest, BeginInvestigationResult } from '../analysis/investigation-types.js';
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
@@ -23,7 +23,7 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
   /**
    * Starts an investigation run: counts it against the plan's monthly investigations, (re)sets
    * the investigation row to `running` with the next run number, clears the incident's root
-   * cause when a run before found one, and appends `investigation.started`, in one transaction. Idempotent per
+   * cause, and appends `investigation.started`, in one transaction. Idempotent per
    * `requestKey`. Past the quota a manual start fails (429); an automatic one is recorded as
    * `investigation.failed` and answers `run: null`.
    */
@@ -42,7 +42,7 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
 
     // The tenant's counter row is counted last: from that statement to the commit it is locked,
     // so concurrent starts of the tenant's investigations (an alert storm opens hundreds) queue
-    // on it only for the audit insert and the commit, not behind a rerun's wait for the
+    // on it only for the audit insert and the commit, not behind this run's wait for the
     // incident row, which ingestion batches update on every repeat of its alert.
     let run: number | null = null;
     try {
@@ -67,6 +67,10 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
             },
           })
           .returning({ run: investigations.run });
+        await tx
+          .update(incidents)
+          .set({ rootCause: null, updatedAt: sql`now()` })
+          .where(and(eq(incidents.id, req.incidentId), eq(incidents.tenantId, req.tenantId)));
         await appendEvent(tx, {
           tenantId: req.tenantId,
           type: 'investigation.started',
@@ -74,14 +78,6 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
           payload: { incidentId: req.incidentId, run: row!.run, actorType: req.actor.type, actorId: req.actor.id },
           idempotencyKey: key,
         });
-        // A rerun clears the root cause the last run found. The incident row is written only
-        // then: ingestion updates it on every batch that repeats its alert, and a row locked
-        // here stays locked until this transaction commits, so a first run (no root cause)
-        // never makes an ingestion batch wait behind it (decision 148).
-        await tx
-          .update(incidents)
-          .set({ rootCause: null, updatedAt: sql`now()` })
-          .where(and(eq(incidents.id, req.incidentId), eq(incidents.tenantId, req.tenantId), isNotNull(incidents.rootCause)));
         const used = await consumeQuota(tx, { tenantId: req.tenantId, period, metric: 'investigations', limit });
         if (used === null) throw new QuotaUsedUp(); // rolls the run back
         await appendAudit(tx, {
