@@ -7,9 +7,10 @@
  * priority (nice 19, for their threads and their group), as docker-compose.yml gives the worker
  * fewer CPU shares than the api: on a shared machine, accepting alerts goes before investigating them.
  * BENCH_WORKER_NICE=0 runs them at equal priority; BENCH_WORKER_STOP=1 stops the service process
- * (worker and dispatcher; SIGSTOP) while ingestion is measured, for the ingestion path's own
- * ceiling on this machine; BENCH_API=start posts to `npm start`'s own process (api and worker
- * together, one priority) instead.
+ * (worker and dispatcher; SIGSTOP) while ingestion is measured (the stop can freeze one of the
+ * worker's transactions open, which keeps vacuum from pruning the incident rows that every batch
+ * updates: ingestion then slows as the run goes on, decision 148); BENCH_API=start posts to
+ * `npm start`'s own process (api and worker together, one priority) instead.
  * 32 concurrent senders for 30 s post generic alerts drawn from 1,000 distinct alerts, so both
  * paths run: opening an incident and attaching a repeat to an open one. Then, against the same
  * database, the raw PostgreSQL single-row insert rate through a pool configured like the
