@@ -28,7 +28,8 @@ import {
 import { appendAudit } from '../db/repositories/audit.js';
 import { appendEvent } from '../db/repositories/events.js';
 import { auditExports, type AuditExportRow } from '../db/schema/audit.js';
-import { createObjectStore, objectLocation, ObjectStoreError } from '../exports/object-store.js';
+import { createObjectStore, objectLocation, ObjectStoreError, parseObjectLocation } from '../exports/object-store.js';
+import { DOWNLOAD_URL_TTL_MS } from '../exports/signed-url.js';
 import type { AuditExportInput, AuditExportPlan, ExportFailure, ExportProgress, WrittenExport } from '../exports/types.js';
 
 const gzip = promisify(gzipCallback);
@@ -44,6 +45,11 @@ export interface ExportActivityDeps {
   s3?: S3Config;
   /** Heartbeat timeout of the writer (default 30 s): how soon a dead worker's export moves on. */
   heartbeatTimeoutMs?: number;
+  /**
+   * How long a local file is kept after the export completes (default: as long as its download
+   * URL is valid, 2 hours). Then the workflow deletes it: no URL can reach it any more.
+   */
+  fileRetentionMs?: number;
   /** Rows per gzip member, i.e. per fetch, fsync and heartbeat (default 25,000). */
   batchRows?: number;
   /** gzip level (default 6). */
@@ -160,6 +166,7 @@ export function createExportActivities(deps: ExportActivityDeps) {
         format: row.format,
         upload: row.destination !== null,
         heartbeatTimeoutMs: deps.heartbeatTimeoutMs ?? DEFAULT_EXPORT_HEARTBEAT_TIMEOUT_MS,
+        fileRetentionMs: deps.fileRetentionMs ?? DOWNLOAD_URL_TTL_MS,
       };
     },
 
@@ -273,6 +280,30 @@ export function createExportActivities(deps: ExportActivityDeps) {
           payload: summary,
           idempotencyKey: `audit-export:${row.id}:system.export_completed`,
         });
+      });
+    },
+
+    /**
+     * Deletes a completed export's local file once its download URL has expired, and audits it
+     * once. An uploaded export has no local file (the upload removed it); a file already gone
+     * (a retried activity, an operator) is not an error.
+     */
+    async purgeAuditExportFile(input: AuditExportInput): Promise<void> {
+      const row = await loadJob(input);
+      if (row.status !== 'completed' || !row.location || parseObjectLocation(row.location)) return;
+      await unlink(path.join(deps.exportDir, row.location)).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
+      await appendAudit(deps.db, {
+        tenantId: row.tenantId,
+        actorType: 'system',
+        actorId: 'workflow',
+        action: 'audit.export_file_deleted',
+        targetType: 'audit_export',
+        targetId: row.id,
+        workflowId: row.id,
+        details: { location: row.location, reason: 'download_url_expired' },
+        idempotencyKey: `audit-export:${row.id}:file_deleted`,
       });
     },
 

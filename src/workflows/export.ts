@@ -1,9 +1,9 @@
 /**
  * One workflow per audit export (workflow id = exportId): queued → running → completed or
- * failed. Deterministic code only; the activities write the file, upload it and record the
+ * failed; a completed local file is deleted when its download URL expires. Deterministic code only; the activities write the file, upload it and record the
  * outcome, each idempotent.
  */
-import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities, sleep } from '@temporalio/workflow';
 import type { ExportActivities } from '../activities/exports.js';
 import type { AuditExportInput } from '../exports/types.js';
 
@@ -38,4 +38,11 @@ export async function auditExportWorkflow(input: AuditExportInput): Promise<void
     return;
   }
   await bookkeeping.completeAuditExport(input);
+
+  // The local file is deleted once its download URL has expired (a durable timer: a worker
+  // that is down then deletes it when it is back). Uploaded files have no local copy.
+  if (patched('purge-expired-export-file') && !plan.upload && plan.fileRetentionMs !== undefined) {
+    await sleep(plan.fileRetentionMs);
+    await bookkeeping.purgeAuditExportFile(input);
+  }
 }
