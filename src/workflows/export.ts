@@ -1,7 +1,8 @@
 /**
  * One workflow per audit export (workflow id = exportId): queued → running → completed or
- * failed; a completed local file is deleted when its download URL expires. Deterministic code only; the activities write the file, upload it and record the
- * outcome, each idempotent.
+ * failed; a completed local file is deleted when its download URL expires. Deterministic code
+ * only; the activities write the file, upload it, record the outcome and delete the file, each
+ * idempotent.
  */
 import { ActivityFailure, ApplicationFailure, patched, proxyActivities, sleep } from '@temporalio/workflow';
 import type { ExportActivities } from '../activities/exports.js';
