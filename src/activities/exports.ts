@@ -166,7 +166,6 @@ export function createExportActivities(deps: ExportActivityDeps) {
         format: row.format,
         upload: row.destination !== null,
         heartbeatTimeoutMs: deps.heartbeatTimeoutMs ?? DEFAULT_EXPORT_HEARTBEAT_TIMEOUT_MS,
-        fileRetentionMs: deps.fileRetentionMs ?? DOWNLOAD_URL_TTL_MS,
       };
     },
 
@@ -246,8 +245,11 @@ export function createExportActivities(deps: ExportActivityDeps) {
       return { location: remote };
     },
 
-    /** Completes the export once: status, audit entry and `system.export_completed` in one transaction. */
-    async completeAuditExport(input: AuditExportInput): Promise<void> {
+    /**
+     * Completes the export once: status, audit entry and `system.export_completed` in one
+     * transaction. Answers how long the local file is kept (the workflow then deletes it).
+     */
+    async completeAuditExport(input: AuditExportInput): Promise<{ fileRetentionMs: number }> {
       await deps.db.transaction(async (tx) => {
         const [row] = await tx
           .update(auditExports)
@@ -281,6 +283,7 @@ export function createExportActivities(deps: ExportActivityDeps) {
           idempotencyKey: `audit-export:${row.id}:system.export_completed`,
         });
       });
+      return { fileRetentionMs: deps.fileRetentionMs ?? DOWNLOAD_URL_TTL_MS };
     },
 
     /**

@@ -21,8 +21,6 @@ export interface AuditExportPlan {
   upload: boolean;
   /** The heartbeat timeout of the writing activity: a worker that dies is noticed after it. */
   heartbeatTimeoutMs: number;
-  /** How long the local file is kept after completion (absent in plans recorded before it). */
-  fileRetentionMs?: number;
 }
 
 /** The progress a writing attempt heartbeats, and a retry resumes from. */

@@ -38,12 +38,12 @@ export async function auditExportWorkflow(input: AuditExportInput): Promise<void
     await bookkeeping.failAuditExport({ ...input, failure: reason(err) });
     return;
   }
-  await bookkeeping.completeAuditExport(input);
+  const completed = await bookkeeping.completeAuditExport(input);
 
   // The local file is deleted once its download URL has expired (a durable timer: a worker
   // that is down then deletes it when it is back). Uploaded files have no local copy.
-  if (patched('purge-expired-export-file') && !plan.upload && plan.fileRetentionMs !== undefined) {
-    await sleep(plan.fileRetentionMs);
+  if (patched('purge-expired-export-file') && !plan.upload) {
+    await sleep(completed.fileRetentionMs);
     await bookkeeping.purgeAuditExportFile(input);
   }
 }
