@@ -12,6 +12,13 @@ export const dispatchChannel = 'incident_dispatch';
 /** A delivery retried with the same body within this window gets the first answer. */
 export const BODY_REPLAY_WINDOW_MS = 10 * 60 * 1000;
 
+/**
+ * A delivery retried with the same delivery id within this long gets the first answer; after
+ * it, the record is purged and the id is judged afresh. It covers every tool's own retries and
+ * GitHub's manual redelivery (up to 3 days back).
+ */
+export const DELIVERY_ID_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
 export interface IngestResult {
   eventIds: string[];
   incidentIds: string[];

@@ -4,11 +4,12 @@ import type postgres from 'postgres';
 import type { Db } from '../db/client.js';
 import { markWorkflowStarted, toWorkflowInput } from '../db/repositories/incidents.js';
 import { purgeRateLimitWindows } from '../db/repositories/rate-limits.js';
+import { purgeWebhookDeliveries } from '../db/repositories/webhook-deliveries.js';
 import { auditExports } from '../db/schema/audit.js';
 import { incidents } from '../db/schema/incidents.js';
 import { ingestedEvents } from '../db/schema/ingestion.js';
 import { tenants } from '../db/schema/tenants.js';
-import { dispatchChannel } from '../ingest/ingest.js';
+import { BODY_REPLAY_WINDOW_MS, DELIVERY_ID_RETENTION_MS, dispatchChannel } from '../ingest/ingest.js';
 import type { ReceivedAlert } from '../workflows/messages.js';
 import type { WorkflowPort } from './port.js';
 
@@ -164,16 +165,16 @@ export interface Dispatcher {
 /**
  * Runs passes when ingestion NOTIFYs, and every `intervalMs` as a safety net (lost
  * notifications, Temporal back after an outage, crashed api processes). Passes never overlap;
- * a wake-up during a pass schedules one more.
+ * a wake-up during a pass schedules one more. Beside the passes, once at start and every
+ * `housekeepingIntervalMs`, deletes expired rate-limit windows and webhook delivery records.
  */
 export function startDispatcher(
   deps: ReconcilerDeps,
-  options: { intervalMs?: number; listen?: boolean; minGapMs?: number; repeatIntervalMs?: number } = {},
+  options: { intervalMs?: number; listen?: boolean; minGapMs?: number; repeatIntervalMs?: number; housekeepingIntervalMs?: number } = {},
 ): Dispatcher {
   let running: Promise<unknown> | null = null;
   let again = false;
   let stopped = false;
-  let lastPurge = 0;
   let lastPassEnded = 0;
   let delayed: NodeJS.Timeout | null = null;
   const recentlySignalled = new Map<string, number>();
@@ -183,11 +184,28 @@ export function startDispatcher(
     const started = await reconcileIncidents(deps);
     const delivered = await deliverPendingAlerts(deps, recentlySignalled, options.repeatIntervalMs);
     const exportsStarted = await reconcileExports(deps);
-    if (Date.now() - lastPurge > 60_000) {
-      lastPurge = Date.now();
-      await purgeRateLimitWindows(deps.sql);
-    }
     return { started, delivered, exportsStarted };
+  };
+
+  // Housekeeping runs beside the passes, never inside one: after an alert storm the purge can
+  // have hundreds of thousands of delivery records to delete, and starts and signals must not
+  // wait for it.
+  let housekeeping: Promise<void> | null = null;
+  const housekeep = (): void => {
+    if (stopped || housekeeping) return;
+    housekeeping = (async () => {
+      const rateLimitWindows = await purgeRateLimitWindows(deps.sql);
+      const deliveries = await purgeWebhookDeliveries(
+        deps.sql,
+        { bodyWindowMs: BODY_REPLAY_WINDOW_MS, idRetentionMs: DELIVERY_ID_RETENTION_MS },
+        { shouldStop: () => stopped },
+      );
+      if (rateLimitWindows + deliveries > 0) deps.logger.info({ rateLimitWindows, deliveries }, 'housekeeping purged expired rows');
+    })()
+      .catch((err: unknown) => deps.logger.warn({ err }, 'housekeeping failed; will retry'))
+      .finally(() => {
+        housekeeping = null;
+      });
   };
 
   const wake = (): void => {
@@ -223,6 +241,9 @@ export function startDispatcher(
 
   const timer = setInterval(wake, options.intervalMs ?? 5_000);
   timer.unref();
+  const housekeepingTimer = setInterval(housekeep, options.housekeepingIntervalMs ?? 60_000);
+  housekeepingTimer.unref();
+  housekeep();
   const listening =
     options.listen === false
       ? Promise.resolve(null)
@@ -236,10 +257,12 @@ export function startDispatcher(
     async stop() {
       stopped = true;
       clearInterval(timer);
+      clearInterval(housekeepingTimer);
       if (delayed) clearTimeout(delayed);
       const listener = await listening;
       await listener?.unlisten();
       await running;
+      await housekeeping;
     },
   };
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { and, eq, inArray } from 'drizzle-orm';
@@ -9,7 +10,9 @@ import { ingestedEvents, webhookDeliveries } from '../../src/db/schema/ingestion
 import { usageCounters } from '../../src/db/schema/limits.js';
 import { usagePeriod } from '../../src/domain/plans.js';
 import { createTemporalWorkflowPort } from '../../src/temporal/port.js';
-import { deliverPendingAlerts, reconcileIncidents } from '../../src/temporal/reconciler.js';
+import { purgeWebhookDeliveries } from '../../src/db/repositories/webhook-deliveries.js';
+import { BODY_REPLAY_WINDOW_MS, DELIVERY_ID_RETENTION_MS } from '../../src/ingest/ingest.js';
+import { deliverPendingAlerts, reconcileIncidents, startDispatcher } from '../../src/temporal/reconciler.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
 import { freePort } from '../helpers/ports.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -216,6 +219,108 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     const rows = await svc.database.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.tenantId, tenant.tenantId));
     expect(rows.filter((r) => (r.response as { eventIds?: string[] } | null)?.eventIds?.[0] === later.body.eventIds[0])).toHaveLength(1);
+  });
+});
+
+describe('delivery record retention', () => {
+  const retention = { bodyWindowMs: BODY_REPLAY_WINDOW_MS, idRetentionMs: DELIVERY_ID_RETENTION_MS };
+  const minutesAgo = (m: number) => new Date(Date.now() - m * 60 * 1000);
+
+  async function age(deliveryKey: string, createdAt: Date) {
+    const updated = await svc.database.db
+      .update(webhookDeliveries)
+      .set({ createdAt })
+      .where(and(eq(webhookDeliveries.tenantId, retentionTenant.tenantId), eq(webhookDeliveries.deliveryKey, deliveryKey)))
+      .returning();
+    expect(updated).toHaveLength(1);
+  }
+
+  async function storedKeys() {
+    const rows = await svc.database.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.tenantId, retentionTenant.tenantId));
+    return rows.map((r) => r.deliveryKey).sort();
+  }
+
+  let retentionTenant: { tenantId: string; admin: string };
+  let retentionKey: WebhookKey;
+  beforeAll(async () => {
+    retentionTenant = await svc.newTenant({ plan: 'plan_business' });
+    retentionKey = await createKey(svc, retentionTenant.admin);
+  });
+
+  it('purges a body hash after its replay window and a delivery id after 7 days, and a purged retry is judged afresh', async () => {
+    const send = (alert: object, deliveryId?: string) =>
+      postWebhook(svc, retentionTenant.tenantId, 'generic', alert, { key: retentionKey.key, headers: deliveryId ? { 'x-delivery-id': deliveryId } : {} });
+    const expiredId = await send(uniqueAlert(), 'expired-id');
+    const keptId = await send(uniqueAlert(), 'kept-id');
+    const expiredBodyAlert = uniqueAlert();
+    const expiredBody = await send(expiredBodyAlert);
+    const keptBodyAlert = uniqueAlert();
+    const keptBody = await send(keptBodyAlert);
+    for (const res of [expiredId, keptId, expiredBody, keptBody]) expect(res.status).toBe(202);
+    const bodyKey = (alert: object) => `body:${createHash('sha256').update(JSON.stringify(alert)).digest('hex')}`;
+    expect(await storedKeys()).toEqual(['id:expired-id', 'id:kept-id', bodyKey(expiredBodyAlert), bodyKey(keptBodyAlert)].sort());
+
+    await age('id:expired-id', minutesAgo(7 * 24 * 60 + 1));
+    await age('id:kept-id', minutesAgo(7 * 24 * 60 - 60)); // older than a body's window, within an id's
+    await age(bodyKey(expiredBodyAlert), minutesAgo(11));
+    await age(bodyKey(keptBodyAlert), minutesAgo(9));
+
+    const deleted = await purgeWebhookDeliveries(svc.database.sql, retention);
+    expect(deleted).toBeGreaterThanOrEqual(2); // other tests' aged rows may go too
+    expect(await storedKeys()).toEqual(['id:kept-id', bodyKey(keptBodyAlert)].sort());
+    expect(await purgeWebhookDeliveries(svc.database.sql, retention)).toBe(0);
+
+    // A kept record still answers its retry; a purged one is a new delivery (its events stored
+    // again), attached to the incident its first delivery opened.
+    const keptRetry = await send(uniqueAlert(), 'kept-id');
+    expect(keptRetry.body).toEqual(keptId.body);
+    expect(keptRetry.headers.get('idempotent-replayed')).toBe('true');
+    const keptBodyRetry = await send(keptBodyAlert);
+    expect(keptBodyRetry.body).toEqual(keptBody.body);
+    expect(keptBodyRetry.headers.get('idempotent-replayed')).toBe('true');
+    const expiredBodyRetry = await send(expiredBodyAlert);
+    expect(expiredBodyRetry.headers.get('idempotent-replayed')).toBeNull();
+    expect(expiredBodyRetry.body.eventIds[0]).not.toBe(expiredBody.body.eventIds[0]);
+    expect(expiredBodyRetry.body).toMatchObject({ incidentIds: expiredBody.body.incidentIds, deduplicated: true });
+    const stored = await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.tenantId, retentionTenant.tenantId));
+    expect(stored).toHaveLength(5);
+  });
+
+  it('deletes a backlog in chunks, oldest first, and stops between chunks when told', async () => {
+    await purgeWebhookDeliveries(svc.database.sql, retention); // nothing else expired is left
+    for (let i = 0; i < 5; i++) {
+      const res = await postWebhook(svc, retentionTenant.tenantId, 'generic', uniqueAlert(), { key: retentionKey.key, headers: { 'x-delivery-id': `backlog-${i}` } });
+      expect(res.status).toBe(202);
+      await age(`id:backlog-${i}`, minutesAgo(8 * 24 * 60 - i));
+    }
+    let statements = 0;
+    // Stopped after the first statement of the id purge: the oldest two went, three are left.
+    const partial = await purgeWebhookDeliveries(svc.database.sql, retention, {
+      chunkSize: 2,
+      shouldStop: () => statements++ > 1, // the body purge's one statement, then one id statement
+    });
+    expect(partial).toBe(2);
+    expect((await storedKeys()).filter((k) => k.startsWith('id:backlog-'))).toEqual(['id:backlog-2', 'id:backlog-3', 'id:backlog-4']);
+    await purgeWebhookDeliveries(svc.database.sql, retention, { chunkSize: 2 });
+    expect((await storedKeys()).filter((k) => k.startsWith('id:backlog-'))).toEqual([]);
+  });
+
+  it('is run by the dispatcher at start and on its own timer', async () => {
+    const send = (id: string) => postWebhook(svc, retentionTenant.tenantId, 'generic', uniqueAlert(), { key: retentionKey.key, headers: { 'x-delivery-id': id } });
+    expect((await send('before-start')).status).toBe(202);
+    await age('id:before-start', minutesAgo(8 * 24 * 60));
+    const dispatcher = startDispatcher(
+      { db: svc.database.db, sql: svc.database.sql, workflows: createTemporalWorkflowPort(svc.client, svc.taskQueue), logger: pino({ level: 'silent' }) },
+      { listen: false, intervalMs: 60_000, housekeepingIntervalMs: 300 },
+    );
+    try {
+      await eventually(async () => !(await storedKeys()).includes('id:before-start'), 5_000);
+      expect((await send('on-timer')).status).toBe(202);
+      await age('id:on-timer', minutesAgo(8 * 24 * 60));
+      await eventually(async () => !(await storedKeys()).includes('id:on-timer'));
+    } finally {
+      await dispatcher.stop();
+    }
   });
 });
 

@@ -70,5 +70,12 @@ export const webhookDeliveries = pgTable(
     response: jsonb('response').$type<Record<string, unknown>>(),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
-  (t) => [primaryKey({ columns: [t.tenantId, t.provider, t.deliveryKey] })],
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.provider, t.deliveryKey] }),
+    // The housekeeping purge walks each kind of key oldest first: a body hash is answered for
+    // 10 minutes, a tool's delivery id for 7 days (decision 150). One partial index per kind,
+    // so neither purge reads the rows the other keeps.
+    index('webhook_deliveries_body_created_idx').on(t.createdAt).where(sql`${t.deliveryKey} like 'body:%'`),
+    index('webhook_deliveries_id_created_idx').on(t.createdAt).where(sql`${t.deliveryKey} like 'id:%'`),
+  ],
 );
