@@ -1,10 +1,11 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { and, desc, eq, gte, inArray, sql } from 'drizzle-orm';
+import { and, eq, gte, inArray, sql } from 'drizzle-orm';
 import type { ModelProvider } from '../analysis/types.js';
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { appendEvent } from '../db/repositories/events.js';
 import { findIncident } from '../db/repositories/incidents.js';
+import { latestIncidentAlerts } from '../db/repositories/ingested-events.js';
 import { events } from '../db/schema/events.js';
 import { incidents, type Severity } from '../db/schema/incidents.js';
 import { ingestedEvents } from '../db/schema/ingestion.js';
@@ -67,12 +68,7 @@ export function createTriageActivities(deps: { db: Db; model: ModelProvider }) {
     if (!incident) throw ApplicationFailure.nonRetryable(`incident ${request.incidentId} has no projection`, 'IncidentMissing');
     const since = new Date(incident.createdAt.getTime() - RECENT_CHANGE_WINDOW_MS);
     const [alerts, changes, runbookRows, node, firstChange] = await Promise.all([
-      db
-        .select()
-        .from(ingestedEvents)
-        .where(and(eq(ingestedEvents.tenantId, request.tenantId), eq(ingestedEvents.incidentId, request.incidentId)))
-        .orderBy(desc(ingestedEvents.receivedAt))
-        .limit(MAX_ALERTS),
+      latestIncidentAlerts(db, { tenantId: request.tenantId, incidentId: request.incidentId, limit: MAX_ALERTS }),
       db
         .select({ n: sql<number>`count(*)::int` })
         .from(ingestedEvents)
@@ -123,16 +119,14 @@ export function createTriageActivities(deps: { db: Db; model: ModelProvider }) {
         occurrenceCount: incident.occurrenceCount,
         recovered: incident.recoveredAt !== null,
       },
-      alerts: alerts
-        .filter((a) => a.kind === 'alert')
-        .map((a) => ({
-          alertName: a.alertName,
-          severity: (a.severity as Severity | null) ?? null,
-          status: a.status,
-          service: a.service,
-          title: a.title,
-          occurredAt: a.occurredAt.toISOString(),
-        })),
+      alerts: alerts.map((a) => ({
+        alertName: a.alertName,
+        severity: (a.severity as Severity | null) ?? null,
+        status: a.status,
+        service: a.service,
+        title: a.title,
+        occurredAt: a.occurredAt.toISOString(),
+      })),
       recentChanges: changes[0]?.n ?? 0,
       hasRunbooks: runbookRows.length > 0,
       hasPatterns: false,

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase, type Database } from '../../src/db/client.js';
-import { nearestOtherAlerts } from '../../src/db/repositories/ingested-events.js';
+import { latestIncidentAlerts, nearestOtherAlerts } from '../../src/db/repositories/ingested-events.js';
 import { incidentSymptoms } from '../../src/db/repositories/patterns.js';
 import { createTenant } from '../../src/db/repositories/tenants.js';
 import { incidents } from '../../src/db/schema/incidents.js';
@@ -68,6 +68,25 @@ describe("an incident's own alerts", () => {
       expect(plan.some((n) => /Sort/.test(n['Node Type'])), stats).toBe(false);
       expect(plan.reduce((sum, n) => sum + (n['Rows Removed by Filter'] ?? 0), 0), stats).toBe(0);
     }
+  });
+
+  it("latest (triage's read) are the newest by occurrence, read backward through the incident index without sorting the storm", async () => {
+    const query = latestIncidentAlerts(database.db, { tenantId, incidentId: 'inc_idx_storm', limit: 50 });
+    const { sql: text, params } = query.toSQL();
+    for (const stats of ['stale', 'analyzed']) {
+      if (stats === 'analyzed') await database.sql`analyze ingested_events`;
+      const [row] = await database.sql.unsafe(`explain (analyze, format json) ${text}`, params as string[]);
+      const plan = nodes((row!['QUERY PLAN'] as Array<{ Plan: PlanNode & { 'Actual Rows'?: number } }>)[0]!.Plan) as Array<PlanNode & { 'Actual Rows'?: number }>;
+      const scans = plan.filter((n) => n['Index Name']);
+      expect(scans.map((n) => n['Index Name']), stats).toEqual(['ingested_events_incident_kind_idx']);
+      expect(scans[0]!['Actual Rows'], stats).toBe(50); // of the incident's 3,000
+      expect(plan.some((n) => /Sort/.test(n['Node Type'])), stats).toBe(false);
+    }
+    const rows = await query;
+    expect(rows.map((r) => r.id)).toEqual(Array.from({ length: 50 }, (_, i) => `evt_idx_storm_${OTHER_ALERTS - i}`));
+    expect(rows.every((r) => r.incidentId === 'inc_idx_storm' && r.tenantId === tenantId && r.kind === 'alert')).toBe(true);
+    const other = await latestIncidentAlerts(database.db, { tenantId: 'ten_someone_else', incidentId: 'inc_idx_storm', limit: 50 });
+    expect(other).toEqual([]);
   });
 
   it('give the pattern symptoms of that incident only', async () => {

@@ -3,6 +3,20 @@ import type { Db } from '../client.js';
 import { ingestedEvents, type IngestedEventRow } from '../schema/ingestion.js';
 
 /**
+ * An incident's latest `limit` alerts, newest first (by occurrence, then id): a backward walk of
+ * the incident index (incident_id, kind, occurred_at, id) that stops at the limit, however many
+ * repeats an alert storm attached to the incident. A query, so its plan can be checked.
+ */
+export function latestIncidentAlerts(db: Pick<Db, 'select'>, args: { tenantId: string; incidentId: string; limit: number }) {
+  return db
+    .select()
+    .from(ingestedEvents)
+    .where(and(eq(ingestedEvents.tenantId, args.tenantId), eq(ingestedEvents.incidentId, args.incidentId), eq(ingestedEvents.kind, 'alert')))
+    .orderBy(desc(ingestedEvents.occurredAt), desc(ingestedEvents.id))
+    .limit(args.limit);
+}
+
+/**
  * The tenant's alerts within `beforeMs` before and `afterMs` after `at` that are not the given
  * incident's own: the `limit` nearest to `at` (ties by id), oldest first. Found by two ordered
  * index scans that stop at `limit` each, one back and one forward from `at`, so a storm of
