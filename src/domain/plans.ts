@@ -28,7 +28,8 @@ export const plans: readonly Plan[] = [
 const chatMessagesPerMonth: Record<PlanId, number | 'custom'> = {
   plan_starter: 200, plan_pro: 1000, plan_business: 5000, plan_enterprise: 'custom',
 };
-const auditRetentionDays: Record<PlanId, number> = {
+/** Days of audit log each plan keeps; older entries are purged (decision 152). */
+export const auditRetentionDays: Readonly<Record<PlanId, number>> = {
   plan_starter: 30, plan_pro: 90, plan_business: 365, plan_enterprise: 730,
 };
 

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type postgres from 'postgres';
 import type { Db } from '../db/client.js';
 import { markWorkflowStarted, toWorkflowInput } from '../db/repositories/incidents.js';
+import { purgeExpiredAudit } from '../db/repositories/audit-retention.js';
 import { purgeRateLimitWindows } from '../db/repositories/rate-limits.js';
 import { purgeWebhookDeliveries } from '../db/repositories/webhook-deliveries.js';
 import { auditExports } from '../db/schema/audit.js';
@@ -166,7 +167,8 @@ export interface Dispatcher {
  * Runs passes when ingestion NOTIFYs, and every `intervalMs` as a safety net (lost
  * notifications, Temporal back after an outage, crashed api processes). Passes never overlap;
  * a wake-up during a pass schedules one more. Beside the passes, once at start and every
- * `housekeepingIntervalMs`, deletes expired rate-limit windows and webhook delivery records.
+ * `housekeepingIntervalMs`, deletes expired rate-limit windows, webhook delivery records and audit
+ * entries past their plan's retention.
  */
 export function startDispatcher(
   deps: ReconcilerDeps,
@@ -189,7 +191,7 @@ export function startDispatcher(
 
   // Housekeeping runs beside the passes, never inside one: after an alert storm the purge can
   // have hundreds of thousands of delivery records to delete, and starts and signals must not
-  // wait for it.
+  // wait for it. Each purge probes an index first, so a run with nothing due costs little.
   let housekeeping: Promise<void> | null = null;
   const housekeep = (): void => {
     if (stopped || housekeeping) return;
@@ -200,7 +202,8 @@ export function startDispatcher(
         { bodyWindowMs: BODY_REPLAY_WINDOW_MS, idRetentionMs: DELIVERY_ID_RETENTION_MS },
         { shouldStop: () => stopped },
       );
-      if (rateLimitWindows + deliveries > 0) deps.logger.info({ rateLimitWindows, deliveries }, 'housekeeping purged expired rows');
+      const auditEntries = await purgeExpiredAudit(deps.sql, { shouldStop: () => stopped });
+      if (rateLimitWindows + deliveries + auditEntries > 0) deps.logger.info({ rateLimitWindows, deliveries, auditEntries }, 'housekeeping purged expired rows');
     })()
       .catch((err: unknown) => deps.logger.warn({ err }, 'housekeeping failed; will retry'))
       .finally(() => {

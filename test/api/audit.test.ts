@@ -1,6 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { and, asc, eq, sql } from 'drizzle-orm';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { auditLog } from '../../src/db/schema/audit.js';
+import { purgeExpiredAudit } from '../../src/db/repositories/audit-retention.js';
+import { auditChainHeads, auditLog } from '../../src/db/schema/audit.js';
+import type { PlanId } from '../../src/domain/plans.js';
+import { createTemporalWorkflowPort } from '../../src/temporal/port.js';
+import { startDispatcher } from '../../src/temporal/reconciler.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 
@@ -142,6 +148,120 @@ describe('the hash chain', () => {
     expect(reversed.status).toBe(400);
     const empty = await verify(t, '?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z');
     expect(empty.body).toEqual({ valid: true, checked: 0, firstInvalidAuditId: null, fromSeq: null, toSeq: null, problem: null });
+  });
+});
+
+describe('retention', () => {
+  /** An entry written as if it happened `daysAgo` days ago; each is its own commit, so chained in call order. */
+  async function entryAged(tenantId: string, daysAgo: number): Promise<string> {
+    const id = `aud_retention_${randomUUID()}`;
+    await svc.database.sql`
+      insert into audit_log (id, tenant_id, occurred_at, actor_type, actor_id, action, target_type, target_id)
+      values (${id}, ${tenantId}, now() - make_interval(days => ${daysAgo}), 'system', 'test', 'test.entry', 'test', ${id})`;
+    return id;
+  }
+  /**
+   * A new tenant on `plan` whose chain's first entry (`tenant.created`) is dated `daysAgo` days
+   * back, resealed with the head, as if the tenant had been created then.
+   */
+  async function tenantCreated(plan: PlanId, daysAgo: number): Promise<Tenant> {
+    const t = await svc.newTenant({ plan });
+    await tamper(sql`update audit_log set occurred_at = now() - make_interval(days => ${daysAgo}) where tenant_id = ${t.tenantId} and seq = 1`);
+    await tamper(sql`update audit_log a set hash = audit_entry_hash(a) where tenant_id = ${t.tenantId} and seq = 1`);
+    await tamper(sql`update audit_chain_heads h set last_hash = a.hash from audit_log a where a.tenant_id = h.tenant_id and a.seq = 1 and h.tenant_id = ${t.tenantId}`);
+    expect((await verify(t)).body).toMatchObject({ valid: true, checked: 1 });
+    return t;
+  }
+  const head = async (tenantId: string) => (await svc.database.db.select().from(auditChainHeads).where(eq(auditChainHeads.tenantId, tenantId)))[0]!;
+  const ids = async (tenantId: string) => (await chain(tenantId)).map((r) => r.id);
+
+  it("purges the entries past the plan's retention from the start of the chain, and the rest still verifies", async () => {
+    const starter = await tenantCreated('plan_starter', 41); // 30 days
+    const business = await tenantCreated('plan_business', 41); // 365 days
+    const expired = [await entryAged(starter.tenantId, 40), await entryAged(starter.tenantId, 39), await entryAged(starter.tenantId, 35)];
+    const kept = await entryAged(starter.tenantId, 20);
+    const lateButOld = await entryAged(starter.tenantId, 45); // committed after a younger entry
+    expect((await createRunbook(starter, 1)).status).toBe(201);
+    const businessOld = [await entryAged(business.tenantId, 40), await entryAged(business.tenantId, 300)];
+    const before = await chain(starter.tenantId);
+    expect(before).toHaveLength(7); // tenant.created first
+
+    await purgeExpiredAudit(svc.database.sql);
+    const after = await chain(starter.tenantId);
+    expect(after.map((r) => r.id)).toEqual([kept, lateButOld, before[6]!.id]);
+    expect(after.map((r) => r.seq)).toEqual([5, 6, 7]);
+    expect(after[0]!.prevHash).toBe(before[3]!.hash);
+    expect(await head(starter.tenantId)).toMatchObject({ purgedSeq: 4, purgedHash: before[3]!.hash, lastSeq: 7 });
+    expect(expired.every((id) => !after.some((r) => r.id === id))).toBe(true);
+    expect((await verify(starter)).body).toEqual({ valid: true, checked: 3, firstInvalidAuditId: null, fromSeq: 5, toSeq: 7, problem: null });
+    expect((await ids(business.tenantId)).slice(1)).toEqual(businessOld);
+    expect(await head(business.tenantId)).toMatchObject({ purgedSeq: 0, purgedHash: null });
+
+    // Nothing more is due: the 45-day-old entry waits behind the 20-day-old one.
+    await purgeExpiredAudit(svc.database.sql);
+    expect((await chain(starter.tenantId)).map((r) => r.id)).toEqual(after.map((r) => r.id));
+
+    // Deleting the first remaining entry some other way still shows.
+    await tamper(sql`delete from audit_log where id = ${kept}`);
+    const gap = await verify(starter);
+    expect(gap.body).toMatchObject({ valid: false, firstInvalidAuditId: lateButOld });
+    expect(gap.body.problem).toMatch(/entries before 6 are missing/);
+  });
+
+  it('stops at a gap, so a deletion made some other way stays visible', async () => {
+    const t = await tenantCreated('plan_starter', 51);
+    const rows = [await entryAged(t.tenantId, 50), await entryAged(t.tenantId, 49), await entryAged(t.tenantId, 48), await entryAged(t.tenantId, 47)];
+    await tamper(sql`delete from audit_log where id = ${rows[2]!}`); // seq 4
+    await purgeExpiredAudit(svc.database.sql);
+    expect(await ids(t.tenantId)).toEqual([rows[3]]);
+    expect(await head(t.tenantId)).toMatchObject({ purgedSeq: 3 });
+    const res = await verify(t);
+    expect(res.body).toMatchObject({ valid: false, firstInvalidAuditId: rows[3] });
+    expect(res.body.problem).toMatch(/entries before 5 are missing/);
+  });
+
+  it('purges a whole chain in chunks; the empty chain verifies, and the next entry links to the anchor', async () => {
+    const t = await tenantCreated('plan_pro', 101); // 90 days
+    const rows = [(await ids(t.tenantId))[0]!];
+    for (let i = 0; i < 5; i++) rows.push(await entryAged(t.tenantId, 100 - i));
+    const hashes = (await chain(t.tenantId)).map((r) => r.hash);
+    let statements = 0;
+    const deleted = await purgeExpiredAudit(svc.database.sql, { chunkSize: 2, shouldStop: () => statements++ >= 1 });
+    expect(deleted).toBe(2); // stopped after one chunk
+    expect(await ids(t.tenantId)).toEqual(rows.slice(2));
+    await purgeExpiredAudit(svc.database.sql, { chunkSize: 2 });
+    expect(await ids(t.tenantId)).toEqual([]);
+    expect(await head(t.tenantId)).toMatchObject({ purgedSeq: 6, purgedHash: hashes[5], lastSeq: 6 });
+    expect((await verify(t)).body).toEqual({ valid: true, checked: 0, firstInvalidAuditId: null, fromSeq: null, toSeq: null, problem: null });
+    expect((await createRunbook(t, 1)).status).toBe(201);
+    const [next] = await chain(t.tenantId);
+    expect(next).toMatchObject({ seq: 7, prevHash: hashes[5] });
+    expect((await verify(t)).body).toMatchObject({ valid: true, checked: 1, fromSeq: 7, toSeq: 7 });
+  });
+
+  it('lets no entry be deleted that the head does not record as purged, nor one younger than 30 days', async () => {
+    const t = await svc.newTenant({ plan: 'plan_starter' });
+    const [created] = await ids(t.tenantId); // tenant.created, now
+    const old = await entryAged(t.tenantId, 40); // seq 2
+    const refusal = { cause: { message: expect.stringMatching(/audit_log is append-only/) } };
+    await expect(svc.database.db.delete(auditLog).where(eq(auditLog.id, old))).rejects.toMatchObject(refusal);
+    await svc.database.db.update(auditChainHeads).set({ purgedSeq: 2 }).where(eq(auditChainHeads.tenantId, t.tenantId));
+    await expect(svc.database.db.delete(auditLog).where(eq(auditLog.id, created!))).rejects.toMatchObject(refusal);
+    expect(await ids(t.tenantId)).toEqual([created, old]);
+  });
+
+  it("is run by the worker's dispatcher", async () => {
+    const t = await tenantCreated('plan_starter', 32);
+    await entryAged(t.tenantId, 31);
+    const dispatcher = startDispatcher(
+      { db: svc.database.db, sql: svc.database.sql, workflows: createTemporalWorkflowPort(svc.client, svc.taskQueue), logger: pino({ level: 'silent' }) },
+      { listen: false, intervalMs: 60_000 },
+    );
+    try {
+      await eventually(async () => (await ids(t.tenantId)).length === 0, 5_000);
+    } finally {
+      await dispatcher.stop();
+    }
   });
 });
 

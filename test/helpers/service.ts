@@ -86,6 +86,9 @@ export interface TestService {
   stop(): Promise<void>;
 }
 
+/** The test dispatcher purges once at start only: tests that age rows drive purges themselves. */
+const HOUSEKEEPING_ONCE = 24 * 60 * 60 * 1000;
+
 export interface TestServiceOptions {
   /** Override parts of the app's dependencies (a second app over the same database). */
   jwksUrl?: string;
@@ -170,7 +173,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     ...(options.model ? { model: options.model } : {}),
     exports: { dir: exportDir, urlKey: exportUrlKey, ...(options.exports?.s3 ? { s3: options.exports.s3 } : {}) },
   };
-  const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000, repeatIntervalMs: 500 }) : undefined;
+  const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000, repeatIntervalMs: 500, housekeepingIntervalMs: HOUSEKEEPING_ONCE }) : undefined;
   const notifier = worker && !options.withoutDispatcher ? startNotifier({ db: database.db, sql: database.sql, logger }, { intervalMs: 1000 }) : undefined;
   const triggers = worker && !options.withoutDispatcher ? startTriggerDispatcher({ db: database.db, sql: database.sql, logger, skills, workflows }, { intervalMs: 1000 }) : undefined;
   const app = createApp(deps);

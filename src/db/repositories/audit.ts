@@ -124,7 +124,9 @@ const GENESIS = '0'.repeat(64);
  * when both are absent), in chain order: each entry's hash must be the hash of its own content
  * (recomputed by `audit_entry_hash`, the function that sealed it), its prevHash the hash of the
  * entry before it, and the positions must follow without a gap. Without `to` the chain's head
- * must also be the last entry, so deleting the newest entries shows too.
+ * must also be the last entry, so deleting the newest entries shows too. After a retention
+ * purge the chain starts at the head's `purged_seq + 1`, whose prevHash must be the anchor the
+ * purge recorded (`purged_hash`); any other missing entry is a gap.
  */
 export async function verifyAuditChain(db: Db, tenantId: string, range: { from?: Date | undefined; to?: Date | undefined }): Promise<ChainVerification> {
   const from = range.from?.toISOString() ?? null;
@@ -138,9 +140,14 @@ export async function verifyAuditChain(db: Db, tenantId: string, range: { from?:
     bad_kind: string | null;
     head_seq: string | null;
     head_hash: string | null;
+    purged_seq: string | null;
     last_hash: string | null;
   }>(sql`
-    with bounds as (
+    with head as (
+      select coalesce(max(purged_seq), 0) as purged_seq, max(purged_hash) as purged_hash
+      from audit_chain_heads where tenant_id = ${tenantId}
+    ),
+    bounds as (
       select min(seq) as lo, max(seq) as hi from audit_log
       where tenant_id = ${tenantId}
         and (${from}::timestamptz is null or occurred_at >= ${from}::timestamptz)
@@ -149,9 +156,11 @@ export async function verifyAuditChain(db: Db, tenantId: string, range: { from?:
     walk as (
       select a.id, a.seq, a.hash,
              a.hash is distinct from audit_entry_hash(a) as content_changed,
-             a.prev_hash is distinct from (case when a.seq = 1 then ${GENESIS} else lag(a.hash) over w end) as link_broken,
-             a.seq > 1 and (lag(a.seq) over w) is distinct from a.seq - 1 as gap
-      from audit_log a, bounds b
+             a.prev_hash is distinct from (
+               case when a.seq = 1 then ${GENESIS} when a.seq = p.purged_seq + 1 then p.purged_hash else lag(a.hash) over w end
+             ) as link_broken,
+             a.seq > p.purged_seq + 1 and (lag(a.seq) over w) is distinct from a.seq - 1 as gap
+      from audit_log a, bounds b, head p
       where a.tenant_id = ${tenantId} and a.seq between b.lo - 1 and b.hi
       window w as (order by a.seq)
     ),
@@ -166,15 +175,17 @@ export async function verifyAuditChain(db: Db, tenantId: string, range: { from?:
     select b.lo::text as lo, b.hi::text as hi,
            (select count(*) from checked)::text as checked,
            f.id as bad_id, f.seq::text as bad_seq, f.kind as bad_kind,
-           h.last_seq::text as head_seq, h.last_hash as head_hash,
+           h.last_seq::text as head_seq, h.last_hash as head_hash, h.purged_seq::text as purged_seq,
            (select hash from checked order by seq desc limit 1) as last_hash
     from bounds b
     left join first_bad f on true
     left join audit_chain_heads h on h.tenant_id = ${tenantId}`);
   const r = rows[0];
   if (!r || r.lo === null || r.hi === null) {
-    // Nothing in the range; without a range an empty chain must also have no head beyond 0.
-    const headBeyond = from === null && to === null && r?.head_seq !== null && r?.head_seq !== undefined && Number(r.head_seq) > 0;
+    // Nothing in the range; without a range an empty chain must also have no head beyond what
+    // retention purged.
+    const headBeyond =
+      from === null && to === null && r?.head_seq !== null && r?.head_seq !== undefined && Number(r.head_seq) > Number(r.purged_seq ?? 0);
     return { valid: !headBeyond, checked: 0, firstInvalidAuditId: null, fromSeq: null, toSeq: null, problem: headBeyond ? 'the chain head records entries that are missing' : null };
   }
   const base = { checked: Number(r.checked), fromSeq: Number(r.lo), toSeq: Number(r.hi) };
