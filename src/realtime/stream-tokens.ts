@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { and, eq, gt, isNull, sql } from 'drizzle-orm';
+import { and, eq, gt, isNull, lt, sql } from 'drizzle-orm';
 import type { Role } from '../auth/tokens.js';
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
@@ -62,4 +62,13 @@ export async function consumeStreamToken(
     .returning({ tenantId: streamTokens.tenantId, userId: streamTokens.userId, roles: streamTokens.roles });
   if (!row) return undefined;
   return { tenantId: row.tenantId, userId: row.userId, roles: row.roles.filter((r): r is Role => r === 'admin' || r === 'member') };
+}
+
+/**
+ * Deletes expired stream tokens, used or not: past its expiry a token can never be accepted, and
+ * its issuance is in the audit log. Walks `stream_tokens_expires_idx`. Returns how many.
+ */
+export async function purgeExpiredStreamTokens(db: Db): Promise<number> {
+  const deleted = await db.delete(streamTokens).where(lt(streamTokens.expiresAt, sql`now()`)).returning({ tokenHash: streamTokens.tokenHash });
+  return deleted.length;
 }

@@ -11,6 +11,7 @@ import { incidents } from '../db/schema/incidents.js';
 import { ingestedEvents } from '../db/schema/ingestion.js';
 import { tenants } from '../db/schema/tenants.js';
 import { BODY_REPLAY_WINDOW_MS, DELIVERY_ID_RETENTION_MS, dispatchChannel } from '../ingest/ingest.js';
+import { purgeExpiredStreamTokens } from '../realtime/stream-tokens.js';
 import type { ReceivedAlert } from '../workflows/messages.js';
 import type { WorkflowPort } from './port.js';
 
@@ -167,8 +168,8 @@ export interface Dispatcher {
  * Runs passes when ingestion NOTIFYs, and every `intervalMs` as a safety net (lost
  * notifications, Temporal back after an outage, crashed api processes). Passes never overlap;
  * a wake-up during a pass schedules one more. Beside the passes, once at start and every
- * `housekeepingIntervalMs`, deletes expired rate-limit windows, webhook delivery records and audit
- * entries past their plan's retention.
+ * `housekeepingIntervalMs`, deletes expired rate-limit windows, webhook delivery records, stream
+ * tokens, and audit entries past their plan's retention.
  */
 export function startDispatcher(
   deps: ReconcilerDeps,
@@ -202,8 +203,11 @@ export function startDispatcher(
         { bodyWindowMs: BODY_REPLAY_WINDOW_MS, idRetentionMs: DELIVERY_ID_RETENTION_MS },
         { shouldStop: () => stopped },
       );
+      const streamTokens = await purgeExpiredStreamTokens(deps.db);
       const auditEntries = await purgeExpiredAudit(deps.sql, { shouldStop: () => stopped });
-      if (rateLimitWindows + deliveries + auditEntries > 0) deps.logger.info({ rateLimitWindows, deliveries, auditEntries }, 'housekeeping purged expired rows');
+      if (rateLimitWindows + deliveries + streamTokens + auditEntries > 0) {
+        deps.logger.info({ rateLimitWindows, deliveries, streamTokens, auditEntries }, 'housekeeping purged expired rows');
+      }
     })()
       .catch((err: unknown) => deps.logger.warn({ err }, 'housekeeping failed; will retry'))
       .finally(() => {

@@ -1,11 +1,12 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appendEvent } from '../../src/db/repositories/events.js';
 import { streamTokens } from '../../src/db/schema/remediation.js';
 import { defaultStreamSettings } from '../../src/realtime/sse.js';
+import { purgeExpiredStreamTokens } from '../../src/realtime/stream-tokens.js';
 import { startTestService, type TestService } from '../helpers/service.js';
-import { sql } from 'drizzle-orm';
+import { eq, inArray, sql } from 'drizzle-orm';
 
 interface SseMessage {
   id: string | undefined;
@@ -268,6 +269,25 @@ describe('GET /v1/notifications/stream', () => {
     // A stream token is no credential for any other route.
     const other = await svc.api('POST', '/v1/notifications/stream-token', { token: member });
     expect((await svc.api('GET', `/v1/runbooks?token=${other.body.token}`)).status).toBe(401);
+  });
+
+  it('purges expired stream tokens, used or not, and keeps the live ones working', async () => {
+    const { tenantId, member } = await svc.newTenant();
+    const issue = async () => (await svc.api('POST', '/v1/notifications/stream-token', { token: member })).body.token as string;
+    const [used, unused, live] = [await issue(), await issue(), await issue()];
+    const hash = (t: string) => createHash('sha256').update(t).digest('hex');
+    const client = await stream(`/v1/notifications/stream?token=${used}`);
+    expect(client.status).toBe(200);
+    await svc.database.db
+      .update(streamTokens)
+      .set({ expiresAt: sql`now() - interval '1 second'` })
+      .where(inArray(streamTokens.tokenHash, [hash(used), hash(unused)]));
+    expect(await purgeExpiredStreamTokens(svc.database.db)).toBeGreaterThanOrEqual(2);
+    const left = await svc.database.db.select().from(streamTokens).where(eq(streamTokens.tenantId, tenantId));
+    expect(left.map((r) => r.tokenHash)).toEqual([hash(live)]);
+    const liveClient = await stream(`/v1/notifications/stream?token=${live}`);
+    expect(liveClient.status).toBe(200);
+    expect((await svc.api('GET', `/v1/notifications/stream?token=${unused}`)).status).toBe(401);
   });
 
   it('sends a heartbeat comment', async () => {
