@@ -223,6 +223,18 @@ describe('alertmanager', () => {
     expect(parse(alertmanagerProvider, body).events).toHaveLength(500);
   });
 
+  it('says in each description how many alerts a truncated group left out', () => {
+    expect(alertsOf(parse(alertmanagerProvider, firing)).every((a) => !a.description.includes('left'))).toBe(true); // truncatedAlerts 0
+    const body = structuredClone(firing);
+    body.truncatedAlerts = 37;
+    const alerts = alertsOf(parse(alertmanagerProvider, body));
+    expect(alerts).toHaveLength(2);
+    for (const alert of alerts) expect(alert.description).toContain('The sender left 37 more alert(s) of this group out of the notification (truncatedAlerts).');
+    const grafana = structuredClone(fixture('grafana-firing.json'));
+    grafana.truncatedAlerts = 3;
+    expect(at(alertsOf(parse(grafanaProvider, grafana)), 0).description).toContain('The sender left 3 more alert(s)');
+  });
+
   it('keeps unknown extra fields', () => {
     const body = structuredClone(firing);
     body.somethingNew = { x: 1 };

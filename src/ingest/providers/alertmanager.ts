@@ -111,6 +111,14 @@ export function normalizeAlertmanagerAlert(
   };
 }
 
+/**
+ * A group sent truncated (`max_alerts` on the receiver) says how many alerts it left out: each
+ * alert's description says so, since those alerts reach no incident from this delivery.
+ */
+export function truncationNote(truncatedAlerts: number | undefined): string | undefined {
+  return truncatedAlerts ? `The sender left ${truncatedAlerts} more alert(s) of this group out of the notification (truncatedAlerts).` : undefined;
+}
+
 /** The original (unparsed) alert objects, kept as evidence. */
 export function rawAlerts(body: unknown): unknown[] {
   const alerts = (body as { alerts?: unknown }).alerts;
@@ -123,7 +131,9 @@ export const alertmanagerProvider: WebhookProvider = {
     const payload = parseWith(alertmanagerPayloadSchema, body, 'alertmanager');
     const raw = rawAlerts(body);
     return {
-      events: payload.alerts.map((alert, i) => normalizeAlertmanagerAlert('alertmanager', alert, raw[i] ?? alert)),
+      events: payload.alerts.map((alert, i) =>
+        normalizeAlertmanagerAlert('alertmanager', alert, raw[i] ?? alert, [truncationNote(payload.truncatedAlerts)]),
+      ),
     };
   },
 };

@@ -15,6 +15,7 @@ import {
   alertmanagerGroupShape,
   alertsArray,
   normalizeAlertmanagerAlert,
+  truncationNote,
   rawAlerts,
 } from './alertmanager.js';
 
@@ -56,6 +57,7 @@ export const grafanaProvider: WebhookProvider = {
           values && `Values: ${values}`,
           dashboard && `Dashboard: ${dashboard}`,
           panel && `Panel: ${panel}`,
+          truncationNote(payload.truncatedAlerts),
         ]);
       }),
     };
