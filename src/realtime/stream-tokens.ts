@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { and, eq, gt, isNull, lt, sql } from 'drizzle-orm';
+import { and, eq, gt, isNull, sql } from 'drizzle-orm';
+import type postgres from 'postgres';
 import type { Role } from '../auth/tokens.js';
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
@@ -68,7 +69,7 @@ export async function consumeStreamToken(
  * Deletes expired stream tokens, used or not: past its expiry a token can never be accepted, and
  * its issuance is in the audit log. Walks `stream_tokens_expires_idx`. Returns how many.
  */
-export async function purgeExpiredStreamTokens(db: Db): Promise<number> {
-  const deleted = await db.delete(streamTokens).where(lt(streamTokens.expiresAt, sql`now()`)).returning({ tokenHash: streamTokens.tokenHash });
-  return deleted.length;
+export async function purgeExpiredStreamTokens(sql: postgres.Sql): Promise<number> {
+  const { count } = await sql`delete from stream_tokens where expires_at < now()`;
+  return count;
 }

@@ -203,7 +203,7 @@ export function startDispatcher(
         { bodyWindowMs: BODY_REPLAY_WINDOW_MS, idRetentionMs: DELIVERY_ID_RETENTION_MS },
         { shouldStop: () => stopped },
       );
-      const streamTokens = await purgeExpiredStreamTokens(deps.db);
+      const streamTokens = await purgeExpiredStreamTokens(deps.sql);
       const auditEntries = await purgeExpiredAudit(deps.sql, { shouldStop: () => stopped });
       if (rateLimitWindows + deliveries + streamTokens + auditEntries > 0) {
         deps.logger.info({ rateLimitWindows, deliveries, streamTokens, auditEntries }, 'housekeeping purged expired rows');

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeExpiredAudit } from '../../src/db/repositories/audit-retention.js';
 import { auditChainHeads, auditLog } from '../../src/db/schema/audit.js';
-import type { PlanId } from '../../src/domain/plans.js';
+import { auditRetentionDays, type PlanId } from '../../src/domain/plans.js';
 import { createTemporalWorkflowPort } from '../../src/temporal/port.js';
 import { startDispatcher } from '../../src/temporal/reconciler.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -240,6 +240,9 @@ describe('retention', () => {
   });
 
   it('lets no entry be deleted that the head does not record as purged, nor one younger than 30 days', async () => {
+    // The trigger's floor (migration 0014) is the shortest plan retention: a shorter plan would
+    // have its purges refused, so this fails first.
+    expect(Math.min(...Object.values(auditRetentionDays))).toBe(30);
     const t = await svc.newTenant({ plan: 'plan_starter' });
     const [created] = await ids(t.tenantId); // tenant.created, now
     const old = await entryAged(t.tenantId, 40); // seq 2

@@ -282,7 +282,7 @@ describe('GET /v1/notifications/stream', () => {
       .update(streamTokens)
       .set({ expiresAt: sql`now() - interval '1 second'` })
       .where(inArray(streamTokens.tokenHash, [hash(used), hash(unused)]));
-    expect(await purgeExpiredStreamTokens(svc.database.db)).toBeGreaterThanOrEqual(2);
+    expect(await purgeExpiredStreamTokens(svc.database.sql)).toBeGreaterThanOrEqual(2);
     const left = await svc.database.db.select().from(streamTokens).where(eq(streamTokens.tenantId, tenantId));
     expect(left.map((r) => r.tokenHash)).toEqual([hash(live)]);
     const liveClient = await stream(`/v1/notifications/stream?token=${live}`);

@@ -140,11 +140,12 @@ export async function verifyAuditChain(db: Db, tenantId: string, range: { from?:
     bad_kind: string | null;
     head_seq: string | null;
     head_hash: string | null;
-    purged_seq: string | null;
+    purged_seq: string;
     last_hash: string | null;
   }>(sql`
     with head as (
-      select coalesce(max(purged_seq), 0) as purged_seq, max(purged_hash) as purged_hash
+      select max(last_seq) as last_seq, max(last_hash) as last_hash,
+             coalesce(max(purged_seq), 0) as purged_seq, max(purged_hash) as purged_hash
       from audit_chain_heads where tenant_id = ${tenantId}
     ),
     bounds as (
@@ -175,17 +176,17 @@ export async function verifyAuditChain(db: Db, tenantId: string, range: { from?:
     select b.lo::text as lo, b.hi::text as hi,
            (select count(*) from checked)::text as checked,
            f.id as bad_id, f.seq::text as bad_seq, f.kind as bad_kind,
-           h.last_seq::text as head_seq, h.last_hash as head_hash, h.purged_seq::text as purged_seq,
+           p.last_seq::text as head_seq, p.last_hash as head_hash, p.purged_seq::text as purged_seq,
            (select hash from checked order by seq desc limit 1) as last_hash
     from bounds b
-    left join first_bad f on true
-    left join audit_chain_heads h on h.tenant_id = ${tenantId}`);
+    cross join head p
+    left join first_bad f on true`);
   const r = rows[0];
   if (!r || r.lo === null || r.hi === null) {
     // Nothing in the range; without a range an empty chain must also have no head beyond what
     // retention purged.
     const headBeyond =
-      from === null && to === null && r?.head_seq !== null && r?.head_seq !== undefined && Number(r.head_seq) > Number(r.purged_seq ?? 0);
+      from === null && to === null && r?.head_seq !== null && r?.head_seq !== undefined && Number(r.head_seq) > Number(r.purged_seq);
     return { valid: !headBeyond, checked: 0, firstInvalidAuditId: null, fromSeq: null, toSeq: null, problem: headBeyond ? 'the chain head records entries that are missing' : null };
   }
   const base = { checked: Number(r.checked), fromSeq: Number(r.lo), toSeq: Number(r.hi) };
