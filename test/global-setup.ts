@@ -25,6 +25,29 @@ declare module 'vitest' {
   }
 }
 
+/**
+ * The embedded PostgreSQL on a free port. The port is free when picked but bound only later,
+ * while the Temporal dev server starts beside it and binds ports of its own, so a start that
+ * fails is retried on another port (it failed once in CI: "exited during start-up"). A last
+ * failure carries PostgreSQL's own log lines.
+ */
+async function startTestPostgres(dataDir: string, log: (message: string) => void) {
+  const lines: string[] = [];
+  const keep = (message: string) => {
+    lines.push(message);
+    if (lines.length > 40) lines.shift();
+    log(message);
+  };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startEmbeddedPostgres({ dataDir, port: await freePort(), databases: [TEMPLATE_DATABASE], log: keep });
+    } catch (err) {
+      if (attempt === 3) throw new Error(`${String(err)}\n${lines.join('\n')}`);
+      process.stderr.write(`${String(err)}; retrying on another port\n`);
+    }
+  }
+}
+
 export default async function setup(project: TestProject) {
   const root = mkdtempSync(path.join(tmpdir(), 'iis-test-'));
   chmodSync(root, 0o755); // the embedded PostgreSQL runs as its own user and must reach its folder
@@ -33,9 +56,7 @@ export default async function setup(project: TestProject) {
   };
   const started = Date.now();
   const [pg, temporal, bundle] = await Promise.all([
-    freePort().then((port) =>
-      startEmbeddedPostgres({ dataDir: path.join(root, 'pg'), port, databases: [TEMPLATE_DATABASE], log }),
-    ),
+    startTestPostgres(path.join(root, 'pg'), log),
     freePort().then((port) =>
       startDevServer({
         cliPath: resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: (m) => process.stderr.write(`${m}\n`) }),
