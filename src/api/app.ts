@@ -32,8 +32,14 @@ import { registerMemoryRoutes } from './routes/memory.js';
 import { registerAuditExportRoutes } from './routes/audit-export.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
+import { isDependencyUnavailable } from '../unavailable.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** What a client is told while the database (or another dependency) cannot be reached. */
+const DEPENDENCY_UNAVAILABLE_MESSAGE = 'The service cannot reach its database or another dependency; retry shortly';
+/** Seconds a client is asked to wait before retrying after a 503. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 function describeIssues(error: ZodError): { message: string; details: Array<{ path: string; message: string }> } {
   const details = error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
@@ -61,6 +67,9 @@ function toErrorResponse(err: unknown): { status: number; body: ErrorBody } {
       return { status: 400, body: { error: 'validation_error', message: err.message || 'Malformed request' } };
     }
     if (err.status === 401) return { status: 401, body: { error: 'unauthorized', message: err.message } };
+  }
+  if (isDependencyUnavailable(err)) {
+    return { status: 503, body: { error: 'service_unavailable', message: DEPENDENCY_UNAVAILABLE_MESSAGE } };
   }
   return { status: 500, body: { error: 'internal_error', message: 'Internal server error' } };
 }
@@ -130,9 +139,10 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.onError(async (err, c) => {
     const { status, body } = toErrorResponse(err);
     const logger = c.get('logger') ?? deps.logger;
-    if (status >= 500) logger.error({ err }, 'unhandled error');
+    if (status >= 500) logger.error({ err }, status === 503 && !(err instanceof AppError) ? 'a dependency is unavailable' : 'unhandled error');
     const failure = status === 401 || status === 403 ? authFailureOf(err, c, clientAddress(c, deps.config.trustProxy)) : null;
     if (failure) await auditAuthFailure(failure, c.get('requestId'));
+    if (status === 503) c.header('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
     return c.json(body, status as ContentfulStatusCode);
   });
   return app;

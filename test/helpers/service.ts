@@ -108,12 +108,17 @@ export interface TestServiceOptions {
   exports?: { s3?: S3Config; heartbeatTimeoutMs?: number; batchRows?: number };
   /** The api's model provider (the assistant chat); built-in when absent. */
   model?: ModelProvider;
+  /**
+   * The address the service's pools connect to, given the test database's own (a relay that a
+   * test cuts, for outages).
+   */
+  connectVia?: (databaseUrl: string) => Promise<string>;
 }
 
 /** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
   const { url } = await createTestDatabase();
-  const database = connectDatabase(url, { max: 10 });
+  const database = connectDatabase(options.connectVia ? await options.connectVia(url) : url, { max: 10 });
   const address = inject('temporalAddress');
   const taskQueue = uniqueName('tq');
   const logLines = options.logLines;

@@ -1,0 +1,54 @@
+/**
+ * Whether an error means a dependency could not be reached or would not serve: PostgreSQL (a
+ * restart, a failover, its connection limit, a full disk) or Temporal, as opposed to a fault
+ * in the request or in our code. The api answers those 503 `service_unavailable` with
+ * `Retry-After`, so a monitoring tool retries its delivery and a client backs off, instead of
+ * reading a 500 as a bug.
+ */
+
+/**
+ * postgres.js's own connection errors, and the socket errors it passes through unchanged (a
+ * socket error from another dependency, such as a `fetch` cause, means the same).
+ */
+const CONNECTION_CODES = new Set([
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * SQLSTATEs of a server that cannot serve now: connection exceptions (class 08), insufficient
+ * resources (class 53: too many connections, disk full, out of memory), and operator
+ * intervention (57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 57P05
+ * idle session timeout). Query cancellation (57014) is left out: it is a timeout we chose.
+ */
+const UNAVAILABLE_STATE = /^(08|53)|^57P0[1235]$/;
+
+/** gRPC statuses of a Temporal server that cannot be reached or did not answer in time. */
+const GRPC_DEADLINE_EXCEEDED = 4;
+const GRPC_UNAVAILABLE = 14;
+
+export function isDependencyUnavailable(err: unknown): boolean {
+  // Drizzle wraps a failed query (DrizzleQueryError) with the driver's error as its cause.
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e as { name?: unknown }).name === 'ServiceError') {
+      // The Temporal client's, after its own retries: the gRPC status is its cause's code.
+      const status = ((e as { cause?: { code?: unknown } }).cause ?? {}).code;
+      if (status === GRPC_UNAVAILABLE || status === GRPC_DEADLINE_EXCEEDED) return true;
+    }
+    const code = (e as { code?: unknown }).code;
+    if (typeof code !== 'string') continue;
+    if (CONNECTION_CODES.has(code)) return true;
+    if ((e as { name?: unknown }).name === 'PostgresError' && UNAVAILABLE_STATE.test(code)) return true;
+  }
+  return false;
+}

@@ -1,0 +1,111 @@
+import { Client, Connection } from '@temporalio/client';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isDependencyUnavailable } from '../../src/unavailable.js';
+import { freePort } from '../helpers/ports.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { createKey, eventually, postWebhook, type WebhookKey } from '../helpers/webhooks.js';
+
+// The service's pools reach PostgreSQL through a relay the tests cut, as a restart or a
+// failover of the database would; the tests read what was stored over a direct connection.
+let svc: TestService;
+let proxy: TcpProxy;
+let direct: postgres.Sql;
+let tenant: { tenantId: string; admin: string; member: string };
+let key: WebhookKey;
+const logLines: string[] = [];
+
+beforeAll(async () => {
+  svc = await startTestService({
+    logLines,
+    connectVia: async (url) => {
+      const target = new URL(url);
+      direct = postgres(url, { max: 2, onnotice: () => undefined });
+      proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
+      target.port = String(proxy.port);
+      return target.toString();
+    },
+  });
+  tenant = await svc.newTenant({ plan: 'plan_business' });
+  key = await createKey(svc, tenant.admin);
+});
+afterAll(async () => {
+  await proxy?.restore();
+  await svc?.stop();
+  await proxy?.close();
+  await direct?.end({ timeout: 5 });
+});
+
+describe('a dependency unavailable', () => {
+  it('answers 503 service_unavailable with Retry-After, stores nothing, and takes the retried delivery once the database is back', async () => {
+    const alert = { name: 'DiskFull', severity: 'critical', service: 'billing-db', summary: 'disk 98% full' };
+    const deliveryId = `outage-${Date.now()}`;
+    await proxy.cut();
+    const refused = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key, headers: { 'x-delivery-id': deliveryId } });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    expect(refused.body).toEqual({ error: 'service_unavailable', message: expect.stringContaining('retry shortly') });
+    // A user's request fails the same way (the tenant behind its token cannot be read).
+    const listed = await svc.api('GET', '/v1/incidents', { token: tenant.member });
+    expect(listed.status).toBe(503);
+    expect(listed.body.error).toBe('service_unavailable');
+    expect(listed.headers.get('retry-after')).toBe('5');
+    // Logged as an outage, not as a bug in a request.
+    const outages = logLines.map((l) => JSON.parse(l) as { msg: string; level: number }).filter((l) => l.msg === 'a dependency is unavailable');
+    expect(outages.length).toBeGreaterThanOrEqual(2);
+    expect(outages.every((l) => l.level === 50)).toBe(true);
+    expect(logLines.some((l) => l.includes('"unhandled error"'))).toBe(false);
+
+    const stored = await direct`select count(*)::int as n from webhook_deliveries where tenant_id = ${tenant.tenantId} and delivery_key = ${`id:${deliveryId}`}`;
+    expect(stored[0]!.n).toBe(0);
+    const events = await direct`select count(*)::int as n from ingested_events where tenant_id = ${tenant.tenantId}`;
+    expect(events[0]!.n).toBe(0);
+
+    // The tool retries the same delivery: accepted once the database is back (the pool
+    // reconnects on its own), one incident, and its workflow starts.
+    await proxy.restore();
+    const accepted = await eventually(async () => {
+      const res = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key, headers: { 'x-delivery-id': deliveryId } });
+      return res.status === 202 ? res : undefined;
+    });
+    expect(accepted.body).toEqual({ eventIds: [expect.stringMatching(/^evt_/)], incidentIds: [expect.stringMatching(/^inc_/)], deduplicated: false });
+    const incidentId = accepted.body.incidentIds[0] as string;
+    const again = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key, headers: { 'x-delivery-id': deliveryId } });
+    expect(again.status).toBe(202);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(accepted.body);
+    const incidents = await direct`select id, occurrence_count from incidents where tenant_id = ${tenant.tenantId}`;
+    expect([...incidents]).toEqual([{ id: incidentId, occurrence_count: 1 }]);
+    await eventually(async () => (await svc.client.workflow.getHandle(incidentId).describe().catch(() => undefined))?.status.name === 'RUNNING');
+    expect((await svc.api('GET', '/v1/incidents', { token: tenant.member })).status).toBe(200);
+  });
+
+  it('tells outages from faults by the driver error, also when drizzle wraps it', async () => {
+    const pgError = (code: string) => Object.assign(new Error('server said no'), { name: 'PostgresError', code });
+    for (const code of ['08006', '08001', '53300', '53100', '57P01', '57P02', '57P03']) expect(isDependencyUnavailable(pgError(code))).toBe(true);
+    for (const code of ['23505', '40001', '57014', '42P01', '22P02']) expect(isDependencyUnavailable(pgError(code))).toBe(false);
+    for (const code of ['ECONNREFUSED', 'ECONNRESET', 'CONNECTION_CLOSED', 'CONNECT_TIMEOUT']) {
+      expect(isDependencyUnavailable(Object.assign(new Error(code), { code }))).toBe(true);
+    }
+    const wrapped = Object.assign(new Error('Failed query: select 1'), { cause: Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }) });
+    expect(isDependencyUnavailable(wrapped)).toBe(true);
+    // A SQLSTATE-looking code on something other than a server error is not an outage.
+    expect(isDependencyUnavailable(Object.assign(new Error('x'), { code: '08006' }))).toBe(false);
+    expect(isDependencyUnavailable(new Error('plain'))).toBe(false);
+    expect(isDependencyUnavailable(undefined)).toBe(false);
+
+    // The Temporal client's own error for a server that does not answer (a real client to a
+    // port nobody listens on, with a short deadline instead of its 20 s of retries).
+    const connection = Connection.lazy({ address: `127.0.0.1:${await freePort()}`, connectTimeout: 300 });
+    const temporal = await connection
+      .withDeadline(Date.now() + 800, () => new Client({ connection }).workflow.getHandle('inc_nowhere').describe())
+      .then(() => undefined, (err: unknown) => err);
+    await connection.close().catch(() => undefined);
+    expect((temporal as Error).name).toBe('ServiceError');
+    expect(isDependencyUnavailable(temporal)).toBe(true);
+    const grpc = (code: number) => Object.assign(new Error('Failed'), { name: 'ServiceError', cause: Object.assign(new Error(`${code}`), { code }) });
+    expect(isDependencyUnavailable(grpc(14))).toBe(true);
+    expect(isDependencyUnavailable(grpc(5))).toBe(false); // NOT_FOUND is an answer
+  });
+});
