@@ -12,6 +12,7 @@ import { createKey, eventually, postWebhook, type WebhookKey } from '../helpers/
 let svc: TestService;
 let proxy: TcpProxy;
 let direct: postgres.Sql;
+let relayUrl: string;
 let tenant: { tenantId: string; admin: string; member: string };
 let key: WebhookKey;
 const logLines: string[] = [];
@@ -24,7 +25,8 @@ beforeAll(async () => {
       direct = postgres(url, { max: 2, onnotice: () => undefined });
       proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port) });
       target.port = String(proxy.port);
-      return target.toString();
+      relayUrl = target.toString();
+      return relayUrl;
     },
   });
   tenant = await svc.newTenant({ plan: 'plan_business' });
@@ -79,6 +81,45 @@ describe('a dependency unavailable', () => {
     expect([...incidents]).toEqual([{ id: incidentId, occurrence_count: 1 }]);
     await eventually(async () => (await svc.client.workflow.getHandle(incidentId).describe().catch(() => undefined))?.status.name === 'RUNNING');
     expect((await svc.api('GET', '/v1/incidents', { token: tenant.member })).status).toBe(200);
+  });
+
+  it('survives a connection lost inside a transaction: the transaction and its rollback fail, the process does not', async () => {
+    // postgres.js 3.4.9 wrote the rollback to the closed socket from a timer, an uncaught
+    // TypeError that ended the process, and the pool took the dead connection back as open;
+    // patches/postgres+3.4.9.patch rejects the statement and returns the connection as closed.
+    const uncaught: unknown[] = [];
+    const onUncaught = (err: unknown) => uncaught.push(err);
+    process.on('uncaughtException', onUncaught);
+    const relayed = postgres(relayUrl, { max: 2, onnotice: () => undefined });
+    try {
+      // A transaction (what drizzle's db.transaction runs on), then a reserved connection with
+      // its own rollback (what an ingestion batch does), each cut mid-statement.
+      const begun = relayed.begin(async (tx) => tx`select pg_sleep(5)`).then(() => 'committed', (err: { code?: string }) => err.code);
+      await new Promise((r) => setTimeout(r, 300));
+      await proxy.cut();
+      await proxy.restore();
+      expect(await begun).toBe('CONNECTION_CLOSED');
+
+      const reserved = await relayed.reserve();
+      const statements = Promise.all([reserved`begin`, reserved`select pg_sleep(5)`]).then(() => 'done', (err: { code?: string }) => err.code);
+      await new Promise((r) => setTimeout(r, 300));
+      await proxy.cut();
+      await proxy.restore();
+      expect(await statements).toBe('CONNECTION_CLOSED');
+      expect(await reserved`rollback`.then(() => 'rolled back', (err: { code?: string }) => err.code)).toBe('CONNECTION_CLOSED');
+      reserved.release();
+      await new Promise((r) => setImmediate(r));
+      expect(uncaught).toEqual([]);
+      // The pool takes the lost connection back as closed (the one statement it is handed
+      // after the release fails) and reconnects it: statements in parallel all succeed.
+      expect(['ok', 'CONNECTION_CLOSED']).toContain(await relayed`select 1`.then(() => 'ok', (err: { code?: string }) => err.code));
+      const after = await Promise.all(Array.from({ length: 8 }, () => relayed`select pg_sleep(0.02)`.then(() => 'ok', (err: { code?: string }) => err.code)));
+      expect(after).toEqual(Array(8).fill('ok'));
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+      await relayed.end({ timeout: 5 });
+    }
   });
 
   it('tells outages from faults by the driver error, also when drizzle wraps it', async () => {

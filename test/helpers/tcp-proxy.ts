@@ -1,8 +1,10 @@
 /**
- * A TCP relay in front of a real server (PostgreSQL in the outage tests), which a test can cut
- * and restore: `cut()` drops every open connection and stops listening (new connections are
- * refused), `restore()` listens again on the same port. Nothing is faked: the bytes are the
- * server's own, and the client sees the socket errors a restart or a failover gives.
+ * A TCP relay in front of a real server (PostgreSQL in the outage tests), which a test can cut,
+ * stall and restore. `cut()` drops every open connection and stops listening (new connections
+ * are refused, as during a restart); `stall()` keeps every connection open but carries nothing
+ * either way (as a network partition does: nobody hears that the other side is gone);
+ * `restore()` drops what was stalled and relays again, on the same port. Nothing is faked: the
+ * bytes are the server's own.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -11,30 +13,40 @@ export interface TcpProxy {
   port: number;
   /** Drops the open connections and refuses new ones. */
   cut(): Promise<void>;
-  /** Accepts connections again, on the same port. */
+  /** Holds every connection, open and new, without relaying a byte. */
+  stall(): void;
+  /** Drops stalled connections and relays again, on the same port. */
   restore(): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
+  const pairs = new Set<{ client: Socket; upstream: Socket | null }>();
+  let stalled = false;
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
   };
   const newServer = (): Server =>
     createServer((client) => {
-      const upstream = connect(target);
       track(client);
+      if (stalled) {
+        client.pause(); // accepted, never answered
+        return;
+      }
+      const upstream = connect(target);
       track(upstream);
+      const pair = { client, upstream };
+      pairs.add(pair);
       client.pipe(upstream);
       upstream.pipe(client);
       const drop = () => {
+        pairs.delete(pair);
         client.destroy();
         upstream.destroy();
       };
-      client.on('error', drop);
-      upstream.on('error', drop);
       client.on('close', drop);
       upstream.on('close', drop);
     });
@@ -45,16 +57,32 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     });
   let server: Server | null = newServer();
   const port = await listen(server, 0);
+  const dropAll = () => {
+    for (const socket of sockets) socket.destroy();
+  };
   const stop = async () => {
     const closing = server;
     server = null;
-    for (const socket of sockets) socket.destroy();
+    dropAll();
     if (closing) await new Promise<void>((resolve) => closing.close(() => resolve()));
   };
   return {
     port,
     cut: stop,
+    stall() {
+      stalled = true;
+      for (const { client, upstream } of pairs) {
+        client.unpipe();
+        upstream?.unpipe();
+        client.pause();
+        upstream?.pause();
+      }
+    },
     async restore() {
+      if (stalled) {
+        stalled = false;
+        dropAll();
+      }
       if (server) return;
       server = newServer();
       await listen(server, port);
