@@ -11,6 +11,7 @@ import type { WorkflowPort } from '../temporal/port.js';
 import type { RealtimeHub } from '../realtime/hub.js';
 import type { StreamSettings } from '../realtime/sse.js';
 import type { ExportApiSettings } from './routes/audit-export.js';
+import type { IngestBatcherLimits } from '../ingest/ingest.js';
 import type { Context } from 'hono';
 
 /** Everything the api needs, injected (no module singletons). */
@@ -38,6 +39,8 @@ export interface AppDeps {
   exports?: ExportApiSettings;
   /** The model behind the assistant chat (the same provider as investigations); built-in when absent. */
   model?: ModelProvider;
+  /** Webhook ingestion's batch bounds (defaults when absent; tests shorten the timeout). */
+  ingest?: Partial<IngestBatcherLimits>;
 }
 
 export interface AuthContext extends Principal {

@@ -4,6 +4,7 @@ import { ownershipOf, ownershipPayload, type Ownership } from '../domain/ownersh
 import { monthlyQuota, usagePeriod } from '../domain/plans.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
+import { isDependencyUnavailable } from '../unavailable.js';
 import type { NormalizedAlert, NormalizedEvent } from './types.js';
 
 /** The channel the dispatcher listens on: something waits for a workflow start or signal. */
@@ -89,17 +90,42 @@ const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
  * refuses a whole delivery that does not fit. The dispatcher (woken by NOTIFY) then starts or
  * signals the workflows.
  */
+export interface IngestBatcherLimits {
+  /** Deliveries and events per batch. */
+  maxDeliveries: number;
+  maxEvents: number;
+  /**
+   * How long a batch may take before its deliveries are answered 503: the database is then
+   * unreachable or stuck, and the next batch goes ahead on another connection. The stuck
+   * transaction may still commit; the tool's retry of the delivery is then answered with its
+   * stored result, so nothing is lost or stored twice. GitHub waits 10 s for an answer.
+   */
+  timeoutMs: number;
+  /** Deliveries waiting for a batch beyond which new ones are refused at once (503). */
+  maxQueued: number;
+}
+
+export const DEFAULT_INGEST_LIMITS: IngestBatcherLimits = { maxDeliveries: 128, maxEvents: 4000, timeoutMs: 10_000, maxQueued: 2048 };
+
 export class IngestBatcher {
   private queue: Pending[] = [];
   private inFlight: Promise<void> | null = null;
+  private readonly limits: IngestBatcherLimits;
 
   constructor(
     private readonly sql: postgres.Sql,
     private readonly clock: () => Date,
-    private readonly limits: { maxDeliveries: number; maxEvents: number } = { maxDeliveries: 128, maxEvents: 4000 },
-  ) {}
+    limits: Partial<IngestBatcherLimits> = {},
+  ) {
+    this.limits = { ...DEFAULT_INGEST_LIMITS, ...limits };
+  }
 
   submit(request: IngestRequest): Promise<IngestOutcome> {
+    if (this.queue.length >= this.limits.maxQueued) {
+      // The database is not keeping up (or not answering): refuse now rather than hold more
+      // requests, and their bodies, in memory. The tool retries.
+      return Promise.reject(new AppError('service_unavailable', 'Too many deliveries are waiting to be stored; retry shortly'));
+    }
     return new Promise((resolve, reject) => {
       this.queue.push({ request, resolve, reject });
       if (!this.inFlight) this.flush();
@@ -123,32 +149,55 @@ export class IngestBatcher {
   }
 
   private async write(batch: Pending[]): Promise<void> {
-    let outcomes: Array<IngestOutcome | AppError>;
-    try {
-      outcomes = await writeBatch(this.sql, batch.map((p) => p.request), this.clock());
-    } catch (err) {
-      if (batch.length === 1) {
-        batch[0]!.reject(err);
-        return;
-      }
-      // A batch fails as a whole (a deadlock with another process, a lost connection): each
-      // delivery is then written on its own, so one cannot fail the others.
-      for (const pending of batch) {
-        try {
-          const [outcome] = await writeBatch(this.sql, [pending.request], this.clock());
-          if (outcome instanceof AppError) pending.reject(outcome);
-          else pending.resolve(outcome!);
-        } catch (single) {
-          pending.reject(single);
-        }
-      }
+    const abandoned = { value: false };
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<null>((resolve) => {
+      timer = setTimeout(() => resolve(null), this.limits.timeoutMs);
+    });
+    const settled = await Promise.race([this.attempt(batch.map((p) => p.request), abandoned), timedOut]);
+    clearTimeout(timer);
+    if (settled === null) {
+      // The attempt goes on in the background and its outcome is dropped; it holds its
+      // connection until the database answers or the socket fails.
+      abandoned.value = true;
+      const err = new AppError('service_unavailable', `The database did not store the delivery within ${this.limits.timeoutMs / 1000} s; retry it`);
+      for (const pending of batch) pending.reject(err);
       return;
     }
     batch.forEach((pending, i) => {
-      const outcome = outcomes[i]!;
-      if (outcome instanceof AppError) pending.reject(outcome);
-      else pending.resolve(outcome);
+      const outcome = settled[i]!;
+      if ('outcome' in outcome) pending.resolve(outcome.outcome);
+      else pending.reject(outcome.err);
     });
+  }
+
+  /** Each request's outcome or refusal. Never rejects. */
+  private async attempt(requests: IngestRequest[], abandoned: { value: boolean }): Promise<Array<{ outcome: IngestOutcome } | { err: unknown }>> {
+    const settle = (outcome: IngestOutcome | AppError) => (outcome instanceof AppError ? { err: outcome } : { outcome });
+    let failure: unknown;
+    // A connection lost once (a backend restarted, a socket reset) is retried once as a whole on
+    // a fresh connection; an unreachable database then fails every delivery at once.
+    for (let tries = 0; tries < 2; tries++) {
+      try {
+        return (await writeBatch(this.sql, requests, this.clock())).map(settle);
+      } catch (err) {
+        failure = err;
+        if (!isDependencyUnavailable(err) || abandoned.value) break;
+      }
+    }
+    if (requests.length === 1 || isDependencyUnavailable(failure)) return requests.map(() => ({ err: failure }));
+    // Any other failure of the batch as a whole (a deadlock with another process): each
+    // delivery is then written on its own, so one cannot fail the others.
+    const results: Array<{ outcome: IngestOutcome } | { err: unknown }> = [];
+    for (const request of requests) {
+      if (abandoned.value) break;
+      try {
+        results.push(settle((await writeBatch(this.sql, [request], this.clock()))[0]!));
+      } catch (err) {
+        results.push({ err });
+      }
+    }
+    return results;
   }
 }
 

@@ -1,6 +1,8 @@
 import { Client, Connection } from '@temporalio/client';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppError } from '../../src/errors.js';
+import { IngestBatcher, type IngestRequest } from '../../src/ingest/ingest.js';
 import { isDependencyUnavailable } from '../../src/unavailable.js';
 import { freePort } from '../helpers/ports.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -20,6 +22,7 @@ const logLines: string[] = [];
 beforeAll(async () => {
   svc = await startTestService({
     logLines,
+    ingest: { timeoutMs: 1500 },
     connectVia: async (url) => {
       const target = new URL(url);
       direct = postgres(url, { max: 2, onnotice: () => undefined });
@@ -81,6 +84,71 @@ describe('a dependency unavailable', () => {
     expect([...incidents]).toEqual([{ id: incidentId, occurrence_count: 1 }]);
     await eventually(async () => (await svc.client.workflow.getHandle(incidentId).describe().catch(() => undefined))?.status.name === 'RUNNING');
     expect((await svc.api('GET', '/v1/incidents', { token: tenant.member })).status).toBe(200);
+  });
+
+  it('answers 503 when the database stops answering, and takes the retries once it is back', async () => {
+    const alerts = [1, 2, 3].map((n) => ({ name: `ReplicaLag${n}`, severity: 'high', service: 'orders-db', summary: `lag ${n}` }));
+    const ids = alerts.map((_, n) => `stall-${Date.now()}-${n}`);
+    const post = (n: number) => postWebhook(svc, tenant.tenantId, 'generic', alerts[n]!, { key: key.key, headers: { 'x-delivery-id': ids[n]! } });
+    proxy.stall(); // a partition: the pool's sockets stay open and nothing answers
+    try {
+      const refused = await Promise.all([0, 1, 2].map(post));
+      for (const res of refused) {
+        expect(res.status).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('5');
+        expect(res.body).toEqual({ error: 'service_unavailable', message: 'The database did not store the delivery within 1.5 s; retry it' });
+      }
+      // The stuck batch does not hold the next one back: it too gets its answer.
+      expect((await post(0)).status).toBe(503);
+    } finally {
+      await proxy.restore();
+    }
+    const accepted = await Promise.all(
+      [0, 1, 2].map((n) =>
+        eventually(async () => {
+          const res = await post(n);
+          return res.status === 202 ? res : undefined;
+        }),
+      ),
+    );
+    const incidentIds = accepted.map((res) => res.body.incidentIds[0] as string);
+    expect(new Set(incidentIds).size).toBe(3);
+    const rows = await direct`
+      select d.delivery_key, i.title from webhook_deliveries d join incidents i on i.id = d.response->'incidentIds'->>0
+      where d.tenant_id = ${tenant.tenantId} and d.delivery_key like 'id:stall-%' order by d.delivery_key`;
+    expect(rows.map((r) => r.delivery_key)).toEqual(ids.map((id) => `id:${id}`));
+    expect(rows.map((r) => r.title)).toEqual(alerts.map((a) => `[${a.name}] ${a.summary}`));
+  });
+
+  it('refuses deliveries at once while too many wait for the database', async () => {
+    const relayed = postgres(relayUrl, { max: 1, onnotice: () => undefined });
+    const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 60_000, maxQueued: 2 });
+    const request = (n: number): IngestRequest => ({
+      tenantId: tenant.tenantId,
+      keyHash: 'nobody',
+      authorize: () => {
+        throw new AppError('unauthorized', 'no key');
+      },
+      provider: 'generic',
+      deliveryKey: `id:queue-${n}`,
+      events: [],
+      requestId: `req-${n}`,
+    });
+    proxy.stall();
+    const waiting = [1, 2, 3].map((n) => batcher.submit(request(n)).then(() => 'stored', (err: AppError) => err.code));
+    try {
+      // One batch in flight (stuck), two waiting: the fourth is refused without waiting.
+      await new Promise((r) => setTimeout(r, 100));
+      const refused = await batcher.submit(request(4)).then(() => undefined, (err: unknown) => err);
+      expect(refused).toBeInstanceOf(AppError);
+      expect((refused as AppError).code).toBe('service_unavailable');
+      expect((refused as AppError).message).toBe('Too many deliveries are waiting to be stored; retry shortly');
+    } finally {
+      await proxy.restore();
+    }
+    // Once the database answers, the held deliveries are judged (here: refused for their key).
+    expect(await Promise.all(waiting)).toEqual(['unauthorized', 'unauthorized', 'unauthorized']);
+    await relayed.end({ timeout: 5 });
   });
 
   it('survives a connection lost inside a transaction: the transaction and its rollback fail, the process does not', async () => {

@@ -113,6 +113,8 @@ export interface TestServiceOptions {
    * test cuts, for outages).
    */
   connectVia?: (databaseUrl: string) => Promise<string>;
+  /** Webhook ingestion's batch bounds. */
+  ingest?: AppDeps['ingest'];
 }
 
 /** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
@@ -176,6 +178,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     skills,
     ...(options.stream ? { realtime: { settings: options.stream } } : {}),
     ...(options.model ? { model: options.model } : {}),
+    ...(options.ingest ? { ingest: options.ingest } : {}),
     exports: { dir: exportDir, urlKey: exportUrlKey, ...(options.exports?.s3 ? { s3: options.exports.s3 } : {}) },
   };
   const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000, repeatIntervalMs: 500, housekeepingIntervalMs: HOUSEKEEPING_ONCE }) : undefined;

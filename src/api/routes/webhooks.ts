@@ -23,7 +23,7 @@ const IngestResponse = z
 const deliveryIdPattern = /^[\w.:-]{1,200}$/;
 
 export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
-  const batcher = new IngestBatcher(deps.sql, deps.clock);
+  const batcher = new IngestBatcher(deps.sql, deps.clock, deps.ingest);
   // Only for a payload that is refused before it reaches a batch (which judges keys itself).
   const credentials = new Coalescer((lookups: Array<{ tenantId: string; keyHash: string }>) => findWebhookCredentials(deps.relaxedSql, lookups));
   app.openapi(
@@ -42,7 +42,7 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       },
       responses: {
         202: { description: 'Stored; workflows are started or signalled right after', content: { 'application/json': { schema: IngestResponse } } },
-        ...errorResponses(400, 401, 404, 413, 429),
+        ...errorResponses(400, 401, 404, 413, 429, 503),
       },
     }),
     async (c) => {
