@@ -75,21 +75,6 @@ interface IncidentChange {
 const deliveryId = (r: IngestRequest) => `${r.tenantId}\u0000${r.provider}\u0000${r.deliveryKey}`;
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 
-/**
- * Stores webhook deliveries with application-level group commit. A delivery that arrives while
- * a batch is being written waits for the next batch; each batch is one transaction of a dozen
- * set-based statements, however many deliveries it holds. So the tenant's quota counter row is
- * locked once per batch, not once per event, and `submit` resolves only after the commit that
- * made its events durable.
- *
- * Per delivery the transaction judges the API key (each request its own: key, tenant,
- * signature, rate limit), then records the delivery with its answer (retries get it; an
- * advisory lock on the delivery key orders concurrent copies), every event, the incidents it
- * opens or the open incidents it attaches to (per-fingerprint advisory locks; all locks are
- * taken in one sorted set), outbox events, audit rows and the monthly event count, which
- * refuses a whole delivery that does not fit. The dispatcher (woken by NOTIFY) then starts or
- * signals the workflows.
- */
 export interface IngestBatcherLimits {
   /** Deliveries and events per batch. */
   maxDeliveries: number;
@@ -107,6 +92,21 @@ export interface IngestBatcherLimits {
 
 export const DEFAULT_INGEST_LIMITS: IngestBatcherLimits = { maxDeliveries: 128, maxEvents: 4000, timeoutMs: 10_000, maxQueued: 2048 };
 
+/**
+ * Stores webhook deliveries with application-level group commit. A delivery that arrives while
+ * a batch is being written waits for the next batch; each batch is one transaction of a dozen
+ * set-based statements, however many deliveries it holds. So the tenant's quota counter row is
+ * locked once per batch, not once per event, and `submit` resolves only after the commit that
+ * made its events durable.
+ *
+ * Per delivery the transaction judges the API key (each request its own: key, tenant,
+ * signature, rate limit), then records the delivery with its answer (retries get it; an
+ * advisory lock on the delivery key orders concurrent copies), every event, the incidents it
+ * opens or the open incidents it attaches to (per-fingerprint advisory locks; all locks are
+ * taken in one sorted set), outbox events, audit rows and the monthly event count, which
+ * refuses a whole delivery that does not fit. The dispatcher (woken by NOTIFY) then starts or
+ * signals the workflows.
+ */
 export class IngestBatcher {
   private queue: Pending[] = [];
   private inFlight: Promise<void> | null = null;
