@@ -110,6 +110,9 @@ export const DEFAULT_INGEST_LIMITS: IngestBatcherLimits = { maxDeliveries: 128, 
 export class IngestBatcher {
   private queue: Pending[] = [];
   private inFlight: Promise<void> | null = null;
+  /** The batch being written, until it settles or is abandoned for taking too long. */
+  private current: InFlightBatch | null = null;
+  private watchdog: NodeJS.Timeout | null = null;
   private readonly limits: IngestBatcherLimits;
 
   constructor(
@@ -142,63 +145,100 @@ export class IngestBatcher {
       events += next.request.events.length;
     }
     if (batch.length === 0) return;
-    this.inFlight = this.write(batch).finally(() => {
+    const current: InFlightBatch = { batch, startedAt: performance.now(), abandoned: false };
+    this.current = current;
+    this.watch();
+    this.inFlight = this.write(current).finally(() => {
+      if (this.current !== current) return; // abandoned: the next batch has already gone ahead
+      this.current = null;
       this.inFlight = null;
       if (this.queue.length > 0) this.flush();
     });
   }
 
-  private async write(batch: Pending[]): Promise<void> {
-    const abandoned = { value: false };
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<null>((resolve) => {
-      timer = setTimeout(() => resolve(null), this.limits.timeoutMs);
-    });
-    const settled = await Promise.race([this.attempt(batch.map((p) => p.request), abandoned), timedOut]);
-    clearTimeout(timer);
-    if (settled === null) {
-      // The attempt goes on in the background and its outcome is dropped; it holds its
-      // connection until the database answers or the socket fails.
-      abandoned.value = true;
+  /**
+   * One timer for the batcher, not one per batch: it abandons the batch in flight once it has
+   * taken longer than the limit, answering its deliveries 503 and letting the next batch go on
+   * another connection. The abandoned attempt goes on in the background, its outcome dropped.
+   */
+  private watch(): void {
+    if (this.watchdog) return;
+    this.watchdog = setInterval(() => {
+      const current = this.current;
+      if (!current) {
+        clearInterval(this.watchdog!);
+        this.watchdog = null;
+        return;
+      }
+      if (performance.now() - current.startedAt < this.limits.timeoutMs) return;
+      current.abandoned = true;
       const err = new AppError('service_unavailable', `The database did not store the delivery within ${this.limits.timeoutMs / 1000} s; retry it`);
-      for (const pending of batch) pending.reject(err);
-      return;
-    }
-    batch.forEach((pending, i) => {
-      const outcome = settled[i]!;
-      if ('outcome' in outcome) pending.resolve(outcome.outcome);
-      else pending.reject(outcome.err);
-    });
+      for (const pending of current.batch) pending.reject(err);
+      this.current = null;
+      this.inFlight = null;
+      if (this.queue.length > 0) this.flush();
+    }, Math.min(1000, this.limits.timeoutMs / 4));
+    this.watchdog.unref();
   }
 
-  /** Each request's outcome or refusal. Never rejects. */
-  private async attempt(requests: IngestRequest[], abandoned: { value: boolean }): Promise<Array<{ outcome: IngestOutcome } | { err: unknown }>> {
-    const settle = (outcome: IngestOutcome | AppError) => (outcome instanceof AppError ? { err: outcome } : { outcome });
-    let failure: unknown;
-    // A connection lost once (a backend restarted, a socket reset) is retried once as a whole on
-    // a fresh connection; an unreachable database then fails every delivery at once.
-    for (let tries = 0; tries < 2; tries++) {
+  private async write(current: InFlightBatch): Promise<void> {
+    const { batch } = current;
+    let outcomes: Array<IngestOutcome | AppError>;
+    try {
+      outcomes = await writeBatch(this.sql, batch.map((p) => p.request), this.clock());
+    } catch (err) {
+      await this.recover(current, err);
+      return;
+    }
+    settle(batch, outcomes);
+  }
+
+  /** After a batch failed as a whole: answers each of its deliveries, unless it was abandoned. */
+  private async recover(current: InFlightBatch, err: unknown): Promise<void> {
+    const { batch } = current;
+    let failure = err;
+    if (isDependencyUnavailable(failure) && !current.abandoned) {
+      // A connection lost once (a backend restarted, a socket reset) is retried once as a whole
+      // on a fresh connection; an unreachable database then fails every delivery at once.
       try {
-        return (await writeBatch(this.sql, requests, this.clock())).map(settle);
-      } catch (err) {
-        failure = err;
-        if (!isDependencyUnavailable(err) || abandoned.value) break;
+        settle(batch, await writeBatch(this.sql, batch.map((p) => p.request), this.clock()));
+        return;
+      } catch (again) {
+        failure = again;
       }
     }
-    if (requests.length === 1 || isDependencyUnavailable(failure)) return requests.map(() => ({ err: failure }));
+    if (current.abandoned) return;
+    if (batch.length === 1 || isDependencyUnavailable(failure)) {
+      for (const pending of batch) pending.reject(failure);
+      return;
+    }
     // Any other failure of the batch as a whole (a deadlock with another process): each
     // delivery is then written on its own, so one cannot fail the others.
-    const results: Array<{ outcome: IngestOutcome } | { err: unknown }> = [];
-    for (const request of requests) {
-      if (abandoned.value) break;
+    for (const pending of batch) {
+      if (current.abandoned) return;
       try {
-        results.push(settle((await writeBatch(this.sql, [request], this.clock()))[0]!));
-      } catch (err) {
-        results.push({ err });
+        const [outcome] = await writeBatch(this.sql, [pending.request], this.clock());
+        if (outcome instanceof AppError) pending.reject(outcome);
+        else pending.resolve(outcome!);
+      } catch (single) {
+        pending.reject(single);
       }
     }
-    return results;
   }
+}
+
+interface InFlightBatch {
+  batch: Pending[];
+  startedAt: number;
+  abandoned: boolean;
+}
+
+function settle(batch: Pending[], outcomes: Array<IngestOutcome | AppError>): void {
+  batch.forEach((pending, i) => {
+    const outcome = outcomes[i]!;
+    if (outcome instanceof AppError) pending.reject(outcome);
+    else pending.resolve(outcome);
+  });
 }
 
 /**
