@@ -39,7 +39,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 /** What a client is told while the database (or another dependency) cannot be reached. */
 const DEPENDENCY_UNAVAILABLE_MESSAGE = 'The service cannot reach its database or another dependency; retry shortly';
 /** Seconds a client is asked to wait before retrying after a 503. */
-export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 function describeIssues(error: ZodError): { message: string; details: Array<{ path: string; message: string }> } {
   const details = error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));

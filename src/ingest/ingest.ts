@@ -90,7 +90,7 @@ export interface IngestBatcherLimits {
   maxQueued: number;
 }
 
-export const DEFAULT_INGEST_LIMITS: IngestBatcherLimits = { maxDeliveries: 128, maxEvents: 4000, timeoutMs: 10_000, maxQueued: 2048 };
+const DEFAULT_INGEST_LIMITS: IngestBatcherLimits = { maxDeliveries: 128, maxEvents: 4000, timeoutMs: 10_000, maxQueued: 2048 };
 
 /**
  * Stores webhook deliveries with application-level group commit. A delivery that arrives while
@@ -109,7 +109,6 @@ export const DEFAULT_INGEST_LIMITS: IngestBatcherLimits = { maxDeliveries: 128, 
  */
 export class IngestBatcher {
   private queue: Pending[] = [];
-  private inFlight: Promise<void> | null = null;
   /** The batch being written, until it settles or is abandoned for taking too long. */
   private current: InFlightBatch | null = null;
   private watchdog: NodeJS.Timeout | null = null;
@@ -131,7 +130,7 @@ export class IngestBatcher {
     }
     return new Promise((resolve, reject) => {
       this.queue.push({ request, resolve, reject });
-      if (!this.inFlight) this.flush();
+      if (!this.current) this.flush();
     });
   }
 
@@ -148,10 +147,9 @@ export class IngestBatcher {
     const current: InFlightBatch = { batch, startedAt: performance.now(), abandoned: false };
     this.current = current;
     this.watch();
-    this.inFlight = this.write(current).finally(() => {
+    void this.write(current).finally(() => {
       if (this.current !== current) return; // abandoned: the next batch has already gone ahead
       this.current = null;
-      this.inFlight = null;
       if (this.queue.length > 0) this.flush();
     });
   }
@@ -175,7 +173,6 @@ export class IngestBatcher {
       const err = new AppError('service_unavailable', `The database did not store the delivery within ${this.limits.timeoutMs / 1000} s; retry it`);
       for (const pending of current.batch) pending.reject(err);
       this.current = null;
-      this.inFlight = null;
       if (this.queue.length > 0) this.flush();
     }, Math.min(1000, this.limits.timeoutMs / 4));
     this.watchdog.unref();

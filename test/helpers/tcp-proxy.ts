@@ -22,7 +22,7 @@ export interface TcpProxy {
 
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
-  const pairs = new Set<{ client: Socket; upstream: Socket | null }>();
+  const pairs = new Set<{ client: Socket; upstream: Socket }>();
   let stalled = false;
   const track = (socket: Socket) => {
     sockets.add(socket);
@@ -73,9 +73,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       stalled = true;
       for (const { client, upstream } of pairs) {
         client.unpipe();
-        upstream?.unpipe();
+        upstream.unpipe();
         client.pause();
-        upstream?.pause();
+        upstream.pause();
       }
     },
     async restore() {
