@@ -120,6 +120,32 @@ describe('a dependency unavailable', () => {
     expect(rows.map((r) => r.title)).toEqual(alerts.map((a) => `[${a.name}] ${a.summary}`));
   });
 
+  it('writes a batch again, once and whole, when its connection is lost between its reads and its writes', async () => {
+    // The relay drops the batch's connection as its writes go out (the alert's text is in them
+    // and not in the reads): the transaction never commits, and the batch is written again on a
+    // fresh connection. The tool gets its 202, and everything is stored once.
+    const marker = `lost-mid-batch-${Date.now()}`;
+    const alert = { name: 'ConnectionLostMidBatch', severity: 'high', service: 'orders-db', summary: marker };
+    const deliveryId = `${marker}-delivery`;
+    const cut = proxy.cutOnce(marker);
+    const res = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key, headers: { 'x-delivery-id': deliveryId } });
+    expect(res.status).toBe(202);
+    await cut; // the connection was dropped, the answer came from the second attempt
+    const incidentId = res.body.incidentIds[0] as string;
+    expect(res.body).toMatchObject({ eventIds: [expect.any(String)], incidentIds: [incidentId], deduplicated: false });
+    const incidents = await direct`select id, occurrence_count from incidents where tenant_id = ${tenant.tenantId} and title = ${`[${alert.name}] ${marker}`}`;
+    expect(incidents).toEqual([{ id: incidentId, occurrence_count: 1 }]);
+    const events = await direct`select id from ingested_events where tenant_id = ${tenant.tenantId} and incident_id = ${incidentId}`;
+    expect(events.map((e) => e.id)).toEqual(res.body.eventIds);
+    const deliveries = await direct`select response from webhook_deliveries where tenant_id = ${tenant.tenantId} and delivery_key = ${`id:${deliveryId}`}`;
+    expect(deliveries.map((d) => d.response)).toEqual([res.body]);
+    // The tool's own retry is answered from that record.
+    const again = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key, headers: { 'x-delivery-id': deliveryId } });
+    expect(again.status).toBe(202);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body).toEqual(res.body);
+  });
+
   it('refuses deliveries at once while too many wait for the database', async () => {
     const relayed = postgres(relayUrl, { max: 1, onnotice: () => undefined });
     const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 60_000, maxQueued: 2 });

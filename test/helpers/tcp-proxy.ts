@@ -17,6 +17,12 @@ export interface TcpProxy {
   stall(): void;
   /** Drops stalled connections and relays again, on the same port. */
   restore(): Promise<void>;
+  /**
+   * Drops, once, the connection whose client next sends bytes containing `marker` (a statement's
+   * text), before they reach the server: that connection is lost mid-transaction, the others
+   * carry on. Resolves when it has dropped it.
+   */
+  cutOnce(marker: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -24,6 +30,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   const sockets = new Set<Socket>();
   const pairs = new Set<{ client: Socket; upstream: Socket }>();
   let stalled = false;
+  let cutOn: { marker: string; done: () => void } | null = null;
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
@@ -40,13 +47,28 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       track(upstream);
       const pair = { client, upstream };
       pairs.add(pair);
-      client.pipe(upstream);
-      upstream.pipe(client);
       const drop = () => {
         pairs.delete(pair);
         client.destroy();
         upstream.destroy();
       };
+      let tail = ''; // the end of the bytes before, so a marker split across chunks is seen
+      client.on('data', (chunk: Buffer) => {
+        const text = tail + chunk.toString('latin1');
+        tail = text.slice(-200);
+        if (cutOn && text.includes(cutOn.marker)) {
+          const { done } = cutOn;
+          cutOn = null;
+          drop();
+          done();
+          return;
+        }
+        if (!upstream.write(chunk)) {
+          client.pause();
+          upstream.once('drain', () => stalled || client.resume());
+        }
+      });
+      upstream.pipe(client);
       client.on('close', drop);
       upstream.on('close', drop);
     });
@@ -72,7 +94,6 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
     stall() {
       stalled = true;
       for (const { client, upstream } of pairs) {
-        client.unpipe();
         upstream.unpipe();
         client.pause();
         upstream.pause();
@@ -86,6 +107,11 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       if (server) return;
       server = newServer();
       await listen(server, port);
+    },
+    cutOnce(marker) {
+      return new Promise<void>((resolve) => {
+        cutOn = { marker, done: resolve };
+      });
     },
     close: stop,
   };
