@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
@@ -18,7 +18,10 @@ beforeAll(async () => {
   databaseUrl = (await createTestDatabase()).url;
   database = connectDatabase(databaseUrl, { max: 1 });
 });
-afterAll(() => database?.close());
+afterAll(async () => {
+  await database?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
 
 function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {

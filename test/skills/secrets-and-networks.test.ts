@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { ensureGeneratedSkillEncryptionKey, resolveSkillEncryptionKey, skillKeyFile } from '../../src/runtime.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
@@ -28,6 +28,7 @@ describe('SKILL_ENCRYPTION_KEY and SKILL_ALLOWED_NETWORKS', () => {
 
   it('npm start generates the key once into DATA_DIR (mode 600); the api and worker read it, never generate it', () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'skill-key-'));
+    onTestFinished(() => rmSync(dataDir, { recursive: true, force: true }));
     const config = loadConfig({ DATA_DIR: dataDir });
     expect(() => resolveSkillEncryptionKey(config)).toThrow(/SKILL_ENCRYPTION_KEY: not set, and no generated key/);
     const generated = ensureGeneratedSkillEncryptionKey(dataDir);
