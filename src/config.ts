@@ -41,6 +41,7 @@ const envSchema = z.object({
   TRUST_PROXY: z.enum(['true', 'false']).default('false'),
   PUBLIC_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300),
   WEBHOOK_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(120_000),
+  API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   SKILL_ENCRYPTION_KEY: z
     .string()
     .trim()
@@ -102,6 +103,12 @@ export interface Config {
   trustProxy: boolean;
   publicRateLimitPerMinute: number;
   webhookRateLimitPerMinute: number;
+  /**
+   * The api's bound on one SQL statement, and on a transaction idle between two (0: none): a
+   * request stuck behind a lock is answered 503 instead of holding its connection. Audit
+   * verification sets its own.
+   */
+  apiStatementTimeoutMs: number;
   skills: {
     /** AES-256-GCM key for skill header values; generated into DATA_DIR by `npm start` when unset. */
     encryptionKey: Buffer | undefined;
@@ -167,6 +174,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     trustProxy: e.TRUST_PROXY === 'true',
     publicRateLimitPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE,
     webhookRateLimitPerMinute: e.WEBHOOK_RATE_LIMIT_PER_MINUTE,
+    apiStatementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS,
     skills: {
       encryptionKey: e.SKILL_ENCRYPTION_KEY ? Buffer.from(e.SKILL_ENCRYPTION_KEY, 'base64') : undefined,
       allowedNetworks: e.SKILL_ALLOWED_NETWORKS,

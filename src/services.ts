@@ -44,7 +44,7 @@ function skillRuntime(config: Config, settings: RuntimeSettings): SkillRuntime {
 }
 
 export async function startApi(config: Config, settings: RuntimeSettings, logger: Logger): Promise<Stoppable & { url: string }> {
-  const database = connectDatabase(settings.databaseUrl, { max: 20 });
+  const database = connectDatabase(settings.databaseUrl, { max: 20, statementTimeoutMs: config.apiStatementTimeoutMs });
   const connection = await Connection.connect({ address: settings.temporalAddress });
   const client = new Client({ connection, namespace: config.temporal.namespace });
   // The one LISTEN connection of this process for the event streams; closed before the server.

@@ -29,7 +29,7 @@ const CONNECTION_CODES = new Set([
  * SQLSTATEs of a server that cannot serve now: connection exceptions (class 08), insufficient
  * resources (class 53: too many connections, disk full, out of memory), and operator
  * intervention (57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 57P05
- * idle session timeout). Query cancellation (57014) is left out: it is a timeout we chose.
+ * idle session timeout). Query cancellation (57014) is told apart by `isStatementTimeout`.
  */
 const UNAVAILABLE_STATE = /^(08|53)|^57P0[1235]$/;
 
@@ -49,6 +49,18 @@ export function isDependencyUnavailable(err: unknown): boolean {
     if (typeof code !== 'string') continue;
     if (CONNECTION_CODES.has(code)) return true;
     if ((e as { name?: unknown }).name === 'PostgresError' && UNAVAILABLE_STATE.test(code)) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether a statement was cancelled (SQLSTATE 57014): the api's statement bound passed, behind a
+ * lock or on a database too busy to answer, or an operator cancelled it. Also a 503: the request
+ * did nothing and can be retried.
+ */
+export function isStatementTimeout(err: unknown): boolean {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if ((e as { name?: unknown }).name === 'PostgresError' && (e as { code?: unknown }).code === '57014') return true;
   }
   return false;
 }

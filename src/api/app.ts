@@ -32,12 +32,14 @@ import { registerMemoryRoutes } from './routes/memory.js';
 import { registerAuditExportRoutes } from './routes/audit-export.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
-import { isDependencyUnavailable } from '../unavailable.js';
+import { isDependencyUnavailable, isStatementTimeout } from '../unavailable.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** What a client is told while the database (or another dependency) cannot be reached. */
 const DEPENDENCY_UNAVAILABLE_MESSAGE = 'The service cannot reach its database or another dependency; retry shortly';
+/** What a client is told when its request's statement ran past the api's bound (or was cancelled). */
+const STATEMENT_TIMEOUT_MESSAGE = 'The database did not answer in time (busy, or waiting on a lock); retry shortly';
 /** Seconds a client is asked to wait before retrying after a 503. */
 const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
@@ -70,6 +72,9 @@ function toErrorResponse(err: unknown): { status: number; body: ErrorBody } {
   }
   if (isDependencyUnavailable(err)) {
     return { status: 503, body: { error: 'service_unavailable', message: DEPENDENCY_UNAVAILABLE_MESSAGE } };
+  }
+  if (isStatementTimeout(err)) {
+    return { status: 503, body: { error: 'service_unavailable', message: STATEMENT_TIMEOUT_MESSAGE } };
   }
   return { status: 500, body: { error: 'internal_error', message: 'Internal server error' } };
 }
@@ -139,7 +144,10 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.onError(async (err, c) => {
     const { status, body } = toErrorResponse(err);
     const logger = c.get('logger') ?? deps.logger;
-    if (status >= 500) logger.error({ err }, status === 503 && !(err instanceof AppError) ? 'a dependency is unavailable' : 'unhandled error');
+    if (status >= 500) {
+      const what = isStatementTimeout(err) ? 'a statement ran past its time bound' : status === 503 && !(err instanceof AppError) ? 'a dependency is unavailable' : 'unhandled error';
+      logger.error({ err }, what);
+    }
     const failure = status === 401 || status === 403 ? authFailureOf(err, c, clientAddress(c, deps.config.trustProxy)) : null;
     if (failure) await auditAuthFailure(failure, c.get('requestId'));
     if (status === 503) c.header('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));

@@ -19,12 +19,25 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export function connectDatabase(url: string, options: { max?: number } = {}): Database {
+export interface DatabaseOptions {
+  max?: number;
+  /**
+   * Ends a statement that runs longer, and a session left idle inside a transaction that long
+   * (a client that went away mid-transaction keeps its locks until then). Unset or 0: no bound.
+   */
+  statementTimeoutMs?: number;
+}
+
+export function connectDatabase(url: string, options: DatabaseOptions = {}): Database {
+  const bounds: Record<string, string> = options.statementTimeoutMs
+    ? { statement_timeout: String(options.statementTimeoutMs), idle_in_transaction_session_timeout: String(options.statementTimeoutMs) }
+    : {};
   const sql = postgres(url, {
     max: options.max ?? 10,
     connect_timeout: 10,
     idle_timeout: 30,
     onnotice: () => undefined,
+    connection: bounds,
   });
   const db = drizzle(sql, { schema });
   const relaxedSql = postgres(url, {
@@ -32,7 +45,7 @@ export function connectDatabase(url: string, options: { max?: number } = {}): Da
     connect_timeout: 10,
     idle_timeout: 30,
     onnotice: () => undefined,
-    connection: { synchronous_commit: 'off' },
+    connection: { ...bounds, synchronous_commit: 'off' },
   });
   return {
     db,

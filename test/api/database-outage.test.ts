@@ -23,6 +23,7 @@ beforeAll(async () => {
   svc = await startTestService({
     logLines,
     ingest: { timeoutMs: 1500 },
+    statementTimeoutMs: 1000,
     connectVia: async (url) => {
       const target = new URL(url);
       direct = postgres(url, { max: 2, onnotice: () => undefined });
@@ -144,6 +145,39 @@ describe('a dependency unavailable', () => {
     expect(again.status).toBe(202);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(res.body);
+  });
+
+  it('answers 503 when a statement waits on a lock past the bound, changes nothing, and takes the retry once the lock is gone', async () => {
+    // Another session holds the key's row (a long transaction, a stuck migration): revoking the
+    // key waits on it, and the api's statement bound (1 s here, 30 s by default) ends the wait.
+    const held = await createKey(svc, tenant.admin, 'held');
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holder = direct.begin(async (tx) => {
+      await tx`select id from api_keys where id = ${held.keyId} for update`;
+      locked();
+      await released;
+    });
+    await isLocked;
+    try {
+      const res = await svc.api('DELETE', `/v1/api-keys/${held.keyId}`, { token: tenant.admin });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('5');
+      expect(res.body).toEqual({ error: 'service_unavailable', message: 'The database did not answer in time (busy, or waiting on a lock); retry shortly' });
+      expect(logLines.some((line) => line.includes('a statement ran past its time bound'))).toBe(true);
+    } finally {
+      release();
+      await holder;
+    }
+    const [row] = await direct`select revoked_at from api_keys where id = ${held.keyId}`;
+    expect(row!.revoked_at).toBeNull();
+    expect((await svc.api('DELETE', `/v1/api-keys/${held.keyId}`, { token: tenant.admin })).status).toBe(204);
+    // Verifying the audit chain, one statement over all of it, sets a bound of its own.
+    const verified = await svc.api('GET', '/v1/audit/verify', { token: tenant.admin });
+    expect(verified.status).toBe(200);
+    expect(verified.body).toMatchObject({ valid: true, firstInvalidAuditId: null });
   });
 
   it('refuses deliveries at once while too many wait for the database', async () => {

@@ -23,7 +23,7 @@ import type { HttpCallLimits } from '../../src/skills/http.js';
 import type { HostResolver } from '../../src/skills/ssrf.js';
 import type { StreamSettings } from '../../src/realtime/sse.js';
 import type { ActivityDeps } from '../../src/activities/index.js';
-import type { S3Config } from '../../src/config.js';
+import { loadConfig, type S3Config } from '../../src/config.js';
 import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
 import { startDispatcher, type Dispatcher } from '../../src/temporal/reconciler.js';
@@ -115,12 +115,17 @@ export interface TestServiceOptions {
   connectVia?: (databaseUrl: string) => Promise<string>;
   /** Webhook ingestion's batch bounds. */
   ingest?: AppDeps['ingest'];
+  /** The pools' statement bound (`API_STATEMENT_TIMEOUT_MS`'s default when absent). */
+  statementTimeoutMs?: number;
 }
 
 /** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
   const { url } = await createTestDatabase();
-  const database = connectDatabase(options.connectVia ? await options.connectVia(url) : url, { max: 10 });
+  const database = connectDatabase(options.connectVia ? await options.connectVia(url) : url, {
+    max: 10,
+    statementTimeoutMs: options.statementTimeoutMs ?? loadConfig({}).apiStatementTimeoutMs,
+  });
   const address = inject('temporalAddress');
   const taskQueue = uniqueName('tq');
   const logLines = options.logLines;

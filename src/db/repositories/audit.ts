@@ -119,6 +119,9 @@ export interface ChainVerification {
 
 const GENESIS = '0'.repeat(64);
 
+/** How long verifying a chain may take (one statement; a long chain takes a while). */
+const VERIFY_STATEMENT_TIMEOUT_MS = 10 * 60 * 1000;
+
 /**
  * Walks the tenant's hash chain over the entries that occurred in [from, to] (the whole chain
  * when both are absent), in chain order: each entry's hash must be the hash of its own content
@@ -131,56 +134,61 @@ const GENESIS = '0'.repeat(64);
 export async function verifyAuditChain(db: Db, tenantId: string, range: { from?: Date | undefined; to?: Date | undefined }): Promise<ChainVerification> {
   const from = range.from?.toISOString() ?? null;
   const to = range.to?.toISOString() ?? null;
-  const rows = await db.execute<{
-    lo: string | null;
-    hi: string | null;
-    checked: string;
-    bad_id: string | null;
-    bad_seq: string | null;
-    bad_kind: string | null;
-    head_seq: string | null;
-    head_hash: string | null;
-    purged_seq: string;
-    last_hash: string | null;
-  }>(sql`
-    with head as (
-      select max(last_seq) as last_seq, max(last_hash) as last_hash,
-             coalesce(max(purged_seq), 0) as purged_seq, max(purged_hash) as purged_hash
-      from audit_chain_heads where tenant_id = ${tenantId}
-    ),
-    bounds as (
-      select min(seq) as lo, max(seq) as hi from audit_log
-      where tenant_id = ${tenantId}
-        and (${from}::timestamptz is null or occurred_at >= ${from}::timestamptz)
-        and (${to}::timestamptz is null or occurred_at <= ${to}::timestamptz)
-    ),
-    walk as (
-      select a.id, a.seq, a.hash,
-             a.hash is distinct from audit_entry_hash(a) as content_changed,
-             a.prev_hash is distinct from (
-               case when a.seq = 1 then ${GENESIS} when a.seq = p.purged_seq + 1 then p.purged_hash else lag(a.hash) over w end
-             ) as link_broken,
-             a.seq > p.purged_seq + 1 and (lag(a.seq) over w) is distinct from a.seq - 1 as gap
-      from audit_log a, bounds b, head p
-      where a.tenant_id = ${tenantId} and a.seq between b.lo - 1 and b.hi
-      window w as (order by a.seq)
-    ),
-    checked as (
-      select w.* from walk w, bounds b where w.seq >= b.lo
-    ),
-    first_bad as (
-      select id, seq, case when content_changed then 'content' when gap then 'gap' else 'link' end as kind
-      from checked where content_changed or link_broken or gap
-      order by seq limit 1
-    )
-    select b.lo::text as lo, b.hi::text as hi,
-           (select count(*) from checked)::text as checked,
-           f.id as bad_id, f.seq::text as bad_seq, f.kind as bad_kind,
-           p.last_seq::text as head_seq, p.last_hash as head_hash, p.purged_seq::text as purged_seq,
-           (select hash from checked order by seq desc limit 1) as last_hash
-    from bounds b
-    cross join head p
-    left join first_bad f on true`);
+  // One statement over the whole chain, which may run past the api's statement bound: it sets
+  // its own for its transaction.
+  const rows = await db.transaction(async (tx) => {
+    await tx.execute(sql`select set_config('statement_timeout', ${String(VERIFY_STATEMENT_TIMEOUT_MS)}, true)`);
+    return tx.execute<{
+      lo: string | null;
+      hi: string | null;
+      checked: string;
+      bad_id: string | null;
+      bad_seq: string | null;
+      bad_kind: string | null;
+      head_seq: string | null;
+      head_hash: string | null;
+      purged_seq: string;
+      last_hash: string | null;
+    }>(sql`
+      with head as (
+        select max(last_seq) as last_seq, max(last_hash) as last_hash,
+               coalesce(max(purged_seq), 0) as purged_seq, max(purged_hash) as purged_hash
+        from audit_chain_heads where tenant_id = ${tenantId}
+      ),
+      bounds as (
+        select min(seq) as lo, max(seq) as hi from audit_log
+        where tenant_id = ${tenantId}
+          and (${from}::timestamptz is null or occurred_at >= ${from}::timestamptz)
+          and (${to}::timestamptz is null or occurred_at <= ${to}::timestamptz)
+      ),
+      walk as (
+        select a.id, a.seq, a.hash,
+               a.hash is distinct from audit_entry_hash(a) as content_changed,
+               a.prev_hash is distinct from (
+                 case when a.seq = 1 then ${GENESIS} when a.seq = p.purged_seq + 1 then p.purged_hash else lag(a.hash) over w end
+               ) as link_broken,
+               a.seq > p.purged_seq + 1 and (lag(a.seq) over w) is distinct from a.seq - 1 as gap
+        from audit_log a, bounds b, head p
+        where a.tenant_id = ${tenantId} and a.seq between b.lo - 1 and b.hi
+        window w as (order by a.seq)
+      ),
+      checked as (
+        select w.* from walk w, bounds b where w.seq >= b.lo
+      ),
+      first_bad as (
+        select id, seq, case when content_changed then 'content' when gap then 'gap' else 'link' end as kind
+        from checked where content_changed or link_broken or gap
+        order by seq limit 1
+      )
+      select b.lo::text as lo, b.hi::text as hi,
+             (select count(*) from checked)::text as checked,
+             f.id as bad_id, f.seq::text as bad_seq, f.kind as bad_kind,
+             p.last_seq::text as head_seq, p.last_hash as head_hash, p.purged_seq::text as purged_seq,
+             (select hash from checked order by seq desc limit 1) as last_hash
+      from bounds b
+      cross join head p
+      left join first_bad f on true`);
+  });
   const r = rows[0];
   if (!r || r.lo === null || r.hi === null) {
     // Nothing in the range; without a range an empty chain must also have no head beyond what
