@@ -37,20 +37,29 @@ const UNAVAILABLE_STATE = /^(08|53)|^57P0[1235]$/;
 const GRPC_DEADLINE_EXCEEDED = 4;
 const GRPC_UNAVAILABLE = 14;
 
-export function isDependencyUnavailable(err: unknown): boolean {
-  // Drizzle wraps a failed query (DrizzleQueryError) with the driver's error as its cause.
-  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if ((e as { name?: unknown }).name === 'ServiceError') {
-      // The Temporal client's, after its own retries: the gRPC status is its cause's code.
-      const status = ((e as { cause?: { code?: unknown } }).cause ?? {}).code;
-      if (status === GRPC_UNAVAILABLE || status === GRPC_DEADLINE_EXCEEDED) return true;
-    }
-    const code = (e as { code?: unknown }).code;
-    if (typeof code !== 'string') continue;
-    if (CONNECTION_CODES.has(code)) return true;
-    if ((e as { name?: unknown }).name === 'PostgresError' && UNAVAILABLE_STATE.test(code)) return true;
+type Cause = { name?: unknown; code?: unknown; cause?: unknown };
+
+/**
+ * Whether the error or one of its causes passes `test`. Drizzle wraps a failed query
+ * (DrizzleQueryError) with the driver's error as its cause.
+ */
+function anyCause(err: unknown, test: (e: Cause) => boolean): boolean {
+  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as Cause).cause, depth++) {
+    if (test(e as Cause)) return true;
   }
   return false;
+}
+
+export function isDependencyUnavailable(err: unknown): boolean {
+  return anyCause(err, (e) => {
+    if (e.name === 'ServiceError') {
+      // The Temporal client's, after its own retries: the gRPC status is its cause's code.
+      const status = ((e.cause ?? {}) as Cause).code;
+      if (status === GRPC_UNAVAILABLE || status === GRPC_DEADLINE_EXCEEDED) return true;
+    }
+    if (typeof e.code !== 'string') return false;
+    return CONNECTION_CODES.has(e.code) || (e.name === 'PostgresError' && UNAVAILABLE_STATE.test(e.code));
+  });
 }
 
 /**
@@ -59,8 +68,5 @@ export function isDependencyUnavailable(err: unknown): boolean {
  * did nothing and can be retried.
  */
 export function isStatementTimeout(err: unknown): boolean {
-  for (let e = err, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if ((e as { name?: unknown }).name === 'PostgresError' && (e as { code?: unknown }).code === '57014') return true;
-  }
-  return false;
+  return anyCause(err, (e) => e.name === 'PostgresError' && e.code === '57014');
 }

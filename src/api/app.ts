@@ -49,8 +49,8 @@ function describeIssues(error: ZodError): { message: string; details: Array<{ pa
   return { message: message || 'Invalid request', details };
 }
 
-/** Maps any thrown error to the one error body. */
-function toErrorResponse(err: unknown): { status: number; body: ErrorBody } {
+/** Maps any thrown error to the one error body, and says what a 5xx is logged as. */
+function toErrorResponse(err: unknown): { status: number; body: ErrorBody; logAs?: string } {
   if (err instanceof AppError) {
     return {
       status: err.status,
@@ -71,12 +71,12 @@ function toErrorResponse(err: unknown): { status: number; body: ErrorBody } {
     if (err.status === 401) return { status: 401, body: { error: 'unauthorized', message: err.message } };
   }
   if (isDependencyUnavailable(err)) {
-    return { status: 503, body: { error: 'service_unavailable', message: DEPENDENCY_UNAVAILABLE_MESSAGE } };
+    return { status: 503, body: { error: 'service_unavailable', message: DEPENDENCY_UNAVAILABLE_MESSAGE }, logAs: 'a dependency is unavailable' };
   }
   if (isStatementTimeout(err)) {
-    return { status: 503, body: { error: 'service_unavailable', message: STATEMENT_TIMEOUT_MESSAGE } };
+    return { status: 503, body: { error: 'service_unavailable', message: STATEMENT_TIMEOUT_MESSAGE }, logAs: 'a statement ran past its time bound' };
   }
-  return { status: 500, body: { error: 'internal_error', message: 'Internal server error' } };
+  return { status: 500, body: { error: 'internal_error', message: 'Internal server error' }, logAs: 'unhandled error' };
 }
 
 export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
@@ -142,12 +142,9 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.notFound((c) => c.json({ error: 'not_found', message: `No route for ${c.req.method} ${c.req.path}` }, 404));
   const auditAuthFailure = createAuthFailureAuditor(deps);
   app.onError(async (err, c) => {
-    const { status, body } = toErrorResponse(err);
+    const { status, body, logAs } = toErrorResponse(err);
     const logger = c.get('logger') ?? deps.logger;
-    if (status >= 500) {
-      const what = isStatementTimeout(err) ? 'a statement ran past its time bound' : status === 503 && !(err instanceof AppError) ? 'a dependency is unavailable' : 'unhandled error';
-      logger.error({ err }, what);
-    }
+    if (status >= 500) logger.error({ err }, logAs ?? 'unhandled error');
     const failure = status === 401 || status === 403 ? authFailureOf(err, c, clientAddress(c, deps.config.trustProxy)) : null;
     if (failure) await auditAuthFailure(failure, c.get('requestId'));
     if (status === 503) c.header('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));

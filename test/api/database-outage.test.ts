@@ -174,8 +174,23 @@ describe('a dependency unavailable', () => {
     const [row] = await direct`select revoked_at from api_keys where id = ${held.keyId}`;
     expect(row!.revoked_at).toBeNull();
     expect((await svc.api('DELETE', `/v1/api-keys/${held.keyId}`, { token: tenant.admin })).status).toBe(204);
-    // Verifying the audit chain, one statement over all of it, sets a bound of its own.
-    const verified = await svc.api('GET', '/v1/audit/verify', { token: tenant.admin });
+    // Verifying the audit chain, one statement over all of it, sets a bound of its own: made to
+    // wait past the api's bound (on a lock of the chain heads, released after 1.5 s), it answers.
+    let unlock!: () => void;
+    const unlocked = new Promise<void>((resolve) => (unlock = resolve));
+    let tableLocked!: () => void;
+    const isTableLocked = new Promise<void>((resolve) => (tableLocked = resolve));
+    const tableHolder = direct.begin(async (tx) => {
+      await tx`lock table audit_chain_heads in access exclusive mode`;
+      tableLocked();
+      await unlocked;
+    });
+    await isTableLocked;
+    const verifying = svc.api('GET', '/v1/audit/verify', { token: tenant.admin });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    unlock();
+    await tableHolder;
+    const verified = await verifying;
     expect(verified.status).toBe(200);
     expect(verified.body).toMatchObject({ valid: true, firstInvalidAuditId: null });
   });

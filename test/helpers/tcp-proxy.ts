@@ -52,16 +52,18 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         client.destroy();
         upstream.destroy();
       };
-      let tail = ''; // the end of the bytes before, so a marker split across chunks is seen
+      let tail = ''; // while a cut is armed: the end of the bytes before, for a marker split across chunks
       client.on('data', (chunk: Buffer) => {
-        const text = tail + chunk.toString('latin1');
-        tail = text.slice(-200);
-        if (cutOn && text.includes(cutOn.marker)) {
-          const { done } = cutOn;
-          cutOn = null;
-          drop();
-          done();
-          return;
+        if (cutOn) {
+          const text = tail + chunk.toString('latin1');
+          tail = text.slice(-cutOn.marker.length);
+          if (text.includes(cutOn.marker)) {
+            const { done } = cutOn;
+            cutOn = null;
+            drop();
+            done();
+            return;
+          }
         }
         if (!upstream.write(chunk)) {
           client.pause();

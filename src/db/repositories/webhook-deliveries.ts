@@ -17,8 +17,8 @@ export interface PurgeOptions {
 /**
  * Deletes the delivery records no retry can be answered from any more, oldest first, in
  * statements of `chunkSize` rows, until none is left or `shouldStop` says so. Each kind of key
- * walks its own partial index (migration 0013). Rows a concurrent batch has locked are skipped and left for
- * the next purge. Returns how many rows it deleted.
+ * walks its own partial index (migration 0013). Rows a concurrent batch has locked are skipped
+ * and left for the next purge. Returns how many rows it deleted.
  */
 export async function purgeWebhookDeliveries(sql: postgres.Sql, retention: DeliveryRetention, options: PurgeOptions = {}): Promise<number> {
   const chunk = options.chunkSize ?? 5_000;
