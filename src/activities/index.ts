@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { createBuiltinProvider } from '../analysis/providers.js';
 import type { ModelProvider } from '../analysis/types.js';
 import type { Db } from '../db/client.js';
-import type { SkillRuntime } from '../skills/invoke.js';
+import { createSkillInvoker, type SkillRuntime } from '../skills/invoke.js';
 import { createExportActivities, type ExportActivityDeps } from './exports.js';
 import { createInvestigationActivities } from './investigation.js';
 import { createInvestigationLifecycleActivities } from './investigation-lifecycle.js';
@@ -31,7 +31,11 @@ export function createActivities(deps: ActivityDeps) {
     ...createSkillActivities(deps),
     ...createTriageActivities({ db: deps.db, model: deps.model ?? createBuiltinProvider() }),
     ...createInvestigationLifecycleActivities({ db: deps.db }),
-    ...createInvestigationActivities({ db: deps.db, model: deps.model ?? createBuiltinProvider() }),
+    ...createInvestigationActivities({
+      db: deps.db,
+      model: deps.model ?? createBuiltinProvider(),
+      skills: createSkillInvoker({ db: deps.db, runtime: deps.skills, ...(deps.logger ? { logger: deps.logger } : {}) }),
+    }),
     ...createRemediationActivities({ db: deps.db, skills: deps.skills }),
     ...createKnowledgeActivities({ db: deps.db, ...(deps.logger ? { logger: deps.logger } : {}) }),
     ...createExportActivities({

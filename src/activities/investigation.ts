@@ -31,8 +31,13 @@ import { events } from '../db/schema/events.js';
 import { incidents, type IncidentRow, type Severity } from '../db/schema/incidents.js';
 import { ingestedEvents, type IngestedEventRow } from '../db/schema/ingestion.js';
 import { evidenceItems, evidenceSeverities, investigationContext, investigations, type EvidenceType } from '../db/schema/investigation.js';
+import { skills } from '../db/schema/skills.js';
+import { tenants } from '../db/schema/tenants.js';
 import { services } from '../db/schema/topology.js';
+import { getPlan } from '../domain/plans.js';
 import { newId } from '../ids.js';
+import { bindSkillInput, findingText, skillRoles, skillsForRole, tellingLine, type AgentSkill, type SkillRole } from '../skills/agent-skills.js';
+import type { SkillInvoker } from '../skills/invoke.js';
 
 type EvidenceSeverity = (typeof evidenceSeverities)[number];
 
@@ -50,6 +55,12 @@ const MAX_CORRELATED = 300;
 const MAX_ITEMS_PER_AGENT = 25;
 /** How long the agents of a run share their reads of the scene (see `sharedRead`). */
 const SHARED_READ_TTL_MS = 30_000;
+/** The window a logs or metrics skill is asked about: this long before the first alert, until now. */
+export const SIGNAL_LOOKBACK_MS = 60 * 60 * 1000;
+/** An agent waiting on its skills heartbeats this often (its heartbeat timeout is 20 s). */
+const SKILL_HEARTBEAT_MS = 5_000;
+/** Skill findings the synthesis reads, per incident. */
+const MAX_SKILL_FINDINGS = 24;
 
 const clip = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
@@ -301,8 +312,9 @@ export type InvestigationEngineActivities = Omit<InvestigationActivities, 'begin
 /**
  * `model` is the configured provider: the built-in analyzer ranks the hypotheses either way; a
  * configured model then writes the conclusion from them (falling back to the built-in one).
+ * `skills` calls the tenant's skills the agents consult (none when absent).
  */
-export function createInvestigationActivities(deps: { db: Db; model: ModelProvider }): InvestigationEngineActivities {
+export function createInvestigationActivities(deps: { db: Db; model: ModelProvider; skills?: SkillInvoker }): InvestigationEngineActivities {
   const { db, model } = deps;
 
   async function loadScene(req: InvestigationRequest): Promise<Scene> {
@@ -337,7 +349,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
    * worker they share one read of each (kept SHARED_READ_TTL_MS, dropped when it fails, so a
    * retry reads afresh). Synthesis reads afresh, after the agents. Nothing here is mutated.
    */
-  type SharedRead = { at: number; scene: Promise<Scene>; correlated?: Promise<IngestedEventRow[]> };
+  type SharedRead = { at: number; scene: Promise<Scene>; correlated?: Promise<IngestedEventRow[]>; skills?: Promise<AgentSkill[]> };
   const sharedReads = new Map<string, SharedRead>();
   function sharedRead(req: InvestigationRequest): SharedRead {
     const now = Date.now();
@@ -369,6 +381,88 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     }
     return entry.correlated;
   }
+
+  /** The tenant's skills the agents may consult: enabled http skills, on a plan with custom skills. */
+  async function readAgentSkills(tenantId: string): Promise<AgentSkill[]> {
+    const [tenant] = await db.select({ plan: tenants.plan }).from(tenants).where(eq(tenants.id, tenantId));
+    if (!tenant || !getPlan(tenant.plan).features.customSkills) return [];
+    const rows = await db
+      .select({ id: skills.id, name: skills.name, description: skills.description, config: skills.config, inputSchema: skills.inputSchema })
+      .from(skills)
+      .where(and(eq(skills.tenantId, tenantId), eq(skills.enabled, true), eq(skills.type, 'http')));
+    return rows.map((r) => ({ id: r.id, name: r.name, description: r.description, method: String(r.config.method ?? ''), inputSchema: r.inputSchema ?? null }));
+  }
+  function agentSkills(scene: Scene): Promise<AgentSkill[]> {
+    const entry = sharedRead(scene.req);
+    if (!entry.skills) {
+      const read = readAgentSkills(scene.req.tenantId);
+      read.catch(() => {
+        if (entry.skills === read) delete entry.skills;
+      });
+      entry.skills = read;
+    }
+    return entry.skills;
+  }
+
+  /**
+   * Calls the tenant's skills routed to `role` (skills/agent-skills.ts), in parallel, each once
+   * per run: its idempotency key makes a retried agent get the recorded outcome instead of a
+   * second call. Each answer becomes one evidence draft; a failure, an empty answer or a skill
+   * whose required input the agent cannot fill becomes a note in the agent's report.
+   */
+  async function consultSkills(req: InvestigationRequest, role: SkillRole, scene: Scene, lookbackMs: number): Promise<{ drafts: EvidenceDraft[]; notes: string[] }> {
+    const invoker = deps.skills;
+    if (!invoker) return { drafts: [], notes: [] };
+    const chosen = await agentSkills(scene).then((all) => skillsForRole(all, role));
+    if (chosen.length === 0) return { drafts: [], notes: [] };
+    const type = skillRoles.find((r) => r.role === role)!.type;
+    const facts = {
+      incidentId: scene.incident.id,
+      service: scene.service,
+      severity: scene.incident.severity,
+      alertName: scene.ownAlerts[0]?.alertName ?? null,
+      since: new Date(scene.firstAlertAt.getTime() - lookbackMs),
+      until: new Date(),
+    };
+    const beat = setInterval(() => heartbeat({ step: 'skills' }), SKILL_HEARTBEAT_MS);
+    try {
+      const results = await Promise.all(
+        chosen.map(async (skill) => {
+          const bound = bindSkillInput(skill.inputSchema, facts);
+          if (!bound.ok) return { skill, note: `${skill.name} not called (it requires ${bound.missing.join(', ')}, which the agent cannot fill)` };
+          const outcome = await invoker.invoke({
+            tenantId: req.tenantId,
+            skillId: skill.id,
+            input: bound.input,
+            idempotencyKey: `investigation:${req.incidentId}:${req.run}:${role}:${skill.id}`,
+          });
+          if (!outcome.ok) return { skill, note: `${skill.name} failed (${outcome.error.code}: ${clip(oneLine(outcome.error.message), 160)})` };
+          const text = findingText(outcome.output);
+          if (text === '') return { skill, note: `${skill.name} returned nothing` };
+          const { line, alarming } = tellingLine(text);
+          const summary = `${skill.name}${scene.service ? ` for ${scene.service}` : ''}: ${oneLine(line)}`;
+          const draft: EvidenceDraft = {
+            sourceId: `skill:${skill.id}:${req.run}`,
+            type,
+            source: `skill:${skill.name}`,
+            summary,
+            severity: alarming ? 'high' : 'info',
+            occurredAt: new Date(),
+            rawSnippet: text,
+          };
+          return { skill, note: clip(summary, 240), draft };
+        }),
+      );
+      return {
+        drafts: results.flatMap((r) => ('draft' in r && r.draft ? [r.draft] : [])),
+        notes: results.map((r) => r.note),
+      };
+    } finally {
+      clearInterval(beat);
+    }
+  }
+  /** The agent's findings with what its skills said appended. */
+  const withSkillNotes = (content: string, notes: string[]) => (notes.length > 0 ? `${content} Skills: ${notes.join(' | ')}.` : content);
 
   /** Services `serviceId` depends on, directly or transitively (edges source → target), with the shortest hops. */
   async function dependenciesOf(tenantId: string, serviceId: string): Promise<Dependency[]> {
@@ -601,6 +695,8 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
   async function deploymentAgent(req: InvestigationRequest): Promise<AgentReport> {
     const scene = await agentScene(req);
     heartbeat({ step: 'scene' });
+    const consulting = consultSkills(req, 'deployment', scene, CHANGE_LOOKBACK_MS);
+    consulting.catch(() => undefined); // awaited below; not unhandled if the read fails first
     const rows = await recentChanges(scene, 'deployment');
     heartbeat({ step: 'deployments', count: rows.length });
     // GitHub sends one event per status: keep the latest state of each deployment.
@@ -629,19 +725,22 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       });
       lines.push(`${what}, ${timing(minutes)}${relation}`);
     }
-    const ids = await storeEvidence(req, 'deployment', drafts);
+    const consulted = await consulting;
+    const ids = await storeEvidence(req, 'deployment', [...consulted.drafts, ...drafts]);
     const scope = scene.dependencies.length > 0 ? `${serviceName(scene)} or its ${scene.dependencies.length} dependencies` : serviceName(scene);
     const content =
       lines.length > 0
         ? `${lines.length} deployment(s) of ${scope} in the 6 h before the first alert (${hhmm(scene.firstAlertAt)}): ${lines.join('; ')}.`
         : `No deployment of ${scope} in the 6 h before the first alert (${hhmm(scene.firstAlertAt)}).`;
-    return report('deployment', content, ids, lines.length > 0);
+    return report('deployment', withSkillNotes(content, consulted.notes), ids, lines.length > 0 || consulted.drafts.length > 0);
   }
 
   /** Pushes (commits) to the service's and its dependencies' repositories before the first alert. */
   async function codeChangeAgent(req: InvestigationRequest): Promise<AgentReport> {
     const scene = await agentScene(req);
     heartbeat({ step: 'scene' });
+    const consulting = consultSkills(req, 'code_change', scene, CHANGE_LOOKBACK_MS);
+    consulting.catch(() => undefined); // awaited below; not unhandled if the read fails first
     const rows = await recentChanges(scene, 'code_change');
     heartbeat({ step: 'pushes', count: rows.length });
     const drafts: EvidenceDraft[] = [];
@@ -667,12 +766,13 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       });
       lines.push(`${what}${relation}: ${shown.slice(0, 2).join('; ')}`);
     }
-    const ids = await storeEvidence(req, 'code_change', drafts);
+    const consulted = await consulting;
+    const ids = await storeEvidence(req, 'code_change', [...consulted.drafts, ...drafts]);
     const content =
       lines.length > 0
         ? `${lines.length} push(es) in the 6 h before the first alert: ${lines.join(' | ')}.`
         : `No code change of ${serviceName(scene)}${scene.dependencies.length > 0 ? ' or its dependencies' : ''} in the 6 h before the first alert.`;
-    return report('code_change', content, ids, lines.length > 0);
+    return report('code_change', withSkillNotes(content, consulted.notes), ids, lines.length > 0 || consulted.drafts.length > 0);
   }
 
   /** The incident's own alerts and the correlated ones of its service and of dependencies up to 2 hops away. */
@@ -688,6 +788,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
   /** Alerts of the incident and of its dependencies that carry log lines (exceptions, error messages). */
   async function logsAgent(req: InvestigationRequest): Promise<AgentReport> {
     const { scene, candidates } = await alertsNearby(req);
+    const consulted = await consultSkills(req, 'logs', scene, SIGNAL_LOOKBACK_MS);
     const drafts: EvidenceDraft[] = [];
     for (const { first } of firstPerFingerprint(candidates)) {
       const line = logLine(first);
@@ -703,17 +804,18 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
         rawSnippet: rawExcerpt(first),
       });
     }
-    const ids = await storeEvidence(req, 'logs', drafts);
+    const ids = await storeEvidence(req, 'logs', [...consulted.drafts, ...drafts]);
     const content =
       drafts.length > 0
         ? `${drafts.length} log excerpt(s) in the alert payloads: ${drafts.slice(0, 4).map((d) => d.summary).join(' | ')}.`
         : `No log lines (exceptions, error messages) in the alerts of ${serviceName(scene)} or its dependencies.`;
-    return report('logs', content, ids, drafts.length > 0);
+    return report('logs', withSkillNotes(content, consulted.notes), ids, drafts.length > 0 || consulted.drafts.length > 0);
   }
 
   /** Metric alerts: thresholds, values, rates and the queries behind them. */
   async function metricsAgent(req: InvestigationRequest): Promise<AgentReport> {
     const { scene, candidates } = await alertsNearby(req);
+    const consulted = await consultSkills(req, 'metrics', scene, SIGNAL_LOOKBACK_MS);
     const drafts: EvidenceDraft[] = [];
     for (const { first } of firstPerFingerprint(candidates)) {
       const line = metricLine(first);
@@ -729,12 +831,12 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
         rawSnippet: rawExcerpt(first),
       });
     }
-    const ids = await storeEvidence(req, 'metrics', drafts);
+    const ids = await storeEvidence(req, 'metrics', [...consulted.drafts, ...drafts]);
     const content =
       drafts.length > 0
         ? `${drafts.length} metric signal(s): ${drafts.slice(0, 4).map((d) => d.summary).join(' | ')}.`
         : `No metric alert (threshold, value or rate) on ${serviceName(scene)} or its dependencies.`;
-    return report('metrics', content, ids, drafts.length > 0);
+    return report('metrics', withSkillNotes(content, consulted.notes), ids, drafts.length > 0 || consulted.drafts.length > 0);
   }
 
   /** The incident's alerts (with their firing/resolved history) and the alerts correlated in time across services. */
@@ -886,7 +988,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
   async function gatherInput(req: InvestigationRequest, roles: AgentRole[], context: Array<{ seq: number; content: string }>): Promise<InvestigationInput> {
     const scene = await loadScene(req);
     heartbeat({ step: 'scene' });
-    const [correlated, changes] = await Promise.all([correlatedAlerts(scene), recentChanges(scene, 'both')]);
+    const [correlated, changes, skillFindings] = await Promise.all([correlatedAlerts(scene), recentChanges(scene, 'both'), findingsOfSkills(req)]);
     heartbeat({ step: 'signals' });
     const topology = await topologyOf(scene, correlated);
     heartbeat({ step: 'topology' });
@@ -923,7 +1025,28 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       runbooks,
       context,
       patterns,
+      findings: skillFindings,
     };
+  }
+
+  /** What the agents' skills answered for the incident (stored as evidence items), oldest first. */
+  async function findingsOfSkills(req: InvestigationRequest): Promise<NonNullable<InvestigationInput['findings']>> {
+    const rows = await db
+      .select({ dedupeKey: evidenceItems.dedupeKey, agentRole: evidenceItems.agentRole, source: evidenceItems.source, rawSnippet: evidenceItems.rawSnippet, occurredAt: evidenceItems.occurredAt })
+      .from(evidenceItems)
+      .where(and(eq(evidenceItems.tenantId, req.tenantId), eq(evidenceItems.incidentId, req.incidentId), sql`${evidenceItems.dedupeKey} like ${'%:skill:%'}`))
+      .orderBy(asc(evidenceItems.occurredAt), asc(evidenceItems.id))
+      .limit(MAX_SKILL_FINDINGS);
+    return rows
+      .filter((r): r is typeof r & { agentRole: AgentRole } => (agentRoles as readonly string[]).includes(r.agentRole))
+      .map((r) => ({
+        // The source id the evidence item is stored under, so hypotheses built on it cite it.
+        sourceId: r.dedupeKey.slice(r.dedupeKey.indexOf(':') + 1),
+        agentRole: r.agentRole,
+        skill: r.source.replace(/^skill:/, ''),
+        occurredAt: iso(r.occurredAt),
+        text: r.rawSnippet,
+      }));
   }
 
   /**

@@ -130,6 +130,21 @@ export interface InvestigationInput {
   context: ContextNote[];
   /** Learned patterns matching the incident's symptoms, best first (absent: none). */
   patterns?: PatternObservation[];
+  /** What the tenant's skills answered the agents (absent: none). */
+  findings?: SkillFinding[];
+}
+
+/**
+ * A skill's answer to an agent about the incident's service (logs, metrics, changes), read as
+ * text: its signals count like those of the service's own alerts.
+ */
+export interface SkillFinding {
+  /** The evidence item's source id (`skill:<skillId>:<run>`). */
+  sourceId: string;
+  agentRole: AgentRole;
+  skill: string;
+  occurredAt: string;
+  text: string;
 }
 
 export const hypothesisKinds = [
@@ -351,6 +366,7 @@ export function restrictToRoles(input: InvestigationInput): InvestigationInput {
     topology: ran.has('topology') ? input.topology : { known: input.topology.known, serviceType: input.topology.serviceType, dependencies: [], dependents: [] },
     runbooks: ran.has('runbook') ? input.runbooks : [],
     patterns: ran.has('knowledge') ? (input.patterns ?? []) : [],
+    findings: (input.findings ?? []).filter((f) => ran.has(f.agentRole)),
   };
 }
 
@@ -388,6 +404,20 @@ function buildView(input: InvestigationInput): View {
     return s !== '' && (s === serviceLower || dependencyNames.has(s) || dependentNames.has(s));
   });
   const ownFiring = input.alerts.filter((a) => a.status === 'firing');
+  // A skill's answer reads as a signal of the incident's own service.
+  const found: AlertObservation[] = (input.findings ?? []).map((f) => ({
+    eventId: f.sourceId,
+    provider: 'skill',
+    incidentId: input.incident.incidentId,
+    alertName: f.skill,
+    service: input.incident.service,
+    severity: null,
+    status: 'firing',
+    occurredAt: f.occurredAt,
+    title: f.skill,
+    text: f.text,
+    labels: {},
+  }));
   return {
     input,
     service,
@@ -395,8 +425,8 @@ function buildView(input: InvestigationInput): View {
     own: input.alerts,
     ownFiring,
     related,
-    scope: [...input.alerts, ...related],
-    all: [...input.alerts, ...input.correlated],
+    scope: [...input.alerts, ...related, ...found],
+    all: [...input.alerts, ...input.correlated, ...found],
     dependencyNames,
     deployments: input.changes.filter((c) => c.kind === 'deployment'),
     pushes: input.changes.filter((c) => c.kind === 'code_change'),

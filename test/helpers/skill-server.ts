@@ -58,6 +58,15 @@ export async function startSkillServer(): Promise<SkillServer> {
           });
         case '/unhealthy':
           return json(200, { healthy: false, reason: 'checkout still answers 502' });
+        case '/logs':
+          // A log search: the service's recent error lines, as a log tool's API answers them.
+          return json(200, {
+            service: request.query.service ?? null,
+            entries: [
+              { ts: '2026-11-22T03:11:02Z', level: 'ERROR', message: 'HikariPool-1 - Connection is not available, request timed out after 30000ms' },
+              { ts: '2026-11-22T03:11:05Z', level: 'FATAL', message: 'sorry, too many clients already' },
+            ],
+          });
         case '/text':
           res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
           return res.end('plain words');
