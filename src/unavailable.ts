@@ -23,6 +23,8 @@ const CONNECTION_CODES = new Set([
   'ENETUNREACH',
   'ENOTFOUND',
   'EAI_AGAIN',
+  // Ours: a call refused at once while Temporal is known not to answer (src/temporal/port.ts).
+  'TEMPORAL_UNAVAILABLE',
 ]);
 
 /**

@@ -8,6 +8,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { AppError } from '../errors.js';
+import { isDependencyUnavailable } from '../unavailable.js';
 import { auditExportWorkflowType, type AuditExportInput } from '../exports/types.js';
 import { skillTestWorkflowType, type SkillOutcome, type SkillTestInput } from '../skills/types.js';
 import {
@@ -101,7 +102,75 @@ async function timed<T>(probe: () => Promise<T>): Promise<{ value?: T; latencyMs
   }
 }
 
+/** How long the gate's probe of a Temporal server that stopped answering waits. */
+export const TEMPORAL_PROBE_MS = 2000;
+
+/** What a call gets, at once, while Temporal is known not to answer (a 503 at the api). */
+export class TemporalUnavailableError extends Error {
+  readonly code = 'TEMPORAL_UNAVAILABLE';
+  constructor() {
+    super('Temporal is not answering; retry shortly');
+    this.name = 'TemporalUnavailableError';
+  }
+}
+
+/**
+ * Fails calls fast while Temporal is known to be away. The client retries a server it cannot
+ * reach for about 20 s before it gives up; once a call has given up so (or passed its deadline),
+ * each later call first probes the server (`probe`, one probe shared by the calls that wait on
+ * it) and fails at once with TemporalUnavailableError when the server still does not answer.
+ * When it answers, calls go through as before. The first call of an outage still waits out
+ * the client's retries, so a restart of a few seconds costs nobody an error.
+ */
+export function createTemporalGate(probe: () => Promise<unknown>): <T>(call: () => Promise<T>) => Promise<T> {
+  let away = false;
+  let probing: Promise<boolean> | null = null;
+  return async (call) => {
+    if (away) {
+      probing ??= probe().then(
+        () => true,
+        () => false,
+      ).finally(() => {
+        probing = null;
+      });
+      if (!(await probing)) throw new TemporalUnavailableError();
+      away = false;
+    }
+    try {
+      return await call();
+    } catch (err) {
+      if (isDependencyUnavailable(err)) away = true;
+      throw err;
+    }
+  };
+}
+
+/**
+ * The port over a Temporal client. Every call but the health checks (which have their own
+ * deadline) goes through a `createTemporalGate` gate.
+ */
 export function createTemporalWorkflowPort(client: Client, taskQueue: string): WorkflowPort {
+  const gated = createTemporalGate(() =>
+    client.connection.withDeadline(new Date(Date.now() + TEMPORAL_PROBE_MS), () => client.workflowService.getSystemInfo({})),
+  );
+  const port = ungatedPort(client, taskQueue);
+  const through = <A extends unknown[], R>(method: (...args: A) => Promise<R>) => (...args: A) => gated(() => method(...args));
+  return {
+    startIncident: through(port.startIncident),
+    setIncidentStatus: through(port.setIncidentStatus),
+    triageIncident: through(port.triageIncident),
+    startInvestigation: through(port.startInvestigation),
+    signalInvestigationContext: through(port.signalInvestigationContext),
+    respondToApproval: through(port.respondToApproval),
+    signalAlerts: through(port.signalAlerts),
+    testSkill: through(port.testSkill),
+    startAuditExport: through(port.startAuditExport),
+    checkServer: port.checkServer,
+    checkWorkers: port.checkWorkers,
+  };
+}
+
+function ungatedPort(client: Client, taskQueue: string): WorkflowPort {
   const healthDeadline = () => new Date(Date.now() + 3000);
   return {
     async startIncident(input, title) {

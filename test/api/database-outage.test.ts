@@ -1,10 +1,11 @@
 import { Client, Connection } from '@temporalio/client';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { IngestBatcher, type IngestRequest } from '../../src/ingest/ingest.js';
 import { findProvider } from '../../src/ingest/providers/index.js';
+import { createTemporalWorkflowPort, TemporalUnavailableError } from '../../src/temporal/port.js';
 import { isDependencyUnavailable } from '../../src/unavailable.js';
 import { freePort } from '../helpers/ports.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -292,6 +293,36 @@ describe('a dependency unavailable', () => {
     } finally {
       process.off('uncaughtException', onUncaught);
       await relayed.end({ timeout: 5 });
+    }
+  });
+
+  it('fails Temporal calls fast once one has given up, and lets them through again once the server answers', async () => {
+    // The port's client reaches the real dev server through a relay the test cuts.
+    const [host, temporalPort] = inject('temporalAddress').split(':') as [string, string];
+    const relay = await startTcpProxy({ host, port: Number(temporalPort) });
+    const connection = await Connection.connect({ address: `127.0.0.1:${relay.port}` });
+    const workflows = createTemporalWorkflowPort(new Client({ connection }), `tq-gate-${Date.now()}`);
+    const signal = () => workflows.signalInvestigationContext('inc_gate_nowhere').then((r) => r, (err: unknown) => err);
+    try {
+      expect(await signal()).toBe('gone'); // reachable: no such workflow
+      await relay.cut();
+      // The first call waits out the client's retries (here bounded by a deadline) and fails as
+      // the server's own unavailability, not the gate's.
+      const first = await connection.withDeadline(Date.now() + 1500, signal);
+      expect(first).not.toBeInstanceOf(TemporalUnavailableError);
+      expect(isDependencyUnavailable(first)).toBe(true);
+      // The next ones are refused by the gate after its probe, with an error the api answers 503.
+      const next = await Promise.all([signal(), signal(), signal()]);
+      for (const err of next) {
+        expect(err).toBeInstanceOf(TemporalUnavailableError);
+        expect(isDependencyUnavailable(err)).toBe(true);
+      }
+      await relay.restore();
+      // Once the server answers the probe, calls go through again.
+      await eventually(async () => (await signal()) === 'gone', 15_000);
+    } finally {
+      await connection.close();
+      await relay.close();
     }
   });
 
