@@ -427,18 +427,18 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     const beat = setInterval(() => heartbeat({ step: 'skills' }), SKILL_HEARTBEAT_MS);
     try {
       const results = await Promise.all(
-        chosen.map(async (skill) => {
+        chosen.map(async (skill): Promise<{ note: string; draft?: EvidenceDraft }> => {
           const bound = bindSkillInput(skill.inputSchema, facts);
-          if (!bound.ok) return { skill, note: `${skill.name} not called (it requires ${bound.missing.join(', ')}, which the agent cannot fill)` };
+          if (!bound.ok) return { note: `${skill.name} not called (it requires ${bound.missing.join(', ')}, which the agent cannot fill)` };
           const outcome = await invoker.invoke({
             tenantId: req.tenantId,
             skillId: skill.id,
             input: bound.input,
             idempotencyKey: `investigation:${req.incidentId}:${req.run}:${role}:${skill.id}`,
           });
-          if (!outcome.ok) return { skill, note: `${skill.name} failed (${outcome.error.code}: ${clip(oneLine(outcome.error.message), 160)})` };
+          if (!outcome.ok) return { note: `${skill.name} failed (${outcome.error.code}: ${clip(oneLine(outcome.error.message), 160)})` };
           const text = findingText(outcome.output);
-          if (text === '') return { skill, note: `${skill.name} returned nothing` };
+          if (text === '') return { note: `${skill.name} returned nothing` };
           const { line, alarming } = tellingLine(text);
           const summary = `${skill.name}${scene.service ? ` for ${scene.service}` : ''}: ${oneLine(line)}`;
           const draft: EvidenceDraft = {
@@ -450,11 +450,11 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
             occurredAt: new Date(),
             rawSnippet: text,
           };
-          return { skill, note: clip(summary, 240), draft };
+          return { note: clip(summary, 240), draft };
         }),
       );
       return {
-        drafts: results.flatMap((r) => ('draft' in r && r.draft ? [r.draft] : [])),
+        drafts: results.flatMap((r) => (r.draft ? [r.draft] : [])),
         notes: results.map((r) => r.note),
       };
     } finally {

@@ -539,7 +539,16 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
     }
     const notDone = steps.filter((s) => s.status !== 'succeeded');
     if (firing.length > 0) return { ok: false, detail: `Still firing: ${[...new Set(firing)].join(', ')}` };
-    if (notDone.length === 0) return { ok: true, detail: `All ${steps.length} step(s) succeeded and no alert of the incident is firing` };
+    // A builtin step only records what it would do: with nothing observed (no alert recovered, no
+    // check), the incident is resolved only when every step really acted.
+    const simulated = steps.filter((s) => s.status === 'succeeded' && (s.output as { simulated?: unknown } | null)?.simulated === true);
+    if (notDone.length === 0 && simulated.length > 0) {
+      return {
+        ok: false,
+        detail: `Nothing confirms a recovery: step(s) ${simulated.map((s) => s.index + 1).join(', ')} only recorded what to do (builtin actions do not touch infrastructure), and no alert or check of the incident shows it recovered. Carry them out, then resolve the incident`,
+      };
+    }
+    if (notDone.length === 0) return { ok: true, detail: `All ${steps.length} step(s) acted and no alert of the incident is firing` };
     return {
       ok: false,
       detail: `Step(s) not succeeded: ${notDone.map((s) => `${s.index} (${s.status}${s.error ? `: ${s.error}` : ''})`).join(', ')}`,

@@ -302,8 +302,21 @@ describe('execution, verification, completion', () => {
     const [rem] = await service.database.db.select().from(remediations).where(eq(remediations.id, p.remediationId));
     expect(rem!.status).toBe('executing');
 
+    // The rollback only recorded what to do, and nothing (no alert, no check) shows a recovery:
+    // the incident is not called resolved.
     const v = await acts.verifyRemediation({ tenantId, incidentId, remediationId: p.remediationId });
-    expect(v).toEqual({ ok: true, detail: expect.stringContaining('succeeded') });
+    expect(v).toEqual({ ok: false, detail: expect.stringContaining('Nothing confirms a recovery: step(s) 1 only recorded what to do') });
+  });
+
+  it('verifies a plan whose every step acted, with no alert firing, and completes it once', async () => {
+    const { tenantId, incidentId } = await setup({ actions: ['Run the warm_caches skill for checkout-api'] });
+    await addSkill(tenantId, { name: 'warm_caches', path: '/echo' });
+    const p = await propose(tenantId, incidentId);
+    await approve(tenantId, incidentId, p);
+    const step = await acts.executeRemediationStep({ tenantId, incidentId, remediationId: p.remediationId, index: 0, workflowId: wf(incidentId) });
+    expect(step.output).toMatchObject({ invocationId: expect.stringMatching(/^ski_/) });
+    const v = await acts.verifyRemediation({ tenantId, incidentId, remediationId: p.remediationId });
+    expect(v).toEqual({ ok: true, detail: 'All 1 step(s) acted and no alert of the incident is firing' });
     await acts.completeRemediation({ tenantId, incidentId, remediationId: p.remediationId, ok: true, detail: v.detail, workflowId: wf(incidentId) });
     await acts.completeRemediation({ tenantId, incidentId, remediationId: p.remediationId, ok: true, detail: v.detail, workflowId: wf(incidentId) });
     const [done] = await service.database.db.select().from(remediations).where(eq(remediations.id, p.remediationId));
