@@ -13,8 +13,12 @@ export const NOTIFIER_CONSUMER = 'notifications';
 
 /** Created by the remediation activity itself (admins only, key `${approvalId}:${userId}`). */
 const HANDLED_ELSEWHERE = new Set(['approval.requested']);
-/** Events only admins are told about; everything else goes to every user of the tenant. */
-const ADMIN_ONLY = new Set(['system.quota_warning', 'system.export_completed']);
+/**
+ * Events only admins are told about: an audit export is an admin's (its download is an admin's
+ * alone). Everything else, quota warnings included (members' alerts are refused past the
+ * quota), goes to every user of the tenant.
+ */
+const ADMIN_ONLY = new Set(['system.export_completed']);
 
 const MAX_TITLE = 200;
 const MAX_BODY = 1000;

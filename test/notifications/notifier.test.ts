@@ -76,7 +76,7 @@ const byUser = async (tenantId: string) => {
 };
 
 describe('notifier: fan-out', () => {
-  it('notifies every member and admin of the event tenant, system events admins only, approval requests not again', async () => {
+  it('notifies every member and admin of the event tenant, export completions admins only, approval requests not again', async () => {
     const tenantId = await tenantWithUsers();
     const other = await tenantWithUsers();
     const notifier = await privateNotifier(tenantId);
@@ -86,15 +86,16 @@ describe('notifier: fan-out', () => {
     await append(tenantId, 'approval.requested', { incidentId, remediationId: 'rem_x', approvalId: 'apr_x' }, incidentId);
     await append(tenantId, 'remediation.completed', { incidentId, remediationId: 'rem_1', verification: 'healthy' }, incidentId);
     await append(tenantId, 'system.quota_warning', { metric: 'events', period: '2025-01', used: 800, limit: 1000, percent: 80 });
+    await append(tenantId, 'system.export_completed', { exportId: 'exp_1', rows: 10 });
     await append(tenantId, 'not.in.catalogue', {});
     const last = await append(other, 'incident.created', { incidentId: 'inc_other', title: 'Other tenant' });
     await drainPast(notifier, last);
 
     const { rows, out } = await byUser(tenantId);
-    const all = ['incident.created', 'investigation.completed', 'remediation.completed'];
+    const all = ['incident.created', 'investigation.completed', 'remediation.completed', 'system.quota_warning'];
     expect(out['bob-member']).toEqual(all);
-    expect(out['alice-admin']).toEqual([...all, 'system.quota_warning'].sort());
-    expect(out['carol-both']).toEqual([...all, 'system.quota_warning'].sort());
+    expect(out['alice-admin']).toEqual([...all, 'system.export_completed'].sort());
+    expect(out['carol-both']).toEqual([...all, 'system.export_completed'].sort());
     const opened = rows.find((r) => r.type === 'incident.created' && r.userId === 'bob-member')!;
     expect(opened.payload).toMatchObject({ title: 'Incident opened: Checkout down', incidentId });
     expect(opened.incidentId).toBe(incidentId);
