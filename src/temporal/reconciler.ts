@@ -5,6 +5,7 @@ import type { Db } from '../db/client.js';
 import { markWorkflowStarted, toWorkflowInput } from '../db/repositories/incidents.js';
 import { purgeExpiredAudit } from '../db/repositories/audit-retention.js';
 import { purgeRateLimitWindows } from '../db/repositories/rate-limits.js';
+import { purgeSkillInvocations, SKILL_INVOCATION_RETENTION_MS } from '../db/repositories/skill-invocations.js';
 import { purgeWebhookDeliveries } from '../db/repositories/webhook-deliveries.js';
 import { auditExports } from '../db/schema/audit.js';
 import { incidents } from '../db/schema/incidents.js';
@@ -169,7 +170,7 @@ export interface Dispatcher {
  * notifications, Temporal back after an outage, crashed api processes). Passes never overlap;
  * a wake-up during a pass schedules one more. Beside the passes, once at start and every
  * `housekeepingIntervalMs`, deletes expired rate-limit windows, webhook delivery records, stream
- * tokens, and audit entries past their plan's retention.
+ * tokens, audit entries past their plan's retention, and skill invocation records past theirs.
  */
 export function startDispatcher(
   deps: ReconcilerDeps,
@@ -205,8 +206,9 @@ export function startDispatcher(
       );
       const streamTokens = await purgeExpiredStreamTokens(deps.sql);
       const auditEntries = await purgeExpiredAudit(deps.sql, { shouldStop: () => stopped });
-      if (rateLimitWindows + deliveries + streamTokens + auditEntries > 0) {
-        deps.logger.info({ rateLimitWindows, deliveries, streamTokens, auditEntries }, 'housekeeping purged expired rows');
+      const skillInvocations = await purgeSkillInvocations(deps.sql, SKILL_INVOCATION_RETENTION_MS, { shouldStop: () => stopped });
+      if (rateLimitWindows + deliveries + streamTokens + auditEntries + skillInvocations > 0) {
+        deps.logger.info({ rateLimitWindows, deliveries, streamTokens, auditEntries, skillInvocations }, 'housekeeping purged expired rows');
       }
     })()
       .catch((err: unknown) => deps.logger.warn({ err }, 'housekeeping failed; will retry'))

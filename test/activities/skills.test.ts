@@ -5,6 +5,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSkillActivities } from '../../src/activities/skills.js';
 import { connectDatabase, type Database } from '../../src/db/client.js';
+import { purgeSkillInvocations, SKILL_INVOCATION_RETENTION_MS } from '../../src/db/repositories/skill-invocations.js';
 import { createTenant } from '../../src/db/repositories/tenants.js';
 import { incidents } from '../../src/db/schema/incidents.js';
 import { ingestedEvents } from '../../src/db/schema/ingestion.js';
@@ -360,6 +361,26 @@ describe('idempotency', () => {
     const first = await invoke({ tenantId, skillId, input: {}, idempotencyKey: 'fail-once' });
     expect(await invoke({ tenantId, skillId, input: {}, idempotencyKey: 'fail-once' })).toEqual(first);
     expect(server.hits('/not-found').length - before).toBe(1);
+  });
+});
+
+describe('retention', () => {
+  it('purges records past the retention, oldest first in chunks; a kept key still replays, a purged one calls again', async () => {
+    const skillId = await insertSkill({ url: `${server.url}/flaky?key=retention&fail=0` });
+    for (const key of ['old-1', 'old-2', 'kept']) await invoke({ tenantId, skillId, input: {}, idempotencyKey: key });
+    const day = 24 * 60 * 60 * 1000;
+    await database.sql`
+      update skill_invocations set created_at = now() - make_interval(secs => ${(SKILL_INVOCATION_RETENTION_MS + day) / 1000})
+      where idempotency_key in (${`${tenantId}:old-1`}, ${`${tenantId}:old-2`})`;
+    expect(await purgeSkillInvocations(database.sql, SKILL_INVOCATION_RETENTION_MS, { chunkSize: 1 })).toBe(2);
+    expect(await purgeSkillInvocations(database.sql)).toBe(0);
+    const left = await database.db.select({ key: skillInvocations.idempotencyKey }).from(skillInvocations).where(eq(skillInvocations.skillId, skillId));
+    expect(left.map((r) => r.key)).toEqual([`${tenantId}:kept`]);
+    const before = server.hits('/flaky').length;
+    await invoke({ tenantId, skillId, input: {}, idempotencyKey: 'kept' });
+    expect(server.hits('/flaky').length).toBe(before);
+    await invoke({ tenantId, skillId, input: {}, idempotencyKey: 'old-1' });
+    expect(server.hits('/flaky').length).toBe(before + 1);
   });
 });
 

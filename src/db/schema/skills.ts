@@ -32,7 +32,8 @@ export const skills = pgTable(
 /**
  * One row per skill invocation (`ski_…`): what agents, remediations and the test endpoint ran,
  * with its outcome. `idempotencyKey` (e.g. workflow id + step) makes a retried activity return
- * the recorded outcome instead of calling the skill twice.
+ * the recorded outcome instead of calling the skill twice. Purged after
+ * SKILL_INVOCATION_RETENTION_MS, when no retry can need it.
  */
 export const skillInvocations = pgTable(
   'skill_invocations',
@@ -49,7 +50,11 @@ export const skillInvocations = pgTable(
     durationMs: integer('duration_ms').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
-  (t) => [index('skill_invocations_tenant_created_idx').on(t.tenantId, t.createdAt, t.id)],
+  (t) => [
+    index('skill_invocations_tenant_created_idx').on(t.tenantId, t.createdAt, t.id),
+    // The retention purge walks it oldest first (src/db/repositories/skill-invocations.ts).
+    index('skill_invocations_created_idx').on(t.createdAt),
+  ],
 );
 
 export type SkillRow = typeof skills.$inferSelect;
