@@ -296,6 +296,30 @@ describe('a dependency unavailable', () => {
     }
   });
 
+  it('survives a connection lost while it fetches the array types for a reserved connection', async () => {
+    // A new connection first reads the array types. For sql.reserve() (what an ingestion batch
+    // runs on), postgres.js 3.4.9 had no handler on that read's promise, so a connection lost
+    // during it was an unhandled rejection, which ends a Node process; and the pool, connecting
+    // again, took the waiting reserve() off its queue and never settled it. Both are patched.
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    const relayed = postgres(relayUrl, { max: 1, onnotice: () => undefined });
+    try {
+      const cut = proxy.cutOnce('typcategory'); // the text of the array-types query
+      const reserved = await relayed.reserve();
+      await cut;
+      // The pool connected again for the reservation, which works.
+      expect(await reserved`select 1 as one`).toEqual([{ one: 1 }]);
+      reserved.release();
+      await new Promise((r) => setTimeout(r, 50));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      await relayed.end({ timeout: 5 });
+    }
+  });
+
   it('fails Temporal calls fast once one has given up, and lets them through again once the server answers', async () => {
     // The port's client reaches the real dev server through a relay the test cuts.
     const [host, temporalPort] = inject('temporalAddress').split(':') as [string, string];
