@@ -384,13 +384,14 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
 
   /** The tenant's skills the agents may consult: enabled http skills, on a plan with custom skills. */
   async function readAgentSkills(tenantId: string): Promise<AgentSkill[]> {
-    const [tenant] = await db.select({ plan: tenants.plan }).from(tenants).where(eq(tenants.id, tenantId));
-    if (!tenant || !getPlan(tenant.plan).features.customSkills) return [];
     const rows = await db
-      .select({ id: skills.id, name: skills.name, description: skills.description, config: skills.config, inputSchema: skills.inputSchema })
+      .select({ plan: tenants.plan, id: skills.id, name: skills.name, description: skills.description, config: skills.config, inputSchema: skills.inputSchema })
       .from(skills)
+      .innerJoin(tenants, eq(tenants.id, skills.tenantId))
       .where(and(eq(skills.tenantId, tenantId), eq(skills.enabled, true), eq(skills.type, 'http')));
-    return rows.map((r) => ({ id: r.id, name: r.name, description: r.description, method: String(r.config.method ?? ''), inputSchema: r.inputSchema ?? null }));
+    return rows
+      .filter((r) => getPlan(r.plan).features.customSkills)
+      .map((r) => ({ id: r.id, name: r.name, description: r.description, method: String(r.config.method ?? ''), inputSchema: r.inputSchema ?? null }));
   }
   function agentSkills(scene: Scene): Promise<AgentSkill[]> {
     const entry = sharedRead(scene.req);

@@ -541,7 +541,7 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
     if (firing.length > 0) return { ok: false, detail: `Still firing: ${[...new Set(firing)].join(', ')}` };
     // A builtin step only records what it would do: with nothing observed (no alert recovered, no
     // check), the incident is resolved only when every step really acted.
-    const simulated = steps.filter((s) => s.status === 'succeeded' && (s.output as { simulated?: unknown } | null)?.simulated === true);
+    const simulated = steps.filter((s) => (s.output as { simulated?: unknown } | null)?.simulated === true);
     if (notDone.length === 0 && simulated.length > 0) {
       return {
         ok: false,

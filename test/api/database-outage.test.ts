@@ -46,6 +46,27 @@ afterAll(async () => {
   await direct?.end({ timeout: 5 });
 });
 
+/**
+ * Runs `use` on a pool of its own through the relay (`max` connections) and ends the pool after;
+ * what the process reports as `watch` meanwhile is collected in `reported`.
+ */
+async function onRelayedPool(
+  max: number,
+  use: (pool: postgres.Sql, reported: unknown[]) => Promise<void>,
+  watch?: 'uncaughtException' | 'unhandledRejection',
+): Promise<void> {
+  const reported: unknown[] = [];
+  const record = (err: unknown) => reported.push(err);
+  if (watch) process.on(watch, record);
+  const pool = postgres(relayUrl, { max, onnotice: () => undefined });
+  try {
+    await use(pool, reported);
+  } finally {
+    if (watch) process.off(watch, record);
+    await pool.end({ timeout: 5 });
+  }
+}
+
 describe('a dependency unavailable', () => {
   it('answers 503 service_unavailable with Retry-After, stores nothing, and takes the retried delivery once the database is back', async () => {
     const alert = { name: 'DiskFull', severity: 'critical', service: 'billing-db', summary: 'disk 98% full' };
@@ -154,11 +175,10 @@ describe('a dependency unavailable', () => {
     // With one connection in the pool, the whole retry can only succeed if the lost connection
     // goes back to the pool as closed, to be reconnected (patches/postgres+3.4.9.patch): put
     // back as open, it failed the retry's first statement, and the delivery got a 503.
-    const relayed = postgres(relayUrl, { max: 1, onnotice: () => undefined });
-    const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 10_000 });
     const marker = `lost-single-connection-${Date.now()}`;
     const parsed = findProvider('generic')!.parse({ name: 'LostSingleConnection', severity: 'high', service: 'orders-db', summary: marker }, () => undefined);
-    try {
+    await onRelayedPool(1, async (relayed) => {
+      const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 10_000 });
       const cut = proxy.cutOnce(marker);
       const outcome = await batcher.submit({
         tenantId: tenant.tenantId,
@@ -174,9 +194,7 @@ describe('a dependency unavailable', () => {
       expect(outcome.result.incidentIds).toHaveLength(1);
       const incidents = await direct`select id, occurrence_count from incidents where tenant_id = ${tenant.tenantId} and title = ${`[LostSingleConnection] ${marker}`}`;
       expect(incidents).toEqual([{ id: outcome.result.incidentIds[0], occurrence_count: 1 }]);
-    } finally {
-      await relayed.end({ timeout: 5 });
-    }
+    });
   });
 
   it('answers 503 when a statement waits on a lock past the bound, changes nothing, and takes the retry once the lock is gone', async () => {
@@ -228,44 +246,40 @@ describe('a dependency unavailable', () => {
   });
 
   it('refuses deliveries at once while too many wait for the database', async () => {
-    const relayed = postgres(relayUrl, { max: 1, onnotice: () => undefined });
-    const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 60_000, maxQueued: 2 });
-    const request = (n: number): IngestRequest => ({
-      tenantId: tenant.tenantId,
-      keyHash: 'nobody',
-      authorize: () => {
-        throw new AppError('unauthorized', 'no key');
-      },
-      provider: 'generic',
-      deliveryKey: `id:queue-${n}`,
-      events: [],
-      requestId: `req-${n}`,
+    await onRelayedPool(1, async (relayed) => {
+      const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 60_000, maxQueued: 2 });
+      const request = (n: number): IngestRequest => ({
+        tenantId: tenant.tenantId,
+        keyHash: 'nobody',
+        authorize: () => {
+          throw new AppError('unauthorized', 'no key');
+        },
+        provider: 'generic',
+        deliveryKey: `id:queue-${n}`,
+        events: [],
+        requestId: `req-${n}`,
+      });
+      proxy.stall();
+      const waiting = [1, 2, 3].map((n) => batcher.submit(request(n)).then(() => 'stored', (err: AppError) => err.code));
+      try {
+        // One batch in flight (stuck), two waiting: the fourth is refused without waiting.
+        const refused = await batcher.submit(request(4)).then(() => undefined, (err: unknown) => err);
+        expect(refused).toBeInstanceOf(AppError);
+        expect((refused as AppError).code).toBe('service_unavailable');
+        expect((refused as AppError).message).toBe('Too many deliveries are waiting to be stored; retry shortly');
+      } finally {
+        await proxy.restore();
+      }
+      // Once the database answers, the held deliveries are judged (here: refused for their key).
+      expect(await Promise.all(waiting)).toEqual(['unauthorized', 'unauthorized', 'unauthorized']);
     });
-    proxy.stall();
-    const waiting = [1, 2, 3].map((n) => batcher.submit(request(n)).then(() => 'stored', (err: AppError) => err.code));
-    try {
-      // One batch in flight (stuck), two waiting: the fourth is refused without waiting.
-      const refused = await batcher.submit(request(4)).then(() => undefined, (err: unknown) => err);
-      expect(refused).toBeInstanceOf(AppError);
-      expect((refused as AppError).code).toBe('service_unavailable');
-      expect((refused as AppError).message).toBe('Too many deliveries are waiting to be stored; retry shortly');
-    } finally {
-      await proxy.restore();
-    }
-    // Once the database answers, the held deliveries are judged (here: refused for their key).
-    expect(await Promise.all(waiting)).toEqual(['unauthorized', 'unauthorized', 'unauthorized']);
-    await relayed.end({ timeout: 5 });
   });
 
   it('survives a connection lost inside a transaction: the transaction and its rollback fail, the process does not', async () => {
     // postgres.js 3.4.9 wrote the rollback to the closed socket from a timer, an uncaught
     // TypeError that ended the process, and the pool took the dead connection back as open;
     // patches/postgres+3.4.9.patch rejects the statement and returns the connection as closed.
-    const uncaught: unknown[] = [];
-    const onUncaught = (err: unknown) => uncaught.push(err);
-    process.on('uncaughtException', onUncaught);
-    const relayed = postgres(relayUrl, { max: 2, onnotice: () => undefined });
-    try {
+    await onRelayedPool(2, async (relayed, uncaught) => {
       // A transaction (what drizzle's db.transaction runs on), then a reserved connection with
       // its own rollback (what an ingestion batch does), each cut mid-statement.
       const begun = relayed.begin(async (tx) => tx`select pg_sleep(5)`).then(() => 'committed', (err: { code?: string }) => err.code);
@@ -290,10 +304,7 @@ describe('a dependency unavailable', () => {
       const after = await Promise.all(Array.from({ length: 8 }, () => relayed`select pg_sleep(0.02)`.then(() => 'ok', (err: { code?: string }) => err.code)));
       expect(after).toEqual(Array(8).fill('ok'));
       expect(uncaught).toEqual([]);
-    } finally {
-      process.off('uncaughtException', onUncaught);
-      await relayed.end({ timeout: 5 });
-    }
+    }, 'uncaughtException');
   });
 
   it('survives a connection lost while it fetches the array types for a reserved connection', async () => {
@@ -301,11 +312,7 @@ describe('a dependency unavailable', () => {
     // runs on), postgres.js 3.4.9 had no handler on that read's promise, so a connection lost
     // during it was an unhandled rejection, which ends a Node process; and the pool, connecting
     // again, took the waiting reserve() off its queue and never settled it. Both are patched.
-    const unhandled: unknown[] = [];
-    const onUnhandled = (reason: unknown) => unhandled.push(reason);
-    process.on('unhandledRejection', onUnhandled);
-    const relayed = postgres(relayUrl, { max: 1, onnotice: () => undefined });
-    try {
+    await onRelayedPool(1, async (relayed, unhandled) => {
       const cut = proxy.cutOnce('typcategory'); // the text of the array-types query
       const reserved = await relayed.reserve();
       await cut;
@@ -314,10 +321,7 @@ describe('a dependency unavailable', () => {
       reserved.release();
       await new Promise((r) => setTimeout(r, 50));
       expect(unhandled).toEqual([]);
-    } finally {
-      process.off('unhandledRejection', onUnhandled);
-      await relayed.end({ timeout: 5 });
-    }
+    }, 'unhandledRejection');
   });
 
   it('fails Temporal calls fast once one has given up, and lets them through again once the server answers', async () => {
