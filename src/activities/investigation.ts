@@ -36,6 +36,7 @@ import { tenants } from '../db/schema/tenants.js';
 import { services } from '../db/schema/topology.js';
 import { getPlan } from '../domain/plans.js';
 import { newId } from '../ids.js';
+import { withoutMarkdownFences } from '../ingest/providers/datadog.js';
 import { bindSkillInput, findingText, skillRoles, skillsForRole, tellingLine, type AgentSkill, type SkillRole } from '../skills/agent-skills.js';
 import type { SkillInvoker } from '../skills/invoke.js';
 
@@ -148,7 +149,7 @@ export function rawExcerpt(row: IngestedEventRow): string {
   } else if (row.provider === 'datadog') {
     focus = {
       title: raw.title,
-      body: typeof raw.body === 'string' ? raw.body.replace(/^\s*%%%\s*$/gm, '').trim() : raw.body,
+      body: typeof raw.body === 'string' ? withoutMarkdownFences(raw.body).trim() : raw.body,
       alert_status: raw.alert_status,
       alert_transition: raw.alert_transition,
       alert_priority: raw.alert_priority,

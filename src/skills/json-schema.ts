@@ -1,11 +1,14 @@
 /**
  * Skill input schemas are JSON Schemas written by tenants: compiled with ajv (draft-07, or
  * 2020-12 when `$schema` names it), strict about unknown keywords and formats, never loading
- * remote `$ref`s, bounded in size and depth. Compiled validators are cached by schema text.
+ * remote `$ref`s, bounded in size and depth, their `pattern`s matched in linear time. Compiled
+ * validators are cached by schema text.
  */
 import { Ajv, type AnySchemaObject, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
+import { RE2JS } from 're2js';
 
 export const MAX_INPUT_SCHEMA_BYTES = 32 * 1024;
 export const MAX_INPUT_SCHEMA_DEPTH = 32;
@@ -19,8 +22,27 @@ export interface SchemaProblem {
 const DRAFT_2020 = /^https?:\/\/json-schema\.org\/draft\/2020-12\/schema#?$/;
 const SUPPORTED_DRAFT = /^https?:\/\/json-schema\.org\/(draft-07\/schema|draft\/2020-12\/schema)#?$/;
 
+/**
+ * `pattern` and `patternProperties` run on RE2 (re2js), which matches in time linear in the
+ * input, instead of a backtracking `RegExp`: a tenant's `^(a+)+$` against 40 characters would
+ * hold the api's or the worker's event loop for hours (decision 163). RE2 has no lookaround or
+ * backreferences; a schema using them does not compile, and is refused when it is written.
+ */
+const linearRegExp: RegExpEngine = Object.assign(
+  (pattern: string) => {
+    let re: RE2JS;
+    try {
+      re = RE2JS.compile(pattern);
+    } catch (err) {
+      throw new Error(`pattern ${JSON.stringify(pattern)} is not supported (patterns are matched by RE2: no lookaround, no backreferences): ${(err as Error).message}`);
+    }
+    return { test: (text: string) => re.test(text), toString: () => `re2:${pattern}` };
+  },
+  { code: 'linearRegExp' },
+);
+
 function newAjv(schema: AnySchemaObject): Ajv {
-  const options = { allErrors: true, strict: true, strictTypes: false, strictTuples: false, logger: false } as const;
+  const options = { allErrors: true, strict: true, strictTypes: false, strictTuples: false, logger: false, code: { regExp: linearRegExp } } as const;
   const ajv = typeof schema.$schema === 'string' && DRAFT_2020.test(schema.$schema) ? new Ajv2020(options) : new Ajv(options);
   formats.default(ajv);
   return ajv;
@@ -86,7 +108,13 @@ export function checkInput(schema: Record<string, unknown> | null, input: unknow
     return [{ path: '/', message: `input must be JSON of at most ${MAX_INPUT_BYTES / 1024} KiB` }];
   }
   if (!schema) return [];
-  const validate = compile(schema);
+  let validate: ValidateFunction;
+  try {
+    validate = compile(schema);
+  } catch (err) {
+    // A schema stored before a rule it breaks (such as RE2's patterns) was added.
+    return [{ path: '/', message: `the skill's input schema does not compile: ${(err as Error).message}` }];
+  }
   return validate(input) ? [] : toProblems(validate.errors);
 }
 

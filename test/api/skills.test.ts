@@ -143,6 +143,7 @@ describe('POST /api/v1/tenants/{tenantId}/skills', () => {
     ['inputSchema with a remote $ref', { inputSchema: { $ref: 'https://schemas.example.com/x.json' } }, /can't resolve reference/],
     ['inputSchema of an unsupported draft', { inputSchema: { $schema: 'http://json-schema.org/draft-04/schema#' } }, /draft-07 and 2020-12/],
     ['inputSchema not an object', { inputSchema: ['type', 'object'] }, /inputSchema/],
+    ['inputSchema with a lookahead pattern', { inputSchema: { type: 'string', pattern: '^(?=a)a+$' } }, /pattern "\^\(\?=a\)a\+\$" is not supported \(patterns are matched by RE2/],
     ['enabled not a boolean', { enabled: 'yes' }, /enabled/],
     ['an unknown field', { owner: 'me' }, /owner|unrecognized/i],
   ];
@@ -483,6 +484,35 @@ describe('POST /api/v1/tenants/{tenantId}/skills/{skillId}/test', () => {
     const extra = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: {}, dryRun: true } });
     expect(extra.status).toBe(400);
     expect(server.received.length).toBe(before);
+  });
+
+  it('matches input schema patterns in linear time: a catastrophic pattern answers at once', async () => {
+    // `^(a+)+$` on 40 a's and a '!' takes a backtracking RegExp hours; RE2 takes microseconds.
+    const { skillId } = await createSkill(
+      httpSkill({
+        inputSchema: {
+          type: 'object',
+          properties: { customerId: { type: 'string', pattern: '^(a+)+$' } },
+          patternProperties: { '^x(a|aa)+$': { type: 'number' } },
+        },
+      }),
+    );
+    const before = server.received.length;
+    const started = performance.now();
+    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, {
+      token: tenant.admin,
+      body: { input: { customerId: `${'a'.repeat(40)}!`, [`x${'a'.repeat(40)}`]: 'not a number' } },
+    });
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(res.status).toBe(400);
+    expect(res.body.details).toEqual([
+      { path: 'input/customerId', message: 'must match pattern "^(a+)+$"' },
+      { path: `input/x${'a'.repeat(40)}`, message: 'must be number' },
+    ]);
+    expect(server.received.length).toBe(before);
+    const ok = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: { customerId: 'aaaa' } } });
+    expect(ok.body).toMatchObject({ ok: true, output: { query: { customerId: 'aaaa' } } });
+    responses.pop(); // the echo carries the header back
   });
 
   it('runs builtin skills for the tenant', async () => {

@@ -11,7 +11,7 @@ import {
   toolFingerprint,
 } from '../../src/ingest/normalize.js';
 import { alertmanagerProvider } from '../../src/ingest/providers/alertmanager.js';
-import { datadogProvider } from '../../src/ingest/providers/datadog.js';
+import { datadogProvider, withoutMarkdownFences } from '../../src/ingest/providers/datadog.js';
 import { genericProvider } from '../../src/ingest/providers/generic.js';
 import { githubProvider } from '../../src/ingest/providers/github.js';
 import { grafanaProvider } from '../../src/ingest/providers/grafana.js';
@@ -327,6 +327,16 @@ describe('datadog', () => {
     expect(alert.description).toContain('Transition: Triggered (P1)');
     expect(alert.description).toContain('Link: https://app.datadoghq.com/event/event?id=7574651212382451718');
     expect(alert.raw).toEqual(triggered);
+  });
+
+  it('drops the %%% fence lines in linear time, even on a body of a million blank lines', () => {
+    expect(withoutMarkdownFences('%%%\nline one\n  %%%  \nline %%% two\r\n%%%\r\n\n')).toBe('line one\nline %%% two\r\n\n');
+    // The multiline regex this replaced took minutes on such a body (quadratic in the newlines).
+    const started = performance.now();
+    const alert = at(alertsOf(parse(datadogProvider, { ...triggered, body: `${'\n'.repeat(1_000_000)}%%%\nDisk full\n%%%` })), 0);
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(alert.description).toContain('Disk full');
+    expect(alert.description).not.toContain('%%%');
   });
 
   it('maps the recovery of the same monitor to the same fingerprint', () => {

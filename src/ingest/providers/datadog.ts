@@ -133,9 +133,21 @@ function normalizeScope(scope: string): string {
     .join(',');
 }
 
-/** Datadog wraps markdown bodies in `%%%` lines. */
+/**
+ * Datadog wraps markdown bodies in `%%%` lines; this drops them. Line by line, in linear time:
+ * the multiline regex it replaces (`/^\s*%%%\s*$/gm`) took quadratic time on a body of blank
+ * lines, about five minutes of the api's event loop for a 1 MiB body sent with any well-formed
+ * key (the payload is parsed before the key is judged; decision 163).
+ */
+export function withoutMarkdownFences(body: string): string {
+  return body
+    .split('\n')
+    .filter((line) => line.trim() !== '%%%')
+    .join('\n');
+}
+
 function cleanBody(body: string | undefined): string | undefined {
-  return nonEmpty(body?.replace(/^\s*%%%\s*$/gm, ''));
+  return body === undefined ? undefined : nonEmpty(withoutMarkdownFences(body));
 }
 
 export const datadogProvider: WebhookProvider = {
