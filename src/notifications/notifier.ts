@@ -14,11 +14,11 @@ export const NOTIFIER_CONSUMER = 'notifications';
 /** Created by the remediation activity itself (admins only, key `${approvalId}:${userId}`). */
 const HANDLED_ELSEWHERE = new Set(['approval.requested']);
 /**
- * Events only admins are told about: an audit export is an admin's (its download is an admin's
- * alone). Everything else, quota warnings included (members' alerts are refused past the
- * quota), goes to every user of the tenant.
+ * Events only admins are told about, and only admins' event streams carry: an audit export is an
+ * admin's (its download is an admin's alone). Everything else, quota warnings included (members'
+ * alerts are refused past the quota), goes to every user of the tenant.
  */
-const ADMIN_ONLY = new Set(['system.export_completed']);
+export const ADMIN_ONLY_EVENTS: ReadonlySet<string> = new Set(['system.export_completed']);
 
 const MAX_TITLE = 200;
 const MAX_BODY = 1000;
@@ -276,7 +276,7 @@ export async function notificationsFor(
   for (const row of rows) {
     const text = describeEvent(row.type, row.payload, row.incidentTitle);
     if (!text) continue; // not one of the catalogue's events
-    const adminOnly = ADMIN_ONLY.has(row.type);
+    const adminOnly = ADMIN_ONLY_EVENTS.has(row.type);
     const payload: Record<string, unknown> = { ...text, eventSeq: row.seq };
     for (const k of ['incidentId', 'remediationId', 'approvalId'] as const) {
       const v = str(row.payload[k]);

@@ -79,11 +79,13 @@ export async function openEventStream(args: {
   tenantId: string;
   lastEventId: number | undefined;
   types: Set<string> | undefined;
+  /** Types this client may not see (admin-only events on a member's stream). */
+  hidden?: ReadonlySet<string>;
   settings: StreamSettings;
   signal: AbortSignal;
   logger: Logger;
 }): Promise<ReadableStream<Uint8Array>> {
-  const { hub, tenantId, types, settings, logger } = args;
+  const { hub, tenantId, types, hidden, settings, logger } = args;
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   /**
    * The last position sent (or the client's past when none yet). Positions arrive in order
@@ -132,7 +134,7 @@ export async function openEventStream(args: {
   const send = (event: StreamEvent) => {
     if (event.seq <= sentSeq) return;
     sentSeq = event.seq;
-    if (types && !types.has(event.type)) return;
+    if ((types && !types.has(event.type)) || hidden?.has(event.type)) return;
     write(encodedEvent(event, sentSeq));
   };
 

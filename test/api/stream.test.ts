@@ -232,6 +232,33 @@ describe('GET /v1/notifications/stream', () => {
     expect(streamB.messages.map((m) => m.data.payload.tenant)).toEqual(['b']);
   });
 
+  it('needs the member or admin role, and carries admin-only events to admins only', async () => {
+    const { tenantId, admin, member } = await svc.newTenant();
+    const viewer = svc.token(tenantId, 'viewer' as never);
+    for (const [method, path] of [['POST', '/v1/notifications/stream-token'], ['GET', '/v1/notifications/stream']] as const) {
+      const refused = await svc.api(method, path, { token: viewer });
+      expect(refused.status).toBe(403);
+      expect(refused.body).toMatchObject({ error: 'forbidden', message: 'This operation requires the member or admin role' });
+    }
+    expect(await svc.database.db.select().from(streamTokens).where(eq(streamTokens.tenantId, tenantId))).toEqual([]);
+
+    const asMember = await stream('/v1/notifications/stream?lastEventId=0', auth(member));
+    const issued = await svc.api('POST', '/v1/notifications/stream-token', { token: admin });
+    const asAdmin = await stream(`/v1/notifications/stream?token=${issued.body.token}`, {});
+    await append(tenantId, 'system.export_completed', { exportId: 'aex_1', location: 'exports/ten/aex_1.jsonl' });
+    await append(tenantId, 'incident.created');
+    await asAdmin.waitFor(2);
+    await asMember.waitFor(1);
+    await sleep(300);
+    expect(asAdmin.messages.map((m) => m.event)).toEqual(['system.export_completed', 'incident.created']);
+    expect(asMember.messages.map((m) => m.event)).toEqual(['incident.created']);
+    // A member's replay skips them too.
+    const replay = await stream('/v1/notifications/stream?lastEventId=0', auth(member));
+    await replay.waitFor(1);
+    await sleep(200);
+    expect(replay.messages.map((m) => m.event)).toEqual(['incident.created']);
+  });
+
   it('filters by types', async () => {
     const { tenantId, member } = await svc.newTenant();
     const client = await stream('/v1/notifications/stream?types=incident.resolved,approval.requested', auth(member));

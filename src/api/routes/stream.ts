@@ -1,5 +1,6 @@
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import { AppError } from '../../errors.js';
+import { ADMIN_ONLY_EVENTS } from '../../notifications/notifier.js';
 import { createRealtimeHub } from '../../realtime/hub.js';
 import { defaultStreamSettings, openEventStream } from '../../realtime/sse.js';
 import { issueStreamToken } from '../../realtime/stream-tokens.js';
@@ -45,7 +46,7 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       responses: { 201: jsonResponse(StreamToken, 'The token (60 s, single use)'), ...errorResponses(401, 403, 429) },
     }),
     async (c) => {
-      const auth = requireAuth(c);
+      const auth = requireAuth(c, 'member');
       const issued = await issueStreamToken(deps.db, auth, deps.clock(), c.get('requestId'));
       return c.json({ token: issued.token, expiresAt: issued.expiresAt.toISOString() }, 201);
     },
@@ -65,7 +66,7 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       },
     }),
     async (c) => {
-      const auth = requireAuth(c);
+      const auth = requireAuth(c, 'member');
       const query = c.req.valid('query');
       const header = c.req.valid('header')['last-event-id'];
       const resumeFrom = header ?? query.lastEventId;
@@ -83,6 +84,7 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
         tenantId: auth.tenantId,
         lastEventId: resumeFrom === undefined ? undefined : Number(resumeFrom),
         types,
+        hidden: auth.roles.includes('admin') ? undefined : ADMIN_ONLY_EVENTS,
         settings,
         signal: c.req.raw.signal,
         logger: c.get('logger'),
