@@ -7,6 +7,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  log,
   patched,
   proxyActivities,
   setHandler,
@@ -57,10 +58,16 @@ const analysis = proxyActivities<IncidentActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
 });
 
-// Investigation bookkeeping (quota, rows, events): quick database writes.
+// Investigation bookkeeping (quota, rows, events): quick database writes. A start gives up
+// after ten attempts (its caller is answered); recording a failure, which nobody waits on, must
+// land eventually, like a projection.
 const investigationLifecycle = proxyActivities<InvestigationActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+});
+const investigationRecords = proxyActivities<InvestigationActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 // Specialist agents run in parallel; each heartbeats, so a dead worker is noticed in 20 s.
 const agents = proxyActivities<InvestigationActivities>({
@@ -82,10 +89,12 @@ const learning = proxyActivities<IncidentActivities>({
 });
 
 // Remediation bookkeeping and steps. A step runs its action once (idempotency key per step), so
-// retrying the activity is safe; a step's own failure is an outcome, not a thrown error.
+// retrying the activity is safe; a step's own failure is an outcome, not a thrown error. They
+// retry without limit: a database outage longer than a few minutes must delay a remediation, not
+// end it halfway (decision 165).
 const remediation = proxyActivities<RemediationActivities>({
   startToCloseTimeout: '2 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 
 const failureReason = (err: unknown): string =>
@@ -250,7 +259,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       }
     } catch (err) {
       state.investigationStatus = 'failed';
-      await investigationLifecycle.recordInvestigationFailure({ ...request, reason: failureReason(err) });
+      await investigationRecords.recordInvestigationFailure({ ...request, reason: failureReason(err) });
     }
     contextSynthesised = seen;
   }
@@ -333,9 +342,26 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
   async function runRemediation(): Promise<void> {
     try {
       await proposeAndCarryOut();
+    } catch (err) {
+      await remediationStopped(err);
     } finally {
       remediationRequested = null; // a later conclusion (new context) asks again
     }
+  }
+
+  /**
+   * The last resort when a remediation activity fails for good (a non-retryable failure: its
+   * remediation, step or approval row gone). Left unhandled, the rejection would fail every
+   * workflow task from then on, and the incident would answer nothing again; instead the
+   * remediation ends as failed and the incident goes back to a human (decision 165).
+   */
+  async function remediationStopped(err: unknown): Promise<void> {
+    log.error('remediation stopped', { incidentId: state.incidentId, error: failureReason(err) });
+    if (pending) endedApprovals.set(pending.approvalId, pending.decision ? 'decided' : 'expired');
+    pending = null;
+    state.pendingApprovalId = undefined;
+    state.remediationStatus = 'failed';
+    await moveTo('investigating');
   }
 
   async function proposeAndCarryOut(): Promise<void> {
@@ -531,9 +557,16 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       // Runs beside the loop, so alerts and status changes are handled while agents work.
       const started = pendingInvestigation;
       pendingInvestigation = null;
-      investigationTask = runInvestigation(started).finally(() => {
-        investigationTask = null;
-      });
+      investigationTask = runInvestigation(started)
+        .catch((err: unknown) => {
+          // Only a non-retryable failure gets here (every write it makes retries without limit):
+          // never an unhandled rejection, which would fail every workflow task from then on.
+          log.error('investigation stopped', { incidentId: state.incidentId, run: started.run, error: failureReason(err) });
+          state.investigationStatus = 'failed';
+        })
+        .finally(() => {
+          investigationTask = null;
+        });
       continue;
     }
     if (pendingAlerts.length > 0) {

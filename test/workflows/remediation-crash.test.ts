@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { StepRequest } from '../../src/analysis/remediation-types.js';
@@ -94,6 +94,46 @@ describe('a worker killed between two remediation steps', () => {
       expect(done.status).toMatch(/^(completed|failed)$/); // verification: no alert recovered here
     } finally {
       await healthy.stop();
+    }
+  }, 120_000);
+});
+
+describe('a remediation activity that fails for good', () => {
+  it('ends the remediation as failed and leaves the incident answering, not a workflow that fails every task', async () => {
+    const { svc, connection } = env;
+    const tenant = await svc.newTenant({ plan: 'plan_business' });
+    await svc.database.db.update(tenants).set({ settings: { approvalTimeoutMinutes: 10 } }).where(eq(tenants.id, tenant.tenantId));
+    await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
+    // Its step row is gone, say: the activity's own non-retryable failure.
+    let failed = 0;
+    const worker = await startTestWorker(svc, connection, {
+      executeRemediationStep: async (req: StepRequest) => {
+        failed++;
+        throw ApplicationFailure.nonRetryable(`remediation ${req.remediationId} has no step ${req.index}`, 'StepMissing');
+      },
+    });
+    try {
+      const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
+      await eventually(async () => {
+        const res = await svc.api('POST', `/v1/notifications/approvals/${approval.id}/respond`, { token: tenant.admin, body: { decision: 'approve' } });
+        return res.status === 200;
+      });
+      const handle = svc.client.workflow.getHandle(incidentId);
+      // Back to a human: the incident leaves `remediating` for `investigating`.
+      const [incident] = await eventually(async () => {
+        const rows = await svc.api('GET', `/v1/incidents/${incidentId}`, { token: tenant.admin });
+        return rows.body.status === 'investigating' && failed > 0 ? [rows.body] : undefined;
+      }, 60_000);
+      expect(incident).toMatchObject({ incidentId, status: 'investigating' });
+      expect(failed).toBe(1); // non-retryable: not retried
+      // The workflow still answers: a person resolves the incident through its Update.
+      const resolved = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.admin, body: { status: 'resolved' } });
+      expect(resolved.status).toBe(200);
+      expect(resolved.body.status).toBe('resolved');
+      const history = await handle.fetchHistory();
+      expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+    } finally {
+      await worker.stop();
     }
   }, 120_000);
 });
