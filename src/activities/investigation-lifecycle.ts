@@ -4,6 +4,7 @@ import type { BeginInvestigationRequest, BeginInvestigationResult } from '../ana
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { appendEvent } from '../db/repositories/events.js';
+import { rootCauseUnlessCorrected } from '../db/repositories/incidents.js';
 import { findTenant } from '../db/repositories/tenants.js';
 import { consumeQuota } from '../db/repositories/usage.js';
 import { events } from '../db/schema/events.js';
@@ -67,9 +68,14 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
             },
           })
           .returning({ run: investigations.run });
+        // The machine's last conclusion is cleared; a person's correction (feedback correct_rca)
+        // stays, as synthesis keeps it (decision 111).
         await tx
           .update(incidents)
-          .set({ rootCause: null, updatedAt: sql`now()` })
+          .set({
+            rootCause: rootCauseUnlessCorrected(req.incidentId, null),
+            updatedAt: sql`now()`,
+          })
           .where(and(eq(incidents.id, req.incidentId), eq(incidents.tenantId, req.tenantId)));
         await appendEvent(tx, {
           tenantId: req.tenantId,

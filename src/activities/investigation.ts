@@ -23,6 +23,7 @@ import { agentRoles, type AgentRole, type ModelProvider } from '../analysis/type
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { appendEvent } from '../db/repositories/events.js';
+import { rootCauseUnlessCorrected } from '../db/repositories/incidents.js';
 import { findSymptomMatches, incidentSymptoms, type SymptomMatch } from '../db/repositories/patterns.js';
 import { nearestOtherAlerts } from '../db/repositories/ingested-events.js';
 import { findRunbook, findRunbooksFor } from '../db/repositories/runbooks.js';
@@ -1156,7 +1157,7 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
         .set({
           // A person's correction (feedback correct_rca) outranks a later machine conclusion on the
           // incident; the investigation keeps its own conclusion.
-          rootCause: sql`case when exists (select 1 from root_cause_revisions r where r.incident_id = ${req.incidentId} and r.source = 'feedback') then ${incidents.rootCause} else ${result.rootCause} end`,
+          rootCause: rootCauseUnlessCorrected(req.incidentId, result.rootCause),
           recommendedActions: result.recommendedActions,
           assignedAgents: roles,
           updatedAt: sql`now()`,

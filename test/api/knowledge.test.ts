@@ -8,6 +8,7 @@ import { investigations } from '../../src/db/schema/investigation.js';
 import { feedback, patternOccurrences, patterns, rootCauseRevisions } from '../../src/db/schema/knowledge.js';
 import { newId } from '../../src/ids.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/webhooks.js';
 
 let svc: TestService;
 let tenant: { tenantId: string; admin: string; member: string };
@@ -270,6 +271,25 @@ describe('POST /v1/knowledge/feedback', () => {
     expect((await patternRow(pattern.id)).status).toBe('emerging');
     const [demoted] = await db().select().from(auditLog).where(and(eq(auditLog.targetId, pattern.id), eq(auditLog.action, 'knowledge.pattern_demoted'))).orderBy(auditLog.seq);
     expect(demoted).toMatchObject({ actorType: 'user', actorId: 'user-member' });
+  });
+
+  it('a corrected root cause stays on the incident through a new investigation', async () => {
+    const id = await manualIncident(freshService());
+    await concluded(id, tenant.tenantId, 'bad_deploy', 'Deployment 42 broke it');
+    const comment = 'The orders-db connection pool was exhausted by a leaked cursor';
+    expect((await feedbackPost({ incidentId: id, type: 'correct_rca', comment })).status).toBe(201);
+    const started = await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: id } });
+    expect(started.status, JSON.stringify(started.body)).toBe(202);
+    // While it runs, and once it has concluded: the person's root cause, not null, not the machine's.
+    const [running] = await db().select().from(incidents).where(eq(incidents.id, id));
+    expect(running!.rootCause).toBe(comment);
+    const done = await eventually(async () => {
+      const [row] = await db().select().from(investigations).where(eq(investigations.incidentId, id));
+      return row?.status === 'completed' && row.run === 2 ? row : undefined;
+    }, 60_000);
+    expect(done.rootCause).not.toBe(comment); // the investigation keeps its own conclusion
+    const [after] = await db().select().from(incidents).where(eq(incidents.id, id));
+    expect(after!.rootCause).toBe(comment);
   });
 
   it('correct_rca needs a comment, records the corrected root cause with its history, and creates the pattern it describes', async () => {

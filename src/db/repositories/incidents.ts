@@ -107,3 +107,12 @@ export async function markWorkflowStarted(db: Db, incidentId: string): Promise<v
     .set({ workflowStartedAt: sql`now()` })
     .where(and(eq(incidents.id, incidentId), isNull(incidents.workflowStartedAt)));
 }
+
+/**
+ * The incident's root cause as it stands when a person corrected it (feedback `correct_rca`),
+ * else `otherwise`: a correction outranks the machine's conclusions, the one an investigation
+ * clears when it starts and the one its synthesis writes (decision 111).
+ */
+export function rootCauseUnlessCorrected(incidentId: string, otherwise: string | null): SQL {
+  return sql`case when exists (select 1 from root_cause_revisions r where r.incident_id = ${incidentId} and r.source = 'feedback') then ${incidents.rootCause} else ${otherwise} end`;
+}
