@@ -457,7 +457,9 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
       .where(and(eq(remediations.id, req.remediationId), inArray(remediations.status, ['approved', 'executing'])));
 
     // The row lock serialises two attempts running at once (a timed-out attempt still going):
-    // the second waits, then finds the outcome and returns it without acting again.
+    // the second waits, then finds the outcome and returns it without acting again. The skill's
+    // own reads and record go through the same transaction: a step waiting on the pool for a
+    // second connection while it holds one would deadlock a pool full of such steps (decision 166).
     return db.transaction(async (tx) => {
       const [locked] = await tx.select().from(remediationSteps).where(where).for('update');
       if (locked!.status === 'succeeded' || locked!.status === 'failed') return storedOutcome(locked!);
@@ -467,7 +469,7 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
       } else if (step.kind === 'integration') {
         outcome = { index: step.index, ok: false, error: `integration_unavailable: ${step.action} calls a connected third-party tool; connecting integrations is not available yet` };
       } else {
-        const result = await invoker.invoke({ tenantId: req.tenantId, skillId: step.skillId!, input: step.input, idempotencyKey: locked!.idempotencyKey });
+        const result = await invoker.invoke({ tenantId: req.tenantId, skillId: step.skillId!, input: step.input, idempotencyKey: locked!.idempotencyKey }, tx);
         outcome = result.ok
           ? { index: step.index, ok: true, output: { invocationId: result.invocationId, output: result.output } }
           : { index: step.index, ok: false, error: `${result.error.code}: ${result.error.message}` };

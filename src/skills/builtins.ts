@@ -4,6 +4,9 @@
  */
 import { and, desc, eq, gte, ilike, inArray, isNull, or, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
+
+/** What a skill call reads and writes through: the pool, or the transaction of the step that calls it. */
+export type SkillDb = Pick<Db, 'select' | 'insert' | 'execute'>;
 import { blastRadius } from '../db/repositories/topology.js';
 import { incidents, incidentStatuses, type IncidentStatus } from '../db/schema/incidents.js';
 import { ingestedEvents } from '../db/schema/ingestion.js';
@@ -16,7 +19,7 @@ export interface BuiltinSkill {
   description: string;
   inputSchema: Record<string, unknown>;
   /** Runs with input already validated against `inputSchema`. */
-  run(db: Db, tenantId: string, input: Record<string, unknown>): Promise<unknown>;
+  run(db: SkillDb, tenantId: string, input: Record<string, unknown>): Promise<unknown>;
 }
 
 export const BUILTIN_ID_PREFIX = 'skl_builtin_';

@@ -12,7 +12,7 @@ import { skillInvocations, skills, type SkillRow } from '../db/schema/skills.js'
 import type { TenantRow } from '../db/schema/tenants.js';
 import { getPlan } from '../domain/plans.js';
 import { newId } from '../ids.js';
-import { findBuiltinSkill, type BuiltinSkill } from './builtins.js';
+import { findBuiltinSkill, type BuiltinSkill, type SkillDb } from './builtins.js';
 import type { SkillCipher } from './crypto.js';
 import { SkillFailure } from './failure.js';
 import { callHttpSkill, type HttpCallLimits, type HttpMethod } from './http.js';
@@ -73,20 +73,25 @@ function toOutcome(row: typeof skillInvocations.$inferSelect): SkillOutcome {
 type Resolved = { kind: 'builtin'; skill: BuiltinSkill } | { kind: 'custom'; skill: SkillRow };
 
 export interface SkillInvoker {
-  invoke(request: InvokeSkillRequest): Promise<SkillOutcome>;
+  /**
+   * Runs the skill once per idempotency key. `on` is where its reads and its record go: the pool
+   * by default, or the transaction of a caller that holds a connection while the skill runs (a
+   * remediation step), which must not wait for a second one from the same pool (decision 166).
+   */
+  invoke(request: InvokeSkillRequest, on?: SkillDb): Promise<SkillOutcome>;
 }
 
 export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger?: Pick<Logger, 'info' | 'warn'> }): SkillInvoker {
-  const { db, runtime } = deps;
+  const { runtime } = deps;
 
-  async function resolve(tenantId: string, skillId: string): Promise<Resolved | undefined> {
+  async function resolve(db: SkillDb, tenantId: string, skillId: string): Promise<Resolved | undefined> {
     const builtin = findBuiltinSkill(skillId);
     if (builtin) return { kind: 'builtin', skill: builtin };
     const [row] = await db.select().from(skills).where(and(eq(skills.tenantId, tenantId), eq(skills.id, skillId))).limit(1);
     return row ? { kind: 'custom', skill: row } : undefined;
   }
 
-  async function run(resolved: Resolved, tenant: TenantRow, input: unknown, log: (msg: string, extra?: object) => void): Promise<unknown> {
+  async function run(db: SkillDb, resolved: Resolved, tenant: TenantRow, input: unknown, log: (msg: string, extra?: object) => void): Promise<unknown> {
     if (resolved.kind === 'builtin') {
       const problems = checkInput(resolved.skill.inputSchema, input);
       if (problems.length > 0) throw new SkillFailure('invalid_input', `The input does not match the skill's input schema: ${describeProblems(problems)}`, problems);
@@ -130,7 +135,8 @@ export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger
   }
 
   return {
-    async invoke(request) {
+    async invoke(request, on = deps.db) {
+      const db = on;
       const { tenantId, skillId } = request;
       const idempotencyKey = request.idempotencyKey ? scopedKey(tenantId, request.idempotencyKey) : null;
       if (idempotencyKey || request.invocationId) {
@@ -150,14 +156,14 @@ export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger
       const log = (msg: string, extra: object = {}) => deps.logger?.info({ tenantId, skillId, invocationId, ...extra }, msg);
       const started = performance.now();
       const tenant = await findTenant(db, tenantId);
-      const resolved = tenant ? await resolve(tenantId, skillId) : undefined;
+      const resolved = tenant ? await resolve(db, tenantId, skillId) : undefined;
       let output: unknown = null;
       let error: SkillErrorInfo | undefined;
       if (!tenant || !resolved) {
         error = { code: 'skill_not_found', message: `No skill ${skillId} in this tenant` };
       } else {
         try {
-          output = await run(resolved, tenant, request.input, log);
+          output = await run(db, resolved, tenant, request.input, log);
         } catch (err) {
           if (!(err instanceof SkillFailure)) throw err;
           error = { code: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) };

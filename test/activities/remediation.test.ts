@@ -2,13 +2,14 @@ import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRemediationActivities } from '../../src/activities/remediation.js';
 import type { RemediationActivities } from '../../src/analysis/remediation-types.js';
+import { connectDatabase } from '../../src/db/client.js';
 import { auditLog } from '../../src/db/schema/audit.js';
 import { events } from '../../src/db/schema/events.js';
 import { incidents } from '../../src/db/schema/incidents.js';
 import { ingestedEvents } from '../../src/db/schema/ingestion.js';
 import { evidenceItems, investigations } from '../../src/db/schema/investigation.js';
 import { approvals, notifications, remediations, remediationSteps, users } from '../../src/db/schema/remediation.js';
-import { skills } from '../../src/db/schema/skills.js';
+import { skillInvocations, skills } from '../../src/db/schema/skills.js';
 import type { TenantSettings } from '../../src/db/schema/tenants.js';
 import { newId } from '../../src/ids.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
@@ -306,6 +307,34 @@ describe('execution, verification, completion', () => {
     // the incident is not called resolved.
     const v = await acts.verifyRemediation({ tenantId, incidentId, remediationId: p.remediationId });
     expect(v).toEqual({ ok: false, detail: expect.stringContaining('Nothing confirms a recovery: step(s) 1 only recorded what to do') });
+  });
+
+  it('runs a skill step on a worker pool of one connection: the skill reads and records through the step transaction', async () => {
+    // A step holds its row lock in a transaction while the skill runs; had the skill waited for a
+    // second connection, a pool of N connections would deadlock with N such steps at once.
+    const small = connectDatabase(service.databaseUrl, { max: 1 });
+    try {
+      const single = createRemediationActivities({ db: small.db, skills: createRuntime() });
+      const { tenantId, incidentId } = await setup({ actions: ['Run the warm_caches skill for checkout-api'] });
+      await addSkill(tenantId, { name: 'warm_caches', path: '/echo' });
+      const p = await propose(tenantId, incidentId);
+      await approve(tenantId, incidentId, p);
+      const hitsBefore = server.hits('/echo').length;
+      const req = { tenantId, incidentId, remediationId: p.remediationId, index: 0, workflowId: wf(incidentId) };
+      const outcome = await Promise.race([
+        single.executeRemediationStep(req),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the step waited for a second connection')), 10_000)),
+      ]);
+      expect(outcome).toMatchObject({ index: 0, ok: true, output: { invocationId: expect.stringMatching(/^ski_/) } });
+      expect(server.hits('/echo').length - hitsBefore).toBe(1);
+      const [invocation] = await service.database.db.select().from(skillInvocations).where(eq(skillInvocations.tenantId, tenantId));
+      expect(invocation).toMatchObject({ status: 'succeeded', idempotencyKey: expect.stringContaining(':step:0') });
+      // Recorded together: a retry answers from the step without calling again.
+      expect(await single.executeRemediationStep(req)).toEqual(outcome);
+      expect(server.hits('/echo').length - hitsBefore).toBe(1);
+    } finally {
+      await small.close();
+    }
   });
 
   it('verifies a plan whose every step acted, with no alert firing, and completes it once', async () => {

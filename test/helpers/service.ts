@@ -63,6 +63,8 @@ export interface ApiResponse<T = any> {
 export interface TestService {
   baseUrl: string;
   database: Database;
+  /** The test database's own URL (not the relay of `connectVia`), for pools of other sizes. */
+  databaseUrl: string;
   client: Client;
   workflows: WorkflowPort;
   taskQueue: string;
@@ -208,6 +210,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   return {
     baseUrl,
     database,
+    databaseUrl: url,
     client,
     workflows,
     taskQueue,

@@ -6,7 +6,7 @@ import type { Db } from '../client.js';
 import { tenants, type TenantRow, type TenantSettings } from '../schema/tenants.js';
 import { appendAudit } from './audit.js';
 
-export async function findTenant(db: Db, tenantId: string): Promise<TenantRow | undefined> {
+export async function findTenant(db: Pick<Db, 'select'>, tenantId: string): Promise<TenantRow | undefined> {
   const rows = await db.select().from(tenants).where(eq(tenants.id, tenantId)).limit(1);
   return rows[0];
 }
