@@ -6,7 +6,7 @@ import { createKey, postWebhook } from '../helpers/webhooks.js';
 let svc: TestService;
 
 beforeAll(async () => {
-  svc = await startTestService({ publicRateLimitPerMinute: 5, webhookRateLimitPerMinute: 3 });
+  svc = await startTestService({ publicRateLimitPerMinute: 5, webhookRateLimitPerMinute: 3, trustProxy: true });
 });
 afterAll(() => svc?.stop());
 
@@ -74,6 +74,21 @@ describe('rate limits', () => {
     expect(limited.headers.get('x-ratelimit-limit')).toBe('5');
     // Probes are never limited.
     expect((await svc.api('GET', '/health')).status).toBe(200);
+  });
+
+  it('behind a proxy, counts the address the proxy saw (the right-most X-Forwarded-For), whatever the client put before it', async () => {
+    await awayFromWindowEdge();
+    const via = (forwarded: string) => svc.api('GET', '/v1/billing/plans', { headers: { 'x-forwarded-for': forwarded } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await via(`198.51.100.${i}, 10.9.8.${i}, 203.0.113.7`)).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+    // Another client address behind the same proxy has its own window.
+    expect((await via('203.0.113.8')).status).toBe(200);
+    // Not an address: the connection's own address is counted (127.0.0.1, used up by the test above).
+    const bogus = await via(`203.0.113.9, ${'x'.repeat(500)}`);
+    expect(bogus.headers.get('x-ratelimit-remaining')).not.toBe('4');
+    const buckets = await svc.database.db.execute<{ bucket: string }>(sql`select distinct bucket from rate_limit_windows where bucket like 'ip:%'`);
+    expect(Array.from(buckets).map((r) => r.bucket).sort()).toEqual(['ip:127.0.0.1', 'ip:203.0.113.7', 'ip:203.0.113.8']);
   });
 
   it('limits webhooks per tenant in their own window, with the headers, counting only authenticated deliveries', async () => {

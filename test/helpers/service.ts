@@ -95,6 +95,8 @@ export interface TestServiceOptions {
   /** Override parts of the app's dependencies (a second app over the same database). */
   jwksUrl?: string;
   publicRateLimitPerMinute?: number;
+  /** `TRUST_PROXY`: the client address from `X-Forwarded-For` (default false). */
+  trustProxy?: boolean;
   webhookRateLimitPerMinute?: number;
   /** Run without a worker on the task queue (health checks). */
   withoutWorker?: boolean;
@@ -178,7 +180,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     logger,
     config: {
       publicBaseUrl: 'http://api.test',
-      trustProxy: false,
+      trustProxy: options.trustProxy ?? false,
       publicRateLimitPerMinute: options.publicRateLimitPerMinute ?? 10_000,
       webhookRateLimitPerMinute: options.webhookRateLimitPerMinute ?? 1_000_000,
     },

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import type { MiddlewareHandler } from 'hono';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { rateLimitPerMinute } from '../../domain/plans.js';
@@ -25,10 +26,16 @@ function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
+/**
+ * The caller's address. Behind a proxy (`TRUST_PROXY`), the right-most `X-Forwarded-For` entry:
+ * the address the proxy in front of us saw. Entries left of it are whatever the client sent (a
+ * proxy appends to the header it received), so taking the left-most let any caller pick its own
+ * rate-limit window and audited address. Anything but an IP address there is ignored.
+ */
 export function clientAddress(c: Parameters<MiddlewareHandler>[0], trustProxy: boolean): string {
   if (trustProxy) {
-    const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim();
-    if (forwarded) return forwarded;
+    const nearest = c.req.header('x-forwarded-for')?.split(',').at(-1)?.trim();
+    if (nearest && isIP(nearest)) return nearest;
   }
   try {
     return getConnInfo(c).remote.address ?? 'unknown';
