@@ -11,6 +11,7 @@ import type { AppDeps, AppEnv } from './context.js';
 import { authenticate, clientAddress } from './middleware/auth.js';
 import { bodyLimit } from './middleware/body-limit.js';
 import { requestContext } from './middleware/request-context.js';
+import { storableText } from './middleware/storable-text.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerIncidentRoutes } from './routes/incidents.js';
 import { registerPublicRoutes } from './routes/public.js';
@@ -69,6 +70,10 @@ function toErrorResponse(err: unknown): { status: number; body: ErrorBody; logAs
       return { status: 400, body: { error: 'validation_error', message: err.message || 'Malformed request' } };
     }
     if (err.status === 401) return { status: 401, body: { error: 'unauthorized', message: err.message } };
+    if (err.status === 415) {
+      // The interface has no 415: a body that is not JSON is a malformed request like any other.
+      return { status: 400, body: { error: 'validation_error', message: 'The request body must be JSON, sent with Content-Type: application/json' } };
+    }
   }
   if (isDependencyUnavailable(err)) {
     return { status: 503, body: { error: 'service_unavailable', message: DEPENDENCY_UNAVAILABLE_MESSAGE }, logAs: 'a dependency is unavailable' };
@@ -92,6 +97,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.use('*', requestContext(deps));
   app.use('*', bodyLimit(MAX_BODY_BYTES, 'The request body exceeds 1 MiB'));
   app.use('*', authenticate(deps));
+  app.use('*', storableText());
 
   registerHealthRoutes(app, deps);
   registerPublicRoutes(app, deps);

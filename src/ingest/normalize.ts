@@ -119,9 +119,11 @@ export function parseWith<S extends z.ZodType>(schema: S, body: unknown, provide
 
 /**
  * Reads a timestamp: ISO-8601 string, or epoch seconds / milliseconds as a number or numeric string.
- * Returns null when it is missing, unparseable, or not after 1970 (Alertmanager sends Go's zero time
- * `0001-01-01T00:00:00Z` for "no end").
+ * Returns null when it is missing, unparseable, not after 1970 (Alertmanager sends Go's zero time
+ * `0001-01-01T00:00:00Z` for "no end"), or past the year 9999.
  */
+const LAST_STORABLE_TIME = Date.UTC(10000, 0, 1); // past it, ISO-8601 needs a 6-digit year PostgreSQL refuses
+
 export function toDate(value: unknown): Date | null {
   let date: Date;
   if (value instanceof Date) {
@@ -138,7 +140,7 @@ export function toDate(value: unknown): Date | null {
     return null;
   }
   const time = date.getTime();
-  if (Number.isNaN(time) || time <= 0) return null;
+  if (Number.isNaN(time) || time <= 0 || time >= LAST_STORABLE_TIME) return null;
   return date;
 }
 

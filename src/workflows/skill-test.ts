@@ -32,12 +32,15 @@ export async function skillTestWorkflow(input: SkillTestInput): Promise<SkillOut
     if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) {
       const outcome = err.cause.details?.[0];
       if (isOutcome(outcome)) return outcome;
+      // Anything else failed around the skill (the database, a bug), after the retries: its
+      // message can hold a statement and its parameters, which are the service's, not the
+      // tenant's to read. The worker's log and the workflow history keep it.
       return {
         invocationId: input.invocationId,
         skillId: input.skillId,
         durationMs: 0,
         ok: false,
-        error: { code: err.cause.type ?? 'failed', message: err.cause.message },
+        error: { code: 'internal_error', message: 'The skill could not be run because of an internal error; nothing was recorded' },
       };
     }
     throw err;

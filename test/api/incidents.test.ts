@@ -96,6 +96,35 @@ describe('POST /v1/incidents/chat', () => {
     expect(bad.body).toEqual({ error: 'validation_error', message: expect.stringMatching(/JSON/i) });
   });
 
+  it('answers 400, never 500, for a body that is not JSON, for NUL or a lone surrogate in any text, and for %00 in the URL', async () => {
+    const before = await svc.database.db.select({ id: incidents.id }).from(incidents).where(eq(incidents.tenantId, tenant.tenantId));
+    const body = JSON.stringify({ title: 'Checkout 500s', description: 'HTTP 500 on /checkout since 03:12 UTC' });
+    for (const type of [undefined, 'text/plain', 'application/x-www-form-urlencoded']) {
+      const res = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, rawBody: body, headers: type ? { 'content-type': type } : {} });
+      expect(res.status, String(type)).toBe(400);
+      expect(res.body).toEqual({ error: 'validation_error', message: 'The request body must be JSON, sent with Content-Type: application/json' });
+    }
+    const nul = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'nul\u0000byte', description: 'HTTP 500 on /checkout' } });
+    expect(nul.status).toBe(400);
+    expect(nul.body).toEqual({ error: 'validation_error', message: 'title: must not contain a NUL (\\u0000) character', details: [{ path: 'title', message: 'must not contain a NUL (\\u0000) character' }] });
+    const surrogate = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, rawBody: '{"title":"ok","description":"a\\udc00b","tags":["x"]}', headers: { 'content-type': 'application/json' } });
+    expect(surrogate.status).toBe(400);
+    expect(surrogate.body.details).toEqual([{ path: 'description', message: 'must not contain an unpaired UTF-16 surrogate' }]);
+    const deep = await svc.api('PATCH', '/v1/tenants/' + tenant.tenantId, { token: tenant.admin, body: { settings: { escalation: ['a', 'b\u0000'] } } });
+    expect(deep.status).toBe(400);
+    expect(deep.body.details).toEqual([{ path: 'settings.escalation.1', message: expect.stringMatching(/NUL/) }]);
+    for (const path of ['/v1/incidents/%00', '/v1/runbooks?q=%00', '/v1/incidents?status=open%00']) {
+      const res = await svc.api('GET', path, { token: tenant.member });
+      expect(res.status, path).toBe(400);
+      expect(res.body.error).toBe('validation_error');
+    }
+    // A surrogate pair (an emoji) is fine.
+    const emoji = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Checkout 💥', description: 'HTTP 500 on /checkout' } });
+    expect(emoji.status).toBe(201);
+    const after = await svc.database.db.select({ id: incidents.id }).from(incidents).where(eq(incidents.tenantId, tenant.tenantId));
+    expect(after.length).toBe(before.length + 1);
+  });
+
   it('counts the monthly event quota and answers 429 event_quota_exceeded when it is reached', async () => {
     const starter = await svc.newTenant({ plan: 'plan_starter' });
     const period = usagePeriod(new Date());

@@ -437,6 +437,33 @@ describe('webhook authentication', () => {
     expect(malformed.status).toBe(400);
   });
 
+  it('answers 400 naming the place of text PostgreSQL cannot store (NUL, a lone surrogate) and of a time past year 9999; stores nothing', async () => {
+    const before = await svc.database.db.select({ id: ingestedEvents.id }).from(ingestedEvents).where(eq(ingestedEvents.tenantId, tenant.tenantId));
+    const cases: Array<[string, string, RegExp]> = [
+      ['{"name":"Disk\\u0000Full","severity":"high"}', 'name', /NUL/],
+      ['{"name":"DiskFull","labels":{"zone\\u0000":"a"}}', 'labels.zone\u0000', /key must not contain a NUL/],
+      ['{"name":"DiskFull","description":"x\\ud800y"}', 'description', /unpaired UTF-16 surrogate/],
+    ];
+    for (const [raw, path, message] of cases) {
+      const res = await postWebhook(svc, tenant.tenantId, 'generic', raw, { key: key.key });
+      expect(res.status, raw).toBe(400);
+      expect(res.body).toMatchObject({ error: 'validation_error', details: [{ path, message: expect.stringMatching(message) }] });
+    }
+    // Without a good key, the same payload is 401 and says nothing about it.
+    const unauthenticated = await postWebhook(svc, tenant.tenantId, 'generic', cases[0]![0], { key: 'flo_' + 'E'.repeat(43) });
+    expect(unauthenticated.status).toBe(401);
+    // An escaped backslash before "u0000" is text, not NUL: accepted.
+    const literal = await postWebhook(svc, tenant.tenantId, 'generic', { name: `Literal${Date.now()}`, summary: 'path C:\\u0000 is fine' }, { key: key.key });
+    expect(literal.status).toBe(202);
+    for (const startsAt of ['+010000-01-01T00:00:00Z', 1e15]) {
+      const late = await postWebhook(svc, tenant.tenantId, 'generic', { name: 'FarFuture', startsAt }, { key: key.key });
+      expect(late.status).toBe(400);
+      expect(late.body.details).toEqual([{ path: 'startsAt', message: expect.stringMatching(/ISO-8601/) }]);
+    }
+    const after = await svc.database.db.select({ id: ingestedEvents.id }).from(ingestedEvents).where(eq(ingestedEvents.tenantId, tenant.tenantId));
+    expect(after.length).toBe(before.length + 1); // the literal one only
+  });
+
   it('answers 413 for a body over 1 MiB', async () => {
     const big = JSON.stringify({ ...body(), description: 'x'.repeat(1024 * 1024) });
     const res = await new Promise<number>((resolve, reject) => {

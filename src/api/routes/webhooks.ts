@@ -9,6 +9,7 @@ import { findProvider, providers } from '../../ingest/providers/index.js';
 import { PayloadError, type HeaderReader, type WebhookProvider } from '../../ingest/types.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { applyRateLimit } from '../middleware/rate-limit.js';
+import { assertStorableJson } from '../middleware/storable-text.js';
 import { errorResponses } from '../schemas/common.js';
 
 const IngestResponse = z
@@ -114,11 +115,13 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
 /** The raw body as the provider's payload; a 400 `validation_error` saying what is wrong. */
 function parsePayload(provider: WebhookProvider, rawBody: Uint8Array, header: HeaderReader) {
   let body: unknown;
+  const text = Buffer.from(rawBody).toString('utf8');
   try {
-    body = JSON.parse(Buffer.from(rawBody).toString('utf8'));
+    body = JSON.parse(text);
   } catch {
     throw new AppError('validation_error', 'Malformed JSON in request body');
   }
+  assertStorableJson(text, body);
   try {
     return provider.parse(body, header);
   } catch (err) {

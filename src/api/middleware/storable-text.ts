@@ -1,0 +1,75 @@
+import type { MiddlewareHandler } from 'hono';
+import { AppError } from '../../errors.js';
+import type { AppEnv } from '../context.js';
+
+/**
+ * PostgreSQL stores no NUL character (in `text` or `jsonb`) and no unpaired UTF-16 surrogate (in
+ * `jsonb`); such a value failed its statement, and the caller got a 500 (a monitoring tool then
+ * retried the delivery for ever). They are refused up front instead, as 400 `validation_error`
+ * naming where they are (decision 167). JSON can carry either only as a `\u` escape (a raw
+ * control character is malformed JSON, and invalid UTF-8 decodes to U+FFFD), so a body whose
+ * text holds no such escape is not walked at all.
+ */
+const SUSPECT_ESCAPE = /\\u(?:0000|d[89a-f])/i;
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function textProblem(text: string): string | undefined {
+  if (text.includes('\0')) return 'must not contain a NUL (\\u0000) character';
+  if (LONE_SURROGATE.test(text)) return 'must not contain an unpaired UTF-16 surrogate';
+  return undefined;
+}
+
+/** The first place in a parsed JSON value holding text PostgreSQL cannot store, if any. */
+export function findUnstorableText(value: unknown): { path: string; message: string } | undefined {
+  const stack: Array<[unknown, string[]]> = [[value, []]];
+  while (stack.length > 0) {
+    const [item, path] = stack.pop()!;
+    if (typeof item === 'string') {
+      const problem = textProblem(item);
+      if (problem) return { path: path.join('.'), message: problem };
+    } else if (Array.isArray(item)) {
+      item.forEach((child, index) => stack.push([child, [...path, String(index)]]));
+    } else if (item !== null && typeof item === 'object') {
+      for (const [key, child] of Object.entries(item)) {
+        const problem = textProblem(key);
+        if (problem) return { path: [...path, key].join('.'), message: `key ${problem}` };
+        stack.push([child, [...path, key]]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** Throws 400 `validation_error` when the JSON `text` (parsed as `value`) holds unstorable text. */
+export function assertStorableJson(text: string, value: unknown): void {
+  if (!SUSPECT_ESCAPE.test(text)) return;
+  const found = findUnstorableText(value);
+  if (found) throw new AppError('validation_error', `${found.path || 'body'}: ${found.message}`, [found]);
+}
+
+/**
+ * For every JSON request body, and every URL: a `%00` in the path or query decodes to NUL in a
+ * parameter. Webhooks read their raw body themselves and check it where they parse it.
+ */
+export function storableText(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (/%00/.test(c.req.url)) {
+      throw new AppError('validation_error', 'The URL must not contain a NUL character (%00)', [{ path: 'url', message: 'must not contain %00' }]);
+    }
+    const type = c.req.header('content-type') ?? '';
+    if (!c.req.path.startsWith('/v1/webhooks/') && /^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
+      const text = await c.req.text();
+      if (SUSPECT_ESCAPE.test(text)) {
+        let value: unknown;
+        try {
+          value = JSON.parse(text);
+        } catch {
+          return next(); // malformed: the route's validator answers it
+        }
+        assertStorableJson(text, value);
+      }
+    }
+    return next();
+  };
+}
