@@ -227,7 +227,17 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
   let contextSynthesised = 0;
   let investigationTask: Promise<void> | null = null;
 
+  /**
+   * Begins a run, under the mutex (every caller holds it). What the callers checked before they
+   * waited for the mutex can be stale by now: an automatic start after triage, a PATCH to
+   * `investigating` and a POST can each pass their check while another start is in flight, and
+   * two starts charged the quota twice for one investigation (decision 169). So it is checked
+   * again here; a second start is refused as already running.
+   */
   async function beginInvestigation(actor: Actor, automatic: boolean): Promise<boolean> {
+    if ((pendingInvestigation !== null || state.investigationStatus === 'running') && patched('begin-investigation-once')) {
+      throw ApplicationFailure.nonRetryable('An investigation is already running for this incident', 'InvestigationRunning');
+    }
     state.investigationStarts = (state.investigationStarts ?? 0) + 1;
     const begun = await investigationLifecycle.beginInvestigation({
       incidentId: state.incidentId,

@@ -1,8 +1,9 @@
 import { Context } from '@temporalio/activity';
-import { eq } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { evidenceItems, investigations } from '../../src/db/schema/investigation.js';
 import { events } from '../../src/db/schema/events.js';
+import { usageCounters } from '../../src/db/schema/limits.js';
 import { startTestWorker, useWorkerlessService } from '../helpers/workers.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 
@@ -61,4 +62,49 @@ describe('a worker killed in the middle of an investigation', () => {
       await second.stop();
     }
   }, 90_000);
+});
+
+describe('two investigation starts that pass their checks together', () => {
+  it('begins one run and charges the quota once: the second start is refused as already running', async () => {
+    const { svc, connection } = env;
+    const tenant = await svc.newTenant({ plan: 'plan_business' });
+    // The first start is slow, so the POST's check passes while it is in flight.
+    let slowed = false;
+    let begins = 0;
+    const probe = await startTestWorker(svc, connection);
+    const realBegin = probe.activities.beginInvestigation;
+    await probe.stop();
+    const worker = await startTestWorker(svc, connection, {
+      beginInvestigation: async (req: Parameters<typeof realBegin>[0]) => {
+        begins++;
+        if (!slowed) {
+          slowed = true;
+          await new Promise((r) => setTimeout(r, 1500));
+        }
+        return realBegin(req);
+      },
+    });
+    try {
+      const manual = await svc.api('POST', '/v1/incidents/chat', {
+        token: tenant.member,
+        body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
+      });
+      const id = manual.body.incidentId as string;
+      const patch = svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'investigating' } });
+      await eventually(async () => slowed);
+      const post = await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: id } });
+      expect((await patch).status).toBe(200);
+      expect(post.status).toBe(409);
+      expect(post.body).toMatchObject({ error: 'conflict', message: expect.stringMatching(/already running/) });
+      expect(begins).toBe(1);
+      const started = await svc.database.db.select().from(events).where(eq(events.incidentId, id));
+      expect(started.filter((e) => e.type === 'investigation.started')).toHaveLength(1);
+      const [usage] = await svc.database.db.select().from(usageCounters).where(and(eq(usageCounters.tenantId, tenant.tenantId), eq(usageCounters.metric, 'investigations')));
+      expect(usage!.count).toBe(1);
+      const [run] = await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id));
+      expect(run!.run).toBe(1);
+    } finally {
+      await worker.stop();
+    }
+  }, 60_000);
 });
