@@ -56,6 +56,8 @@ export interface DevServerOptions {
   namespace: string;
   logFile?: string;
   log: Log;
+  /** Server dynamic configuration (`--dynamic-config-value key=<JSON>`), e.g. a lower history limit for a test. */
+  dynamicConfig?: Record<string, unknown>;
 }
 
 export interface RunningDevServer {
@@ -91,6 +93,7 @@ async function waitForServer(address: string, namespace: string, child: ChildPro
 export async function startDevServer(options: DevServerOptions): Promise<RunningDevServer> {
   const address = `127.0.0.1:${options.port}`;
   const searchAttributeArgs = customSearchAttributes.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]);
+  const dynamicConfigArgs = Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]);
   if (!options.cliPath) {
     const { TestWorkflowEnvironment } = await import('@temporalio/testing');
     options.log('No Temporal CLI found and Go is not installed: using the Temporal SDK download.');
@@ -102,6 +105,7 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
         ...(options.uiPort ? { ui: true, uiPort: options.uiPort } : {}),
         ...(options.dbFilename ? { dbFilename: options.dbFilename } : {}),
         searchAttributes: [...customSearchAttributes],
+        extraArgs: dynamicConfigArgs,
       },
     });
     return {
@@ -117,6 +121,7 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
     '--namespace', options.namespace,
     '--log-level', 'warn',
     ...searchAttributeArgs,
+    ...dynamicConfigArgs,
     ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
     // A file database in write-ahead-log mode, synced at checkpoints rather than on every commit:
     // about three times the workflow rate of SQLite's default rollback journal on this machine

@@ -547,16 +547,19 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     }
   }
 
+  /**
+   * Work one of the main loop's branches below starts or does (a remediation, a begun
+   * investigation, alerts, a re-synthesis): exactly their conditions, so that whenever it holds a
+   * branch runs and changes it.
+   */
+  const hasWork = () =>
+    (remediationRequested !== null && !remediationTask && !investigationTask && !closeRequested) ||
+    (pendingInvestigation !== null && !investigationTask) ||
+    pendingAlerts.length > 0 ||
+    (!investigationTask && reports !== null && contextVersion > contextSynthesised && Boolean(state.investigationRun));
+
   for (;;) {
-    await condition(
-      () =>
-        closeRequested ||
-        pendingAlerts.length > 0 ||
-        (pendingInvestigation !== null && !investigationTask) ||
-        (remediationRequested !== null && !remediationTask && !investigationTask) ||
-        (!investigationTask && reports !== null && contextVersion > contextSynthesised) ||
-        workflowInfo().continueAsNewSuggested,
-    );
+    await condition(() => closeRequested || hasWork() || workflowInfo().continueAsNewSuggested);
     if (remediationRequested !== null && !remediationTask && !investigationTask && !closeRequested) {
       remediationTask = runRemediation().finally(() => {
         remediationTask = null;
@@ -588,7 +591,12 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       await synthesise({ incidentId: state.incidentId, tenantId: state.tenantId, run: state.investigationRun, workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength });
       continue;
     }
-    await condition(() => allHandlersFinished() && !investigationTask && !remediationTask);
+    // Before ending the run (closed, or continued as new), the tasks finish; work that arrives
+    // meanwhile (an alert while an approval waits, a begun investigation, a conclusion's
+    // remediation request) is done first: continuing as new used to drop it (decision 170).
+    const drainFirst = patched('drain-before-continue-as-new');
+    await condition(() => (drainFirst && hasWork()) || (allHandlersFinished() && !investigationTask && !remediationTask));
+    if (drainFirst && hasWork()) continue;
     if (closeRequested && isTerminal(state.status)) return state;
     closeRequested = false;
     if (workflowInfo().continueAsNewSuggested) {

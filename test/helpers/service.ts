@@ -95,6 +95,8 @@ export interface TestServiceOptions {
   /** Override parts of the app's dependencies (a second app over the same database). */
   jwksUrl?: string;
   publicRateLimitPerMinute?: number;
+  /** Another Temporal server than the suite's (host:port). */
+  temporalAddress?: string;
   /** `TRUST_PROXY`: the client address from `X-Forwarded-For` (default false). */
   trustProxy?: boolean;
   webhookRateLimitPerMinute?: number;
@@ -130,7 +132,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     max: 10,
     statementTimeoutMs: options.statementTimeoutMs ?? loadConfig({}).apiStatementTimeoutMs,
   });
-  const address = inject('temporalAddress');
+  const address = options.temporalAddress ?? inject('temporalAddress');
   const taskQueue = uniqueName('tq');
   const logLines = options.logLines;
   const logger = logLines

@@ -1,0 +1,62 @@
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approvals } from '../../src/db/schema/remediation.js';
+import { tenants } from '../../src/db/schema/tenants.js';
+import { resolveTemporalCli, startDevServer, type RunningDevServer } from '../../src/temporal/dev-server.js';
+import { freePort } from '../helpers/ports.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
+
+// A Temporal server of its own that suggests continuing as new after a few history events, so an
+// incident's workflow runs its whole life with the suggestion on.
+let server: RunningDevServer;
+let svc: TestService;
+
+beforeAll(async () => {
+  server = await startDevServer({
+    cliPath: resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: () => undefined }),
+    port: await freePort(),
+    namespace: 'default',
+    log: () => undefined,
+    dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 10 },
+  });
+  svc = await startTestService({ temporalAddress: server.address });
+}, 120_000);
+afterAll(async () => {
+  await svc?.stop();
+  await server?.stop();
+});
+
+describe('an incident workflow told to continue as new', () => {
+  it('first proposes the remediation its investigation asked for, and handles an alert that arrives while the approval waits', async () => {
+    const tenant = await svc.newTenant({ plan: 'plan_business' });
+    await svc.database.db.update(tenants).set({ settings: { autoResolve: true, approvalTimeoutMinutes: 30 } }).where(eq(tenants.id, tenant.tenantId));
+    const key = await createKey(svc, tenant.admin);
+    const alert = { name: 'CheckoutErrors', severity: 'high', service: 'checkout-api', summary: '5xx above 5%', fingerprint: `can-${Date.now()}` };
+    const opened = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });
+    expect(opened.status).toBe(202);
+    const incidentId = opened.body.incidentIds[0] as string;
+
+    // Triaged and investigated on its own; the conclusion's remediation is proposed (the run used
+    // to continue as new as soon as the investigation ended, dropping the request).
+    const approval = await eventually(async () => {
+      const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
+      return row?.status === 'pending' ? row : undefined;
+    }, 60_000);
+    expect(approval.incidentId).toBe(incidentId);
+    const handle = svc.client.workflow.getHandle(incidentId);
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+
+    // The alert recovers while the approval waits: with autoResolve the incident is resolved (the
+    // run used to wait for the approval before anything else, then continue as new without it).
+    const resolved = await postWebhook(svc, tenant.tenantId, 'generic', { ...alert, status: 'resolved' }, { key: key.key });
+    expect(resolved.status).toBe(202);
+    const incident = await eventually(async () => {
+      const res = await svc.api('GET', `/v1/incidents/${incidentId}`, { token: tenant.member });
+      return res.body.status === 'resolved' ? res.body : undefined;
+    }, 60_000);
+    expect(incident).toMatchObject({ incidentId, status: 'resolved' });
+    const history = await handle.fetchHistory();
+    expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+  }, 150_000);
+});
