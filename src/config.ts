@@ -32,6 +32,7 @@ const envSchema = z.object({
   WORKFLOW_BUNDLE_PATH: optionalString,
   TEMPORAL_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
+  TEMPORAL_ANSWER_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(120_000),
   PG_PORT: port.default(5433),
   JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   JWKS_URL: z.url().optional(),
@@ -95,6 +96,8 @@ export interface Config {
     workflowBundlePath: string | undefined;
     port: number;
     uiPort: number;
+    /** How long an api request waits for a workflow's answer (an Update, a skill test) before 503. */
+    answerTimeoutMs: number;
   };
   pgPort: number;
   auth: { jwtSecret: string | undefined; jwksUrl: string | undefined; tokenTtlSeconds: number };
@@ -166,6 +169,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       workflowBundlePath: e.WORKFLOW_BUNDLE_PATH === undefined ? undefined : path.resolve(e.WORKFLOW_BUNDLE_PATH),
       port: e.TEMPORAL_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
+      answerTimeoutMs: e.TEMPORAL_ANSWER_TIMEOUT_MS,
     },
     pgPort: e.PG_PORT,
     auth: { jwtSecret: e.JWT_SECRET, jwksUrl: e.JWKS_URL, tokenTtlSeconds: e.JWT_TTL_SECONDS },

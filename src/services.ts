@@ -53,7 +53,7 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
     db: database.db,
     sql: database.sql,
     relaxedSql: database.relaxedSql,
-    workflows: createTemporalWorkflowPort(client, config.temporal.taskQueue),
+    workflows: createTemporalWorkflowPort(client, config.temporal.taskQueue, { answerTimeoutMs: config.temporal.answerTimeoutMs }),
     tokens: createTokenVerifier({ jwtSecret: settings.jwtSecret, jwksUrl: config.auth.jwksUrl }),
     clock: () => new Date(),
     logger,
@@ -117,6 +117,7 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
   const workflows = createTemporalWorkflowPort(
     new Client({ connection: clientConnection, namespace: config.temporal.namespace }),
     config.temporal.taskQueue,
+    { answerTimeoutMs: config.temporal.answerTimeoutMs },
   );
   const dispatcher = startDispatcher({ db: database.db, sql: database.sql, workflows, logger });
   const notifier = startNotifier({ db: database.db, sql: database.sql, logger });

@@ -145,25 +145,55 @@ export function createTemporalGate(probe: () => Promise<unknown>): <T>(call: () 
   };
 }
 
+/** How long a call that waits for a workflow's answer waits, by default (`TEMPORAL_ANSWER_TIMEOUT_MS`). */
+export const DEFAULT_ANSWER_TIMEOUT_MS = 120_000;
+
+/**
+ * Bounds a call that waits for a workflow's answer (an Update, a workflow's result). The client
+ * waits for one without end: with no worker polling, or a workflow that cannot make progress,
+ * an api request (and the trigger dispatcher's pass that made it) hung for ever, while Temporal
+ * itself answered every poll, so the gate never tripped (decision 171). Past the deadline the
+ * call is 503; an Update the server accepted still runs when a worker comes.
+ */
+export function withAnswerDeadline<A extends unknown[], R>(client: Client, timeoutMs: number, method: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return async (...args) => {
+    const deadline = AbortSignal.timeout(timeoutMs);
+    try {
+      return await client.connection.withAbortSignal(deadline, () => method(...args));
+    } catch (err) {
+      if (deadline.aborted && !(err instanceof AppError)) {
+        throw new AppError(
+          'service_unavailable',
+          `The incident's workflow did not answer within ${Math.round(timeoutMs / 1000)} s (are its workers running?); retry later`,
+        );
+      }
+      throw err;
+    }
+  };
+}
+
 /**
  * The port over a Temporal client. Every call but the health checks (which have their own
- * deadline) goes through a `createTemporalGate` gate.
+ * deadline) goes through a `createTemporalGate` gate, and every call that waits for a workflow's
+ * answer has a deadline (`withAnswerDeadline`).
  */
-export function createTemporalWorkflowPort(client: Client, taskQueue: string): WorkflowPort {
+export function createTemporalWorkflowPort(client: Client, taskQueue: string, options: { answerTimeoutMs?: number } = {}): WorkflowPort {
   const gated = createTemporalGate(() =>
     client.connection.withDeadline(new Date(Date.now() + TEMPORAL_PROBE_MS), () => client.workflowService.getSystemInfo({})),
   );
   const port = ungatedPort(client, taskQueue);
   const through = <A extends unknown[], R>(method: (...args: A) => Promise<R>) => (...args: A) => gated(() => method(...args));
+  const answered = <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
+    through(withAnswerDeadline(client, options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS, method));
   return {
     startIncident: through(port.startIncident),
-    setIncidentStatus: through(port.setIncidentStatus),
-    triageIncident: through(port.triageIncident),
-    startInvestigation: through(port.startInvestigation),
+    setIncidentStatus: answered(port.setIncidentStatus),
+    triageIncident: answered(port.triageIncident),
+    startInvestigation: answered(port.startInvestigation),
     signalInvestigationContext: through(port.signalInvestigationContext),
-    respondToApproval: through(port.respondToApproval),
+    respondToApproval: answered(port.respondToApproval),
     signalAlerts: through(port.signalAlerts),
-    testSkill: through(port.testSkill),
+    testSkill: answered(port.testSkill),
     startAuditExport: through(port.startAuditExport),
     checkServer: port.checkServer,
     checkWorkers: port.checkWorkers,

@@ -95,6 +95,8 @@ export interface TestServiceOptions {
   /** Override parts of the app's dependencies (a second app over the same database). */
   jwksUrl?: string;
   publicRateLimitPerMinute?: number;
+  /** How long a request waits for a workflow's answer (`TEMPORAL_ANSWER_TIMEOUT_MS`; default 120 s). */
+  answerTimeoutMs?: number;
   /** Another Temporal server than the suite's (host:port). */
   temporalAddress?: string;
   /** `TRUST_PROXY`: the client address from `X-Forwarded-For` (default false). */
@@ -171,7 +173,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
 
   const connection = await Connection.connect({ address });
   const client = new Client({ connection, namespace: 'default' });
-  const workflows = createTemporalWorkflowPort(client, taskQueue);
+  const workflows = createTemporalWorkflowPort(client, taskQueue, options.answerTimeoutMs ? { answerTimeoutMs: options.answerTimeoutMs } : {});
   const deps: AppDeps = {
     db: database.db,
     sql: database.sql,
