@@ -8,11 +8,14 @@ export const TOKEN_AUDIENCE = 'incident-service-api';
 export const roles = ['admin', 'member'] as const;
 export type Role = (typeof roles)[number];
 
+/** Text a claim may hold: what a user id or an email address is made of, no control characters (a NUL cannot be stored). */
+const claimText = (max: number) => z.string().min(1).max(max).regex(/^[^\u0000-\u001f\u007f]+$/);
+
 const claimsSchema = z.object({
-  sub: z.string().min(1),
-  email: z.string().optional(),
-  tenant_id: z.string().min(1),
-  roles: z.array(z.string()),
+  sub: claimText(256),
+  email: claimText(320).optional(),
+  tenant_id: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+  roles: z.array(z.string().max(100)).max(50),
 });
 
 export interface Principal {

@@ -92,6 +92,20 @@ describe('JWT authentication', () => {
     expect((await svc.api('GET', '/v1/incidents', { token: forged })).status).toBe(401);
   });
 
+  it('answers 401, never 500, for claims that cannot name a tenant or user (a NUL, control characters, an oversized id)', async () => {
+    for (const [payload, options] of [
+      [{ tenant_id: `${tenant.tenantId}\u0000`, roles: ['member'] }, {}],
+      [{ tenant_id: 'x'.repeat(65), roles: ['member'] }, {}],
+      [{ tenant_id: tenant.tenantId, roles: ['member'] }, { subject: 'u\u00001' }],
+      [{ tenant_id: tenant.tenantId, roles: ['member'], email: 'a@b.c\r\nX-Injected: 1' }, {}],
+      [{ tenant_id: tenant.tenantId, roles: Array.from({ length: 51 }, () => 'member') }, {}],
+    ] as const) {
+      const res = await svc.api('GET', '/v1/incidents', { token: hs256(payload, options as jwt.SignOptions) });
+      expect(res.status, JSON.stringify(payload)).toBe(401);
+      expect(res.body).toEqual({ error: 'unauthorized', message: 'The bearer token is invalid or expired' });
+    }
+  });
+
   it('answers 403 forbidden for a member on an admin route and for a token with no known role', async () => {
     const patch = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, { token: tenant.member, body: { name: 'New name' } });
     expect(patch.status).toBe(403);
