@@ -8,6 +8,8 @@ export interface StreamSettings {
   maxQueuedBytes: number;
   /** Messages a client may leave unread before it is dropped. */
   maxQueuedMessages: number;
+  /** Streams one user may hold open on one api process at once (decision 173). */
+  maxStreamsPerUser: number;
   /**
    * How long a client may stay past those bounds before it is dropped. One commit (or one
    * replay page) is fanned out at once, faster than any socket takes it: a client is judged by
@@ -16,7 +18,13 @@ export interface StreamSettings {
   drainGraceMs: number;
 }
 
-export const defaultStreamSettings: StreamSettings = { heartbeatMs: 15_000, maxQueuedBytes: 1024 * 1024, maxQueuedMessages: 1000, drainGraceMs: 2_000 };
+export const defaultStreamSettings: StreamSettings = {
+  heartbeatMs: 15_000,
+  maxQueuedBytes: 1024 * 1024,
+  maxQueuedMessages: 1000,
+  drainGraceMs: 2_000,
+  maxStreamsPerUser: 10,
+};
 
 const replayPage = 1000;
 const encoder = new TextEncoder();
@@ -84,6 +92,8 @@ export async function openEventStream(args: {
   settings: StreamSettings;
   signal: AbortSignal;
   logger: Logger;
+  /** Called once when the stream ends, however it ends. */
+  onEnd?: () => void;
 }): Promise<ReadableStream<Uint8Array>> {
   const { hub, tenantId, types, hidden, settings, logger } = args;
   let controller!: ReadableStreamDefaultController<Uint8Array>;
@@ -101,6 +111,7 @@ export async function openEventStream(args: {
   const end = (reason: 'closed' | 'dropped' | 'disconnected') => {
     if (ended) return;
     ended = true;
+    args.onEnd?.();
     clearInterval(running.heartbeat);
     clearTimeout(running.overflow);
     running.subscription?.unsubscribe();

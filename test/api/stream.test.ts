@@ -6,6 +6,7 @@ import { streamTokens } from '../../src/db/schema/remediation.js';
 import { defaultStreamSettings } from '../../src/realtime/sse.js';
 import { purgeExpiredStreamTokens } from '../../src/realtime/stream-tokens.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/webhooks.js';
 import { eq, inArray, sql } from 'drizzle-orm';
 
 interface SseMessage {
@@ -125,7 +126,7 @@ describe('GET /v1/notifications/stream', () => {
   }
 
   beforeAll(async () => {
-    svc = await startTestService({ withoutWorker: true, stream: { heartbeatMs: 150, maxQueuedMessages: 20, maxQueuedBytes: 256 * 1024 } });
+    svc = await startTestService({ withoutWorker: true, stream: { heartbeatMs: 150, maxQueuedMessages: 20, maxQueuedBytes: 256 * 1024, maxStreamsPerUser: 3 } });
   });
   afterAll(async () => {
     for (const client of open) client.close();
@@ -257,6 +258,26 @@ describe('GET /v1/notifications/stream', () => {
     await replay.waitFor(1);
     await sleep(200);
     expect(replay.messages.map((m) => m.event)).toEqual(['incident.created']);
+  });
+
+  it('holds at most maxStreamsPerUser streams open per user: 429 past it, a place again once one closes', async () => {
+    const { admin, member } = await svc.newTenant();
+    const clients = [await stream('/v1/notifications/stream', auth(member)), await stream('/v1/notifications/stream', auth(member)), await stream('/v1/notifications/stream', auth(member))];
+    expect(clients.map((c) => c.status)).toEqual([200, 200, 200]);
+    const refused = await svc.api('GET', '/v1/notifications/stream', { token: member });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({ error: 'rate_limit_exceeded', message: 'At most 3 event streams may be open at once per user; close one first' });
+    expect(refused.headers.get('retry-after')).toBe('5');
+    // Another user of the tenant has places of their own.
+    expect((await stream('/v1/notifications/stream', auth(admin))).status).toBe(200);
+    clients[0]!.close();
+    const again = await eventually(async () => {
+      const next = await stream('/v1/notifications/stream', auth(member));
+      if (next.status === 200) return next;
+      next.close();
+      return undefined;
+    });
+    expect(again.status).toBe(200);
   });
 
   it('filters by types', async () => {

@@ -35,6 +35,8 @@ const StreamQuery = z.object({
 export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   const hub = deps.realtime?.hub ?? createRealtimeHub({ sql: deps.sql, logger: deps.logger });
   const settings = { ...defaultStreamSettings, ...deps.realtime?.settings };
+  /** Open streams per tenant and user on this process (decision 173). */
+  const openStreams = new Map<string, number>();
 
   app.openapi(
     createRoute({
@@ -79,6 +81,21 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
           )
         : undefined;
       if (types?.size === 0) throw new AppError('validation_error', 'types: must name at least one event type');
+      const holder = `${auth.tenantId}:${auth.userId}`;
+      const held = openStreams.get(holder) ?? 0;
+      if (held >= settings.maxStreamsPerUser) {
+        c.header('Retry-After', '5');
+        throw new AppError('rate_limit_exceeded', `At most ${settings.maxStreamsPerUser} event streams may be open at once per user; close one first`);
+      }
+      openStreams.set(holder, held + 1);
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        const left = (openStreams.get(holder) ?? 1) - 1;
+        if (left > 0) openStreams.set(holder, left);
+        else openStreams.delete(holder);
+      };
       const body = await openEventStream({
         hub,
         tenantId: auth.tenantId,
@@ -88,6 +105,10 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
         settings,
         signal: c.req.raw.signal,
         logger: c.get('logger'),
+        onEnd: release,
+      }).catch((err: unknown) => {
+        release();
+        throw err;
       });
       return new Response(body, {
         status: 200,
