@@ -407,12 +407,16 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
           notes: 'Granted by the system: the tenant enables autoRemediation',
         });
       } else {
+        // A resolved incident needs no remediation: its pending approval ends (decision 174).
+        const resolutionEnds = patched('resolution-ends-approval');
+        const resolvedMeanwhile = () => resolutionEnds && state.status === 'resolved';
         // The durable deadline: a timer in the workflow history, kept across worker restarts.
         for (;;) {
           const remaining = Date.parse(proposed.deadline) - Date.now();
-          const woke = remaining > 0 && (await condition(() => pending?.decision !== undefined || closeRequested || evidenceMayHaveChanged, remaining));
+          const woke =
+            remaining > 0 && (await condition(() => pending?.decision !== undefined || closeRequested || evidenceMayHaveChanged || resolvedMeanwhile(), remaining));
           if (!woke) break; // deadline
-          if (pending?.decision || closeRequested) break;
+          if (pending?.decision || closeRequested || resolvedMeanwhile()) break;
           // A re-synthesis happened while waiting: is the proposal still about the same evidence?
           evidenceMayHaveChanged = false;
           const hash = await remediation.evidenceHash({ incidentId: state.incidentId, tenantId: state.tenantId });
@@ -420,7 +424,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
           remediationRequested = null; // same evidence: the proposal stands
         }
         if (!pending?.decision) {
-          const reason = closeRequested ? 'closed' : Date.now() >= Date.parse(proposed.deadline) ? 'deadline' : 'superseded';
+          const reason = closeRequested ? 'closed' : resolvedMeanwhile() ? 'resolved' : Date.now() >= Date.parse(proposed.deadline) ? 'deadline' : 'superseded';
           endedApprovals.set(proposed.approvalId, reason === 'superseded' ? 'superseded' : 'expired');
           pending = null;
           state.pendingApprovalId = undefined;

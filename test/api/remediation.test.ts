@@ -156,6 +156,28 @@ describe('remediation behind approval', () => {
     expect(afterClose.body.error).toBe('approval_expired');
   });
 
+  it('ends the pending approval when the incident is resolved meanwhile: nothing runs, a late approve is 409 approval_expired', async () => {
+    const tenant = await tenantWith({ approvalSeconds: 600 });
+    const { incidentId, approval } = await awaitingApproval(tenant);
+    const resolved = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.member, body: { status: 'resolved' } });
+    expect(resolved.status).toBe(200);
+    const expired = await eventually(async () => {
+      const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id));
+      return row?.status === 'expired' ? row : undefined;
+    }, 20_000);
+    expect(expired.expiredReason).toBe('resolved');
+    const [rem] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+    expect(rem!.status).toBe('cancelled');
+    const late = await respond(tenant, approval.id, { decision: 'approve' });
+    expect(late.status).toBe(409);
+    expect(late.body.error).toBe('approval_expired');
+    const steps = await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId));
+    expect(steps.every((s) => s.status === 'pending')).toBe(true);
+    expect((await incident(incidentId)).status).toBe('resolved');
+    expect(await eventTypes(incidentId)).toContain('approval.expired');
+    expect(await eventTypes(incidentId)).not.toContain('remediation.approved');
+  });
+
   it('of two concurrent answers exactly one succeeds; members get 403; bad input 400; unknown and foreign 404', async () => {
     const tenant = await tenantWith({ approvalSeconds: 600 });
     const { approval } = await awaitingApproval(tenant);

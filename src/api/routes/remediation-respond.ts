@@ -53,7 +53,7 @@ export function registerApprovalRespondRoute(app: OpenAPIHono<AppEnv>, deps: App
       const endedAnswer = () =>
         row.status === 'approved' || row.status === 'rejected'
           ? new AppError('already_decided', 'This approval has already been answered')
-          : new AppError('approval_expired', 'The approval is no longer open: its deadline passed, newer evidence superseded it, or its incident was closed');
+          : new AppError('approval_expired', 'The approval is no longer open: its deadline passed, newer evidence superseded it, or its incident was resolved or closed');
       const answered = await deps.workflows
         .respondToApproval(row.incidentId, {
           approvalId,
