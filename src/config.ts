@@ -69,6 +69,11 @@ const envSchema = z.object({
   S3_ACCESS_KEY_ID: optionalString,
   S3_SECRET_ACCESS_KEY: optionalString,
   S3_FORCE_PATH_STYLE: z.enum(['true', 'false']).default('false'),
+  S3_ALLOWED_BUCKETS: z
+    .string()
+    .trim()
+    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\s*,\s*[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])*$/, 'must be a comma-separated list of bucket names')
+    .optional(),
 });
 
 /** S3-compatible object storage for audit exports with a destination. */
@@ -79,6 +84,8 @@ export interface S3Config {
   secretAccessKey: string;
   /** `https://endpoint/bucket/key` instead of `https://bucket.endpoint/key` (most non-AWS stores). */
   forcePathStyle: boolean;
+  /** The buckets tenants may name as an export destination (`S3_ALLOWED_BUCKETS`); any when unset. */
+  allowedBuckets?: string[];
 }
 
 export interface Config {
@@ -201,6 +208,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
               accessKeyId: e.S3_ACCESS_KEY_ID,
               secretAccessKey: e.S3_SECRET_ACCESS_KEY,
               forcePathStyle: e.S3_FORCE_PATH_STYLE === 'true',
+              ...(e.S3_ALLOWED_BUCKETS ? { allowedBuckets: e.S3_ALLOWED_BUCKETS.split(',').map((b) => b.trim()) } : {}),
             }
           : undefined,
     },

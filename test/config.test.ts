@@ -24,10 +24,12 @@ describe('loadConfig', () => {
       PORT: '9000', HOST: '0.0.0.0', DATABASE_URL: 'postgres://u:p@db:5432/x', TEMPORAL_ADDRESS: 'temporal:7233',
       TEMPORAL_NAMESPACE: 'prod', TEMPORAL_CLI_PATH: '/usr/local/bin/temporal', JWT_SECRET: 'x'.repeat(32),
       JWKS_URL: 'https://idp.example.com/.well-known/jwks.json', DATA_DIR: '/var/lib/incidents', LOG_LEVEL: 'debug',
+      TEMPORAL_ANSWER_TIMEOUT_MS: '90000', S3_ACCESS_KEY_ID: 'AKIA', S3_SECRET_ACCESS_KEY: 'secret', S3_ALLOWED_BUCKETS: 'audit-a, audit-b',
     });
     expect(config).toMatchObject({
       port: 9000, host: '0.0.0.0', publicBaseUrl: 'http://localhost:9000', databaseUrl: 'postgres://u:p@db:5432/x',
-      temporal: { address: 'temporal:7233', namespace: 'prod', cliPath: '/usr/local/bin/temporal' },
+      temporal: { address: 'temporal:7233', namespace: 'prod', cliPath: '/usr/local/bin/temporal', answerTimeoutMs: 90_000 },
+      exports: { s3: { accessKeyId: 'AKIA', allowedBuckets: ['audit-a', 'audit-b'] } },
       auth: { jwtSecret: 'x'.repeat(32), jwksUrl: 'https://idp.example.com/.well-known/jwks.json' },
       dataDir: '/var/lib/incidents', logLevel: 'debug',
     });
@@ -41,6 +43,8 @@ describe('loadConfig', () => {
     [{ JWT_SECRET: 'short' }, 'JWT_SECRET'],
     [{ JWKS_URL: 'not a url' }, 'JWKS_URL'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ S3_ALLOWED_BUCKETS: 'Bad_Bucket' }, 'S3_ALLOWED_BUCKETS'],
+    [{ TEMPORAL_ANSWER_TIMEOUT_MS: '10' }, 'TEMPORAL_ANSWER_TIMEOUT_MS'],
     [{ NODE_ENV: 'production' }, 'JWT_SECRET'],
   ])('rejects %j naming %s', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);

@@ -26,7 +26,14 @@ beforeAll(async () => {
   s3 = await startFakeS3({ buckets: ['audit-archive'] });
   svc = await startTestService({
     exports: {
-      s3: { endpoint: s3.endpoint, region: s3.region, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, forcePathStyle: true },
+      s3: {
+        endpoint: s3.endpoint,
+        region: s3.region,
+        accessKeyId: s3.accessKeyId,
+        secretAccessKey: s3.secretAccessKey,
+        forcePathStyle: true,
+        allowedBuckets: ['audit-archive', 'no-such-bucket'],
+      },
       batchRows: 700, // several gzip members per export
     },
   });
@@ -331,6 +338,21 @@ describe('an S3 destination', () => {
     expect(rows).toEqual(expected);
     url.searchParams.set('X-Amz-Expires', '72000');
     expect((await fetch(url)).status).toBe(403); // the store checks the signature too
+  });
+
+  it('400 validation_error for a bucket the service does not export to (S3_ALLOWED_BUCKETS); nothing is queued', async () => {
+    const tenant = await tenantWithRows(5);
+    const res = await svc.api('POST', '/v1/audit/export', {
+      token: tenant.admin,
+      body: { format: 'csv', ...lastHours(1).body, destination: { type: 's3', bucket: 'another-tenants-bucket', prefix: 'x' } },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      error: 'validation_error',
+      message: 'destination.bucket: another-tenants-bucket is not a bucket this service exports to',
+      details: [{ path: 'destination.bucket', message: 'is not one of the buckets this service exports to' }],
+    });
+    expect(await svc.database.db.select().from(auditExports).where(eq(auditExports.tenantId, tenant.tenantId))).toEqual([]);
   });
 
   it('fails the export, with the reason and an audit entry, when the store refuses the upload', async () => {

@@ -107,6 +107,13 @@ export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDep
       if (body.destination && !settings.s3) {
         throw new AppError('validation_error', 'destination: object storage is not configured on this service');
       }
+      // The service's credentials reach more than one tenant's buckets: a tenant names only one
+      // the operator allows (decision 175).
+      if (body.destination && settings.s3?.allowedBuckets && !settings.s3.allowedBuckets.includes(body.destination.bucket)) {
+        throw new AppError('validation_error', `destination.bucket: ${body.destination.bucket} is not a bucket this service exports to`, [
+          { path: 'destination.bucket', message: 'is not one of the buckets this service exports to' },
+        ]);
+      }
       const filters: ExportFilters = {
         ...(body.filters?.actorType !== undefined ? { actorType: body.filters.actorType } : {}),
         ...(body.filters?.action !== undefined ? { action: body.filters.action } : {}),
