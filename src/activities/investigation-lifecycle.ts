@@ -13,6 +13,8 @@ import { investigations, triageResults } from '../db/schema/investigation.js';
 import { monthlyQuota, usagePeriod } from '../domain/plans.js';
 
 class QuotaUsedUp extends Error {}
+/** Another attempt of the same start committed first (a timed-out attempt still running beside its retry). */
+class StartRaced extends Error {}
 
 /** The failure type the api turns into 429 `quota_exceeded`. */
 export const QUOTA_EXCEEDED = 'QuotaExceeded';
@@ -77,13 +79,15 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
             updatedAt: sql`now()`,
           })
           .where(and(eq(incidents.id, req.incidentId), eq(incidents.tenantId, req.tenantId)));
-        await appendEvent(tx, {
+        const appended = await appendEvent(tx, {
           tenantId: req.tenantId,
           type: 'investigation.started',
           incidentId: req.incidentId,
           payload: { incidentId: req.incidentId, run: row!.run, actorType: req.actor.type, actorId: req.actor.id },
           idempotencyKey: key,
         });
+        // The same start committed by another attempt meanwhile: undo this one's run and count.
+        if (!appended) throw new StartRaced();
         const used = await consumeQuota(tx, { tenantId: req.tenantId, period, metric: 'investigations', limit });
         if (used === null) throw new QuotaUsedUp(); // rolls the run back
         await appendAudit(tx, {
@@ -103,6 +107,10 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
         return row!.run;
       });
     } catch (err) {
+      if (err instanceof StartRaced) {
+        const [stored] = await db.select({ payload: events.payload }).from(events).where(eq(events.idempotencyKey, key));
+        return { run: (stored?.payload.run as number | null) ?? null, triaged: await triaged() };
+      }
       if (!(err instanceof QuotaUsedUp)) throw err;
     }
     if (run !== null) return { run, triaged: await triaged() };
