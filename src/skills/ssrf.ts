@@ -41,6 +41,21 @@ export function bareHost(hostname: string): string {
   return hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
 }
 
+/**
+ * Why an outbound URL a tenant configures (a skill's, a trigger webhook's) is refused, judged
+ * from the URL alone when it is written: its scheme, credentials in it, and an address written
+ * into it (the URL parser turns `0x7f000001` and the like into dotted form). A host name is
+ * judged after each resolution, when called. Undefined when it may be stored.
+ */
+export function outboundUrlRefusal(url: URL, options: { allowHttp: boolean; allowlist: NetworkAllowlist }): string | undefined {
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an https URL';
+  if (url.protocol === 'http:' && !options.allowHttp) return 'must use https (plain http needs the tenant setting allowHttpSkills)';
+  if (url.username !== '' || url.password !== '') return 'must not carry credentials; send them in a header (header values are stored encrypted)';
+  const host = bareHost(url.hostname);
+  const reason = net.isIP(host) ? refusalReason(host, options.allowlist) : undefined;
+  return reason ? `${host} is a ${reason} address; skills and triggers may only call public addresses` : undefined;
+}
+
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) return Promise.reject(signal.reason as Error);
   return new Promise<T>((resolve, reject) => {

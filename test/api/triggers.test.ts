@@ -114,6 +114,19 @@ describe('trigger CRUD', () => {
     // plain http only with allowHttpSkills
     await bad({ name: 'x', eventType: 'incident.created', action: 'webhook', actionConfig: { url: 'http://a.test/x' } }, other.admin);
     expect((await create(t.admin, { name: 'x', eventType: 'incident.created', action: 'webhook', actionConfig: { url: 'http://a.test/x' } })).status).toBe(201);
+    // The skills' address rules, judged when written: no credentials, no private, loopback or
+    // metadata address written into the URL (only 127.0.0.1 is allowlisted in this test).
+    for (const [url, message] of [
+      ['https://user:pw@hooks.example.com/x', /must not carry credentials/],
+      ['https://169.254.169.254/latest', /169\.254\.169\.254 is a link-local \(cloud metadata\) address/],
+      ['https://10.0.0.1/hook', /10\.0\.0\.1 is a private address/],
+      ['https://[::1]/hook', /::1 is a loopback address/],
+      ['https://0x7f000002/hook', /127\.0\.0\.2 is a loopback address/],
+    ] as const) {
+      const res = await create(t.admin, { name: 'x', eventType: 'incident.created', action: 'webhook', actionConfig: { url } });
+      expect(res.status, url).toBe(400);
+      expect(res.body).toMatchObject({ error: 'validation_error', details: [{ path: 'actionConfig.url', message: expect.stringMatching(message) }] });
+    }
   });
 
   it('keeps tenants apart: another tenant’s trigger is not listed and is 404', async () => {

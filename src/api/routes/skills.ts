@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { and, eq, sql } from 'drizzle-orm';
 import type { ZodError } from 'zod';
@@ -12,8 +11,7 @@ import { newId } from '../../ids.js';
 import { findBuiltinSkill, isBuiltinName } from '../../skills/builtins.js';
 import { checkInput, describeProblems } from '../../skills/json-schema.js';
 import type { SkillRuntime, StoredHttpConfig } from '../../skills/invoke.js';
-import { refusalReason } from '../../skills/networks.js';
-import { bareHost } from '../../skills/ssrf.js';
+import { outboundUrlRefusal } from '../../skills/ssrf.js';
 import { requireAuth, type AppDeps, type AppEnv, type AuthContext } from '../context.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
@@ -81,16 +79,9 @@ function storedConfig(
   }
   const parsed = HttpSkillConfig.safeParse(raw);
   if (!parsed.success) throw invalid(configIssues(parsed.error));
-  const url = new URL(parsed.data.url);
-  if (url.protocol === 'http:' && context.tenant.settings.allowHttpSkills !== true) {
-    throw invalid([{ path: 'config.url', message: 'must use https (plain http needs the tenant setting allowHttpSkills)' }]);
-  }
   // An address written into the URL is judged now; a host name after each resolution, when called.
-  const host = bareHost(url.hostname);
-  const reason = net.isIP(host) ? refusalReason(host, context.runtime.allowlist) : undefined;
-  if (reason) {
-    throw invalid([{ path: 'config.url', message: `${host} is a ${reason} address; skills may only call public addresses` }]);
-  }
+  const refusal = outboundUrlRefusal(new URL(parsed.data.url), { allowHttp: context.tenant.settings.allowHttpSkills === true, allowlist: context.runtime.allowlist });
+  if (refusal) throw invalid([{ path: 'config.url', message: refusal }]);
   const headers = Object.entries(parsed.data.headers ?? {});
   const config: StoredHttpConfig = { url: parsed.data.url, method: parsed.data.method };
   if (headers.length > 0) {

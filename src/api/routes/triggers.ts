@@ -7,6 +7,7 @@ import { findTenant } from '../../db/repositories/tenants.js';
 import { triggers, type TriggerAction, type TriggerRow } from '../../db/schema/triggers.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
+import { outboundUrlRefusal } from '../../skills/ssrf.js';
 import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
@@ -44,13 +45,10 @@ async function checkActionConfig(deps: AppDeps, tenantId: string, action: Trigge
     throw new AppError('validation_error', details.map((d) => `${d.path}: ${d.message}`).join('; '), details);
   }
   if (action === 'webhook') {
-    const url = new URL(String(parsed.data.url));
+    // The skill rules (decision 177): judged here as far as the URL alone tells, on delivery too.
     const tenant = await findTenant(deps.db, tenantId);
-    const ok = url.protocol === 'https:' || (url.protocol === 'http:' && tenant?.settings.allowHttpSkills === true);
-    if (!ok) {
-      const message = url.protocol === 'http:' ? 'must use https (plain http needs the tenant setting allowHttpSkills)' : 'must be an https URL';
-      throw new AppError('validation_error', `actionConfig.url: ${message}`, [{ path: 'actionConfig.url', message }]);
-    }
+    const message = outboundUrlRefusal(new URL(String(parsed.data.url)), { allowHttp: tenant?.settings.allowHttpSkills === true, allowlist: deps.skills.allowlist });
+    if (message) throw new AppError('validation_error', `actionConfig.url: ${message}`, [{ path: 'actionConfig.url', message }]);
   }
   return parsed.data;
 }
