@@ -44,9 +44,16 @@ const STATEMENT_TIMEOUT_MESSAGE = 'The database did not answer in time (busy, or
 /** Seconds a client is asked to wait before retrying after a 503. */
 const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
+/** At most this many problems are listed, each at most this long: a body of 60,000 unknown keys made a 1.4 MB answer. */
+const MAX_LISTED_ISSUES = 20;
+const MAX_ISSUE_TEXT = 300;
+
+const clipText = (text: string) => (text.length <= MAX_ISSUE_TEXT ? text : `${text.slice(0, MAX_ISSUE_TEXT - 1)}…`);
+
 function describeIssues(error: ZodError): { message: string; details: Array<{ path: string; message: string }> } {
-  const details = error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
-  const message = details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ');
+  const details = error.issues.slice(0, MAX_LISTED_ISSUES).map((i) => ({ path: clipText(i.path.join('.')), message: clipText(i.message) }));
+  const more = error.issues.length - details.length;
+  const message = details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ') + (more > 0 ? `; and ${more} more` : '');
   return { message: message || 'Invalid request', details };
 }
 

@@ -125,6 +125,18 @@ describe('POST /v1/incidents/chat', () => {
     expect(after.length).toBe(before.length + 1);
   });
 
+  it('keeps a validation answer short whatever the body: 20 problems listed at most, each clipped', async () => {
+    const extra = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`unknown_field_${i}`, i]));
+    // Runbooks refuse unknown fields: one problem naming every key.
+    const res = await svc.api('POST', '/v1/runbooks', { token: tenant.admin, body: { title: 'x', ...extra } });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('validation_error');
+    expect(JSON.stringify(res.body).length).toBeLessThan(8_000);
+    expect(res.body.details.length).toBeLessThanOrEqual(20);
+    expect(res.body.details.every((d: { message: string; path: string }) => d.message.length <= 300 && d.path.length <= 300)).toBe(true);
+    expect(res.body.details.some((d: { message: string }) => /unknown_field_0/.test(d.message) && d.message.endsWith('…')), JSON.stringify(res.body).slice(0, 1500)).toBe(true);
+  });
+
   it('counts the monthly event quota and answers 429 event_quota_exceeded when it is reached', async () => {
     const starter = await svc.newTenant({ plan: 'plan_starter' });
     const period = usagePeriod(new Date());
