@@ -1,5 +1,6 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { listAudit, toAuditEntryView, verifyAuditChain } from '../../db/repositories/audit.js';
+import { listAudit, toAuditEntryView, verifyAuditChain, type ChainVerification } from '../../db/repositories/audit.js';
+import { AppError } from '../../errors.js';
 import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { AuditList, AuditVerification, ListAuditQuery, VerifyAuditQuery } from '../schemas/audit.js';
@@ -8,8 +9,17 @@ import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.
 const tags = ['audit'];
 const toDate = (value: string | undefined) => (value === undefined ? undefined : new Date(value));
 
+/**
+ * Verifications that run at once on one api process, at most. Each is one statement over a
+ * whole chain with its own 10-minute bound (decision 158) on a connection of the api's pool of
+ * 20: unbounded, concurrent calls could hold every connection. The same verification asked
+ * again while it runs (same tenant and range) shares the running one (decision 179).
+ */
+const MAX_CONCURRENT_VERIFICATIONS = 2;
+
 /** The tenant's tamper-evident audit log (admins only): a filtered listing and chain verification. */
 export function registerAuditRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  const verifications = new Map<string, Promise<ChainVerification>>();
   app.openapi(
     createRoute({
       method: 'get',
@@ -51,7 +61,17 @@ export function registerAuditRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     async (c) => {
       const auth = requireAuth(c, 'admin');
       const query = c.req.valid('query');
-      return c.json(await verifyAuditChain(deps.db, auth.tenantId, { from: toDate(query.from), to: toDate(query.to) }), 200);
+      const key = `${auth.tenantId}|${query.from ?? ''}|${query.to ?? ''}`;
+      let running = verifications.get(key);
+      if (!running) {
+        if (verifications.size >= MAX_CONCURRENT_VERIFICATIONS) {
+          c.header('Retry-After', '5');
+          throw new AppError('rate_limit_exceeded', 'Audit chain verifications are already running on this server; retry in a few seconds');
+        }
+        running = verifyAuditChain(deps.db, auth.tenantId, { from: toDate(query.from), to: toDate(query.to) }).finally(() => verifications.delete(key));
+        verifications.set(key, running);
+      }
+      return c.json(await running, 200);
     },
   );
 }
