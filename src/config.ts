@@ -60,7 +60,8 @@ const envSchema = z.object({
   LLM_BASE_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://api.openai.com/v1' }).optional(),
   LLM_API_KEY: optionalString,
   LLM_MODEL: z.string().trim().min(1).max(200).default('gpt-4o-mini'),
-  LLM_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(20_000),
+  // Below triage's 60 s activity timeout, so a slow model falls back to the built-in analyzer (decision 180).
+  LLM_TIMEOUT_MS: z.coerce.number().int().min(100).max(50_000).default(20_000),
   LLM_COST_PER_1K_TOKENS: z.coerce.number().min(0).max(1000).default(0),
   EXPORT_DIR: optionalString,
   EXPORT_URL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),

@@ -45,6 +45,7 @@ describe('loadConfig', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ S3_ALLOWED_BUCKETS: 'Bad_Bucket' }, 'S3_ALLOWED_BUCKETS'],
     [{ TEMPORAL_ANSWER_TIMEOUT_MS: '10' }, 'TEMPORAL_ANSWER_TIMEOUT_MS'],
+    [{ LLM_TIMEOUT_MS: '60000' }, 'LLM_TIMEOUT_MS'],
     [{ NODE_ENV: 'production' }, 'JWT_SECRET'],
   ])('rejects %j naming %s', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
