@@ -129,5 +129,13 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
     return { run: null, triaged: await triaged() };
   }
 
-  return { beginInvestigation };
+  async function latestInvestigation(req: { incidentId: string; tenantId: string }): Promise<{ run: number; status: string } | null> {
+    const [row] = await db
+      .select({ run: investigations.run, status: investigations.status })
+      .from(investigations)
+      .where(and(eq(investigations.incidentId, req.incidentId), eq(investigations.tenantId, req.tenantId)));
+    return row ?? null;
+  }
+
+  return { beginInvestigation, latestInvestigation };
 }

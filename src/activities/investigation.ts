@@ -309,7 +309,7 @@ interface EvidenceDraft {
 }
 
 /** The engine's part of the activities the workflow proxies (`beginInvestigation` lives in investigation-lifecycle.ts). */
-export type InvestigationEngineActivities = Omit<InvestigationActivities, 'beginInvestigation'>;
+export type InvestigationEngineActivities = Omit<InvestigationActivities, 'beginInvestigation' | 'latestInvestigation'>;
 
 /**
  * `model` is the configured provider: the built-in analyzer ranks the hypotheses either way; a

@@ -80,4 +80,6 @@ export type InvestigationActivities = Record<(typeof agentActivityNames)[AgentRo
   beginInvestigation(req: BeginInvestigationRequest & { automatic: boolean }): Promise<BeginInvestigationResult>;
   synthesizeInvestigation(req: SynthesisRequest): Promise<SynthesisResult>;
   recordInvestigationFailure(req: InvestigationRequest & { reason: string }): Promise<void>;
+  /** The incident's stored investigation (its run and status), for a workflow run that did not start it; null when none. */
+  latestInvestigation(req: { incidentId: string; tenantId: string }): Promise<{ run: number; status: string } | null>;
 };

@@ -560,7 +560,17 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     (remediationRequested !== null && !remediationTask && !investigationTask && !closeRequested) ||
     (pendingInvestigation !== null && !investigationTask) ||
     pendingAlerts.length > 0 ||
-    (!investigationTask && reports !== null && contextVersion > contextSynthesised && Boolean(state.investigationRun));
+    (!investigationTask && reports !== null && contextVersion > contextSynthesised && Boolean(state.investigationRun)) ||
+    contextForStoredInvestigation();
+  /**
+   * Human context in a run that did not run the agents itself (a reopened incident, a run
+   * continued as new): its investigation is the stored one, re-synthesised from its stored
+   * findings. It used to be ignored while the api answered `resynthesis: true` (decision 181).
+   */
+  const contextWithoutReports = patched('context-without-reports');
+  function contextForStoredInvestigation(): boolean {
+    return contextWithoutReports && !investigationTask && pendingInvestigation === null && reports === null && contextVersion > contextSynthesised;
+  }
 
   for (;;) {
     await condition(() => closeRequested || hasWork() || workflowInfo().continueAsNewSuggested);
@@ -593,6 +603,19 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     if (!investigationTask && reports !== null && contextVersion > contextSynthesised && state.investigationRun) {
       // Human context after the investigation finished: re-synthesise with the same reports.
       await synthesise({ incidentId: state.incidentId, tenantId: state.tenantId, run: state.investigationRun, workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength });
+      continue;
+    }
+    if (contextForStoredInvestigation()) {
+      const seen = contextVersion;
+      const stored = state.investigationRun === undefined ? await investigationRecords.latestInvestigation({ incidentId: state.incidentId, tenantId: state.tenantId }) : null;
+      if (stored && stored.status !== 'running') {
+        state.investigationRun = stored.run;
+        state.investigationStatus = stored.status === 'failed' ? 'failed' : 'completed';
+      }
+      if (state.investigationRun !== undefined && state.investigationStatus !== 'running') {
+        await synthesise({ incidentId: state.incidentId, tenantId: state.tenantId, run: state.investigationRun, workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength });
+      }
+      contextSynthesised = Math.max(contextSynthesised, seen); // nothing stored to re-synthesise: the context waits for the next run
       continue;
     }
     // Before ending the run (closed, or continued as new), the tasks finish; work that arrives

@@ -167,6 +167,23 @@ describe('POST /v1/investigation/{incidentId}/context', () => {
     expect((await eventTypes(id)).filter((t) => t === 'investigation.completed').length).toBe(2);
   });
 
+  it('re-synthesises with context sent after the incident was closed and reopened (a run that did not run the agents)', async () => {
+    const id = await manualIncident();
+    await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: id } });
+    await completed(id);
+    expect((await svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'closed' } })).status).toBe(200);
+    await svc.client.workflow.getHandle(id).result();
+    const reopened = await svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'open' } });
+    expect(reopened.status).toBe(200);
+    const res = await svc.api('POST', `/v1/investigation/${id}/context`, { token: tenant.member, body: { content: 'The orders-db failover started at 03:02' } });
+    expect(res.body).toMatchObject({ incidentId: id, sequence: 1, resynthesis: true });
+    await eventually(async () => (await eventTypes(id)).filter((t) => t === 'investigation.completed').length === 2, 30_000);
+    const state = await svc.client.workflow.getHandle(id).query(getStateQuery);
+    expect(state).toMatchObject({ investigationRun: 1, investigationStatus: 'completed', syntheses: 1 });
+    const [row] = await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id));
+    expect(row).toMatchObject({ run: 1, status: 'completed' });
+  });
+
   it('validates the content and the incident', async () => {
     const id = await manualIncident();
     for (const body of [{}, { content: '' }, { content: '   ' }, { content: 'x'.repeat(4001) }]) {
