@@ -567,9 +567,8 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
    * continued as new): its investigation is the stored one, re-synthesised from its stored
    * findings. It used to be ignored while the api answered `resynthesis: true` (decision 181).
    */
-  const contextWithoutReports = patched('context-without-reports');
   function contextForStoredInvestigation(): boolean {
-    return contextWithoutReports && !investigationTask && pendingInvestigation === null && reports === null && contextVersion > contextSynthesised;
+    return !investigationTask && pendingInvestigation === null && reports === null && contextVersion > contextSynthesised;
   }
 
   for (;;) {
@@ -606,14 +605,18 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       continue;
     }
     if (contextForStoredInvestigation()) {
+      // Decided here, when it first matters, so runs without such context record no marker;
+      // a history from before it records nothing here either (waking alone adds no command).
       const seen = contextVersion;
-      const stored = state.investigationRun === undefined ? await investigationRecords.latestInvestigation({ incidentId: state.incidentId, tenantId: state.tenantId }) : null;
-      if (stored && stored.status !== 'running') {
-        state.investigationRun = stored.run;
-        state.investigationStatus = stored.status === 'failed' ? 'failed' : 'completed';
-      }
-      if (state.investigationRun !== undefined && state.investigationStatus !== 'running') {
-        await synthesise({ incidentId: state.incidentId, tenantId: state.tenantId, run: state.investigationRun, workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength });
+      if (patched('context-without-reports')) {
+        const stored = state.investigationRun === undefined ? await investigationRecords.latestInvestigation({ incidentId: state.incidentId, tenantId: state.tenantId }) : null;
+        if (stored && stored.status !== 'running') {
+          state.investigationRun = stored.run;
+          state.investigationStatus = stored.status === 'failed' ? 'failed' : 'completed';
+        }
+        if (state.investigationRun !== undefined && state.investigationStatus !== 'running') {
+          await synthesise({ incidentId: state.incidentId, tenantId: state.tenantId, run: state.investigationRun, workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength });
+        }
       }
       contextSynthesised = Math.max(contextSynthesised, seen); // nothing stored to re-synthesise: the context waits for the next run
       continue;
