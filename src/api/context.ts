@@ -24,7 +24,10 @@ export interface AppDeps {
   tokens: TokenVerifier;
   clock: () => Date;
   logger: Logger;
-  config: Pick<Config, 'publicBaseUrl' | 'trustProxy' | 'publicRateLimitPerMinute' | 'webhookRateLimitPerMinute'>;
+  config: Pick<Config, 'publicBaseUrl' | 'trustProxy' | 'publicRateLimitPerMinute' | 'webhookRateLimitPerMinute'> & {
+    /** Webhook requests with a refused key per address and minute before 429 (decision 182; default 600). */
+    webhookKeyFailuresPerMinute?: number;
+  };
   /** Encrypts skill header values; its allowlist judges skill URLs at creation. */
   skills: SkillRuntime;
   /**

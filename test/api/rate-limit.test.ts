@@ -6,7 +6,7 @@ import { createKey, postWebhook } from '../helpers/webhooks.js';
 let svc: TestService;
 
 beforeAll(async () => {
-  svc = await startTestService({ publicRateLimitPerMinute: 5, webhookRateLimitPerMinute: 3, trustProxy: true });
+  svc = await startTestService({ publicRateLimitPerMinute: 5, webhookRateLimitPerMinute: 3, trustProxy: true, webhookKeyFailuresPerMinute: 4 });
 });
 afterAll(() => svc?.stop());
 
@@ -89,6 +89,27 @@ describe('rate limits', () => {
     expect(bogus.headers.get('x-ratelimit-remaining')).not.toBe('4');
     const buckets = await svc.database.db.execute<{ bucket: string }>(sql`select distinct bucket from rate_limit_windows where bucket like 'ip:%'`);
     expect(Array.from(buckets).map((r) => r.bucket).sort()).toEqual(['ip:127.0.0.1', 'ip:203.0.113.7', 'ip:203.0.113.8']);
+  });
+
+  it('refuses at once an address that keeps sending refused keys, but not a key accepted before', async () => {
+    await awayFromWindowEdge();
+    const tenant = await svc.newTenant({ plan: 'plan_enterprise' });
+    const good = await createKey(svc, tenant.admin);
+    const from = (address: string) => ({ 'x-forwarded-for': address });
+    const alert = (n: number) => ({ name: `Flood${n}`, summary: 'x', startsAt: new Date(Date.now() + n).toISOString() });
+    // The good key is accepted once from the flood's address: it is known on this process.
+    expect((await postWebhook(svc, tenant.tenantId, 'generic', alert(0), { key: good.key, headers: from('198.51.100.77') })).status).toBe(202);
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      statuses.push((await postWebhook(svc, tenant.tenantId, 'generic', alert(i + 1), { key: `flo_${'F'.repeat(40)}${i}`, headers: from('198.51.100.77') })).status);
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 429, 429]);
+    const refused = await postWebhook(svc, tenant.tenantId, 'generic', alert(9), { key: `flo_${'G'.repeat(41)}`, headers: from('198.51.100.77') });
+    expect(refused.body).toEqual({ error: 'rate_limit_exceeded', message: expect.stringMatching(/^Too many webhook requests with a refused API key from this address; retry in \d+ s$/) });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    // The known key still delivers from there, and other addresses are not affected.
+    expect((await postWebhook(svc, tenant.tenantId, 'generic', alert(10), { key: good.key, headers: from('198.51.100.77') })).status).toBe(202);
+    expect((await postWebhook(svc, tenant.tenantId, 'generic', alert(11), { key: `flo_${'H'.repeat(41)}`, headers: from('198.51.100.78') })).status).toBe(401);
   });
 
   it('limits webhooks per tenant in their own window, with the headers, counting only authenticated deliveries', async () => {

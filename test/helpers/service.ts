@@ -99,6 +99,8 @@ export interface TestServiceOptions {
   answerTimeoutMs?: number;
   /** Another Temporal server than the suite's (host:port). */
   temporalAddress?: string;
+  /** Webhook requests with a refused key per address and minute before 429 (default 600). */
+  webhookKeyFailuresPerMinute?: number;
   /** `TRUST_PROXY`: the client address from `X-Forwarded-For` (default false). */
   trustProxy?: boolean;
   webhookRateLimitPerMinute?: number;
@@ -187,6 +189,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       trustProxy: options.trustProxy ?? false,
       publicRateLimitPerMinute: options.publicRateLimitPerMinute ?? 10_000,
       webhookRateLimitPerMinute: options.webhookRateLimitPerMinute ?? 1_000_000,
+      ...(options.webhookKeyFailuresPerMinute ? { webhookKeyFailuresPerMinute: options.webhookKeyFailuresPerMinute } : {}),
     },
     skills,
     ...(options.stream ? { realtime: { settings: options.stream } } : {}),

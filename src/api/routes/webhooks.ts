@@ -8,6 +8,8 @@ import { IngestBatcher } from '../../ingest/ingest.js';
 import { findProvider, providers } from '../../ingest/providers/index.js';
 import { PayloadError, type HeaderReader, type WebhookProvider } from '../../ingest/types.js';
 import type { AppDeps, AppEnv } from '../context.js';
+import { clientAddress } from '../middleware/auth.js';
+import { createKeyFailureGuard } from '../middleware/key-failures.js';
 import { applyRateLimit } from '../middleware/rate-limit.js';
 import { assertStorableJson } from '../middleware/storable-text.js';
 import { errorResponses } from '../schemas/common.js';
@@ -22,11 +24,14 @@ const IngestResponse = z
   .openapi('IngestResult');
 
 const deliveryIdPattern = /^[\w.:-]{1,200}$/;
+/** Webhook requests with a refused key one address may send a minute before it is refused at once (decision 182). */
+const DEFAULT_KEY_FAILURES_PER_MINUTE = 600;
 
 export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   const batcher = new IngestBatcher(deps.sql, deps.clock, deps.ingest);
   // Only for a payload that is refused before it reaches a batch (which judges keys itself).
   const credentials = new Coalescer((lookups: Array<{ tenantId: string; keyHash: string }>) => findWebhookCredentials(deps.relaxedSql, lookups));
+  const keyFailures = createKeyFailureGuard({ limitPerMinute: deps.config.webhookKeyFailuresPerMinute ?? DEFAULT_KEY_FAILURES_PER_MINUTE, clock: deps.clock });
   app.openapi(
     createRoute({
       method: 'post',
@@ -54,60 +59,72 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       const key = presentedApiKey(c.req.header('authorization'), c.req.header('x-api-key'));
       if (!key) throw new AppError('unauthorized', 'An API key (flo_…) is required in Authorization: Bearer or X-API-Key');
       const keyHash = hashApiKey(key);
-      const rawBody = new Uint8Array(await c.req.arrayBuffer());
-
-      // Judges the key found for this tenant: 401 for none, a suspended tenant or a bad or
-      // missing signature, 429 past the rate limit (with the X-RateLimit headers either way).
-      const admit = (credential: WebhookCredential | undefined): WebhookCredential => {
-        if (!credential || credential.tenantStatus !== 'active') {
-          throw new AppError('unauthorized', 'The API key is invalid, revoked, or not for this tenant');
-        }
-        c.set('apiKeyId', credential.keyId);
-        const signature = c.req.header('x-webhook-signature');
-        if (signature !== undefined) {
-          if (!verifySignature(credential.signingSecret, rawBody, signature)) {
-            throw new AppError('unauthorized', 'X-Webhook-Signature does not match the body');
-          }
-        } else if (credential.settings.requireWebhookSignature) {
-          throw new AppError('unauthorized', 'This tenant requires X-Webhook-Signature on webhooks');
-        }
-        const limit = deps.config.webhookRateLimitPerMinute;
-        applyRateLimit(
-          c,
-          { allowed: credential.windowCount <= limit, limit, remaining: Math.max(0, limit - credential.windowCount), resetAt: credential.windowReset },
-          deps.clock(),
-        );
-        return credential;
-      };
-
-      let parsed;
+      const address = clientAddress(c, deps.config.trustProxy);
+      const wait = keyFailures.blockedFor(address, keyHash);
+      if (wait > 0) {
+        c.header('Retry-After', String(wait));
+        throw new AppError('rate_limit_exceeded', `Too many webhook requests with a refused API key from this address; retry in ${wait} s`);
+      }
       try {
-        parsed = parsePayload(provider, rawBody, (name) => c.req.header(name));
+        const rawBody = new Uint8Array(await c.req.arrayBuffer());
+
+        // Judges the key found for this tenant: 401 for none, a suspended tenant or a bad or
+        // missing signature, 429 past the rate limit (with the X-RateLimit headers either way).
+        const admit = (credential: WebhookCredential | undefined): WebhookCredential => {
+          if (!credential || credential.tenantStatus !== 'active') {
+            throw new AppError('unauthorized', 'The API key is invalid, revoked, or not for this tenant');
+          }
+          c.set('apiKeyId', credential.keyId);
+          const signature = c.req.header('x-webhook-signature');
+          if (signature !== undefined) {
+            if (!verifySignature(credential.signingSecret, rawBody, signature)) {
+              throw new AppError('unauthorized', 'X-Webhook-Signature does not match the body');
+            }
+          } else if (credential.settings.requireWebhookSignature) {
+            throw new AppError('unauthorized', 'This tenant requires X-Webhook-Signature on webhooks');
+          }
+          const limit = deps.config.webhookRateLimitPerMinute;
+          applyRateLimit(
+            c,
+            { allowed: credential.windowCount <= limit, limit, remaining: Math.max(0, limit - credential.windowCount), resetAt: credential.windowReset },
+            deps.clock(),
+          );
+          return credential;
+        };
+
+        let parsed;
+        try {
+          parsed = parsePayload(provider, rawBody, (name) => c.req.header(name));
+        } catch (err) {
+          // What is wrong with a payload is told only to a caller whose key is good: the key is
+          // judged on its own first (a valid payload has its key judged in the batch instead).
+          if (err instanceof AppError) admit(await credentials.submit({ tenantId, keyHash }));
+          throw err;
+        }
+        const deliveryId = parsed.deliveryId && deliveryIdPattern.test(parsed.deliveryId) ? parsed.deliveryId : undefined;
+        const deliveryKey = deliveryId ? `id:${deliveryId}` : `body:${createHash('sha256').update(rawBody).digest('hex')}`;
+
+        let credential: WebhookCredential | undefined;
+        const { result, replayed } = await batcher.submit({
+          tenantId,
+          keyHash,
+          authorize: (found) => (credential = admit(found)),
+          provider: provider.name,
+          deliveryKey,
+          events: parsed.events,
+          ...(parsed.ignored ? { ignored: parsed.ignored } : {}),
+          requestId: c.get('requestId'),
+        });
+        if (credential?.touchDue) {
+          touchApiKey(deps.db, credential.keyId).catch((err: unknown) => c.get('logger').warn({ err }, 'could not record key use'));
+        }
+        if (replayed) c.header('Idempotent-Replayed', 'true');
+        keyFailures.accepted(keyHash);
+        return c.json(result, 202);
       } catch (err) {
-        // What is wrong with a payload is told only to a caller whose key is good: the key is
-        // judged on its own first (a valid payload has its key judged in the batch instead).
-        if (err instanceof AppError) admit(await credentials.submit({ tenantId, keyHash }));
+        if (err instanceof AppError && err.code === 'unauthorized') keyFailures.refused(address);
         throw err;
       }
-      const deliveryId = parsed.deliveryId && deliveryIdPattern.test(parsed.deliveryId) ? parsed.deliveryId : undefined;
-      const deliveryKey = deliveryId ? `id:${deliveryId}` : `body:${createHash('sha256').update(rawBody).digest('hex')}`;
-
-      let credential: WebhookCredential | undefined;
-      const { result, replayed } = await batcher.submit({
-        tenantId,
-        keyHash,
-        authorize: (found) => (credential = admit(found)),
-        provider: provider.name,
-        deliveryKey,
-        events: parsed.events,
-        ...(parsed.ignored ? { ignored: parsed.ignored } : {}),
-        requestId: c.get('requestId'),
-      });
-      if (credential?.touchDue) {
-        touchApiKey(deps.db, credential.keyId).catch((err: unknown) => c.get('logger').warn({ err }, 'could not record key use'));
-      }
-      if (replayed) c.header('Idempotent-Replayed', 'true');
-      return c.json(result, 202);
     },
   );
 }

@@ -1,0 +1,59 @@
+/**
+ * Webhook requests whose API key is refused, counted per client address in fixed one-minute
+ * windows on this api process (decision 182). A webhook's key is judged inside an ingestion
+ * batch (decision 139), so a request with a made-up key is read, parsed and queued like any
+ * other before it is refused: a flood of them could fill the batch queue, and every tenant's
+ * monitoring tools would then get 503. Past the limit, an address's requests are refused at
+ * once (429), except with a key that was accepted recently on this process, so a tenant's tool
+ * behind the same address as the flood keeps delivering.
+ */
+export interface KeyFailureGuard {
+  /** Seconds `address` must wait before a request with `keyHash` is read; 0 when it may go on. */
+  blockedFor(address: string, keyHash: string): number;
+  /** A request from `address` was refused for its key. */
+  refused(address: string): void;
+  /** A request with `keyHash` was accepted. */
+  accepted(keyHash: string): void;
+}
+
+const WINDOW_MS = 60_000;
+
+export function createKeyFailureGuard(options: { limitPerMinute: number; clock: () => Date; maxAddresses?: number; maxTrustedKeys?: number }): KeyFailureGuard {
+  const windows = new Map<string, { start: number; count: number }>();
+  const trusted = new Set<string>();
+  const maxAddresses = options.maxAddresses ?? 10_000;
+  const maxTrustedKeys = options.maxTrustedKeys ?? 10_000;
+  const windowStart = () => {
+    const now = options.clock().getTime();
+    return { now, start: now - (now % WINDOW_MS) };
+  };
+  // Maps keep insertion order: the oldest entry goes first when one is full.
+  const remember = <K>(set: { delete(key: K): boolean; keys(): IterableIterator<K>; readonly size: number }, limit: number) => {
+    if (set.size > limit) set.delete(set.keys().next().value as K);
+  };
+  return {
+    blockedFor(address, keyHash) {
+      if (trusted.has(keyHash)) return 0;
+      const window = windows.get(address);
+      const { now, start } = windowStart();
+      if (!window || window.start !== start || window.count < options.limitPerMinute) return 0;
+      return Math.max(1, Math.ceil((start + WINDOW_MS - now) / 1000));
+    },
+    refused(address) {
+      const { start } = windowStart();
+      const window = windows.get(address);
+      if (window && window.start === start) {
+        window.count++;
+        return;
+      }
+      windows.delete(address);
+      windows.set(address, { start, count: 1 });
+      remember(windows, maxAddresses);
+    },
+    accepted(keyHash) {
+      if (trusted.has(keyHash)) return;
+      trusted.add(keyHash);
+      remember(trusted, maxTrustedKeys);
+    },
+  };
+}
