@@ -135,8 +135,7 @@ export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger
   }
 
   return {
-    async invoke(request, on = deps.db) {
-      const db = on;
+    async invoke(request, db = deps.db) {
       const { tenantId, skillId } = request;
       const idempotencyKey = request.idempotencyKey ? scopedKey(tenantId, request.idempotencyKey) : null;
       if (idempotencyKey || request.invocationId) {

@@ -551,37 +551,34 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     }
   }
 
-  /**
-   * Work one of the main loop's branches below starts or does (a remediation, a begun
-   * investigation, alerts, a re-synthesis): exactly their conditions, so that whenever it holds a
-   * branch runs and changes it.
-   */
-  const hasWork = () =>
-    (remediationRequested !== null && !remediationTask && !investigationTask && !closeRequested) ||
-    (pendingInvestigation !== null && !investigationTask) ||
-    pendingAlerts.length > 0 ||
-    (!investigationTask && reports !== null && contextVersion > contextSynthesised && Boolean(state.investigationRun)) ||
-    contextForStoredInvestigation();
+  // The main loop's branches, each as the condition it runs on; `hasWork` is any of them, so a
+  // wake on it always leads to a branch that changes it.
+  const remediationDue = () => remediationRequested !== null && !remediationTask && !investigationTask && !closeRequested;
+  const investigationDue = () => pendingInvestigation !== null && !investigationTask;
+  /** Human context after the run's own investigation finished: re-synthesise with its reports. */
+  const resynthesisDue = () => !investigationTask && reports !== null && contextVersion > contextSynthesised && Boolean(state.investigationRun);
   /**
    * Human context in a run that did not run the agents itself (a reopened incident, a run
    * continued as new): its investigation is the stored one, re-synthesised from its stored
    * findings. It used to be ignored while the api answered `resynthesis: true` (decision 181).
    */
-  function contextForStoredInvestigation(): boolean {
-    return !investigationTask && pendingInvestigation === null && reports === null && contextVersion > contextSynthesised;
-  }
+  const contextForStoredInvestigation = () =>
+    !investigationTask && pendingInvestigation === null && reports === null && contextVersion > contextSynthesised;
+  const hasWork = () => remediationDue() || investigationDue() || pendingAlerts.length > 0 || resynthesisDue() || contextForStoredInvestigation();
+  const resynthesise = (run: number) =>
+    synthesise({ incidentId: state.incidentId, tenantId: state.tenantId, run, workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength });
 
   for (;;) {
     await condition(() => closeRequested || hasWork() || workflowInfo().continueAsNewSuggested);
-    if (remediationRequested !== null && !remediationTask && !investigationTask && !closeRequested) {
+    if (remediationDue()) {
       remediationTask = runRemediation().finally(() => {
         remediationTask = null;
       });
       continue;
     }
-    if (pendingInvestigation && !investigationTask) {
+    if (investigationDue()) {
       // Runs beside the loop, so alerts and status changes are handled while agents work.
-      const started = pendingInvestigation;
+      const started = pendingInvestigation!;
       pendingInvestigation = null;
       investigationTask = runInvestigation(started)
         .catch((err: unknown) => {
@@ -599,9 +596,8 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       await exclusive(processAlerts);
       continue;
     }
-    if (!investigationTask && reports !== null && contextVersion > contextSynthesised && state.investigationRun) {
-      // Human context after the investigation finished: re-synthesise with the same reports.
-      await synthesise({ incidentId: state.incidentId, tenantId: state.tenantId, run: state.investigationRun, workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength });
+    if (resynthesisDue()) {
+      await resynthesise(state.investigationRun!);
       continue;
     }
     if (contextForStoredInvestigation()) {
@@ -614,9 +610,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
           state.investigationRun = stored.run;
           state.investigationStatus = stored.status === 'failed' ? 'failed' : 'completed';
         }
-        if (state.investigationRun !== undefined && state.investigationStatus !== 'running') {
-          await synthesise({ incidentId: state.incidentId, tenantId: state.tenantId, run: state.investigationRun, workflowId: workflowInfo().workflowId, historyEventId: workflowInfo().historyLength });
-        }
+        if (state.investigationRun !== undefined && state.investigationStatus !== 'running') await resynthesise(state.investigationRun);
       }
       contextSynthesised = Math.max(contextSynthesised, seen); // nothing stored to re-synthesise: the context waits for the next run
       continue;

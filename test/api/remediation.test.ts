@@ -6,7 +6,7 @@ import { incidents } from '../../src/db/schema/incidents.js';
 import { approvals, notifications, remediations, remediationSteps } from '../../src/db/schema/remediation.js';
 import { tenants, type TenantSettings } from '../../src/db/schema/tenants.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
-import { investigateToPendingApproval } from '../helpers/remediation.js';
+import { expiredApproval, investigateToPendingApproval } from '../helpers/remediation.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 
@@ -138,10 +138,7 @@ describe('remediation behind approval', () => {
   it('expires at the deadline; a late answer is 409 approval_expired', async () => {
     const tenant = await tenantWith({ approvalSeconds: 3 });
     const { incidentId, approval } = await awaitingApproval(tenant);
-    const expired = await eventually(async () => {
-      const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id));
-      return row?.status === 'expired' ? row : undefined;
-    }, 20_000);
+    const expired = await expiredApproval(svc, approval.id, 20_000);
     expect(expired.expiredReason).toBe('deadline');
     expect(await eventTypes(incidentId)).toContain('approval.expired');
     const late = await respond(tenant, approval.id, { decision: 'approve' });
@@ -161,10 +158,7 @@ describe('remediation behind approval', () => {
     const { incidentId, approval } = await awaitingApproval(tenant);
     const resolved = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.member, body: { status: 'resolved' } });
     expect(resolved.status).toBe(200);
-    const expired = await eventually(async () => {
-      const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id));
-      return row?.status === 'expired' ? row : undefined;
-    }, 20_000);
+    const expired = await expiredApproval(svc, approval.id, 20_000);
     expect(expired.expiredReason).toBe('resolved');
     const [rem] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
     expect(rem!.status).toBe('cancelled');
@@ -172,6 +166,7 @@ describe('remediation behind approval', () => {
     expect(late.status).toBe(409);
     expect(late.body.error).toBe('approval_expired');
     const steps = await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId));
+    expect(steps.length).toBeGreaterThan(0);
     expect(steps.every((s) => s.status === 'pending')).toBe(true);
     expect((await incident(incidentId)).status).toBe('resolved');
     expect(await eventTypes(incidentId)).toContain('approval.expired');
@@ -286,10 +281,7 @@ describe('remediation behind approval', () => {
       dedupeKey: `logs:new-${Date.now()}`,
     });
     expect((await svc.api('POST', `/v1/investigation/${incidentId}/context`, { token: tenant.member, body: { content: 'The TLS certificate of checkout-api expired at 03:00' } })).status).toBe(202);
-    const old = await eventually(async () => {
-      const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id));
-      return row?.status === 'expired' ? row : undefined;
-    }, 30_000);
+    const old = await expiredApproval(svc, approval.id, 30_000);
     expect(old.expiredReason).toBe('superseded');
     const replacement = await eventually(async () => {
       const rows = await svc.database.db.select().from(approvals).where(and(eq(approvals.incidentId, incidentId), eq(approvals.status, 'pending')));

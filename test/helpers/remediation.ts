@@ -1,6 +1,7 @@
 import { eq } from 'drizzle-orm';
 import { expect } from 'vitest';
 import { approvals } from '../../src/db/schema/remediation.js';
+import { tenants } from '../../src/db/schema/tenants.js';
 import type { TestService } from './service.js';
 import { eventually } from './webhooks.js';
 
@@ -17,4 +18,20 @@ export async function investigateToPendingApproval(svc: TestService, tenant: { m
     return row?.status === 'pending' ? row : undefined;
   }, 30_000);
   return { incidentId, approval };
+}
+
+/** Waits until the approval has expired, and answers its row. */
+export async function expiredApproval(svc: TestService, approvalId: string, timeoutMs: number) {
+  return eventually(async () => {
+    const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approvalId));
+    return row?.status === 'expired' ? row : undefined;
+  }, timeoutMs);
+}
+
+/** A Business tenant whose approvals wait `minutes`, its admin a known user (one who gets approval notifications). */
+export async function tenantWithApprovalTimeout(svc: TestService, minutes: number) {
+  const tenant = await svc.newTenant({ plan: 'plan_business' });
+  await svc.database.db.update(tenants).set({ settings: { approvalTimeoutMinutes: minutes } }).where(eq(tenants.id, tenant.tenantId));
+  await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
+  return tenant;
 }

@@ -3,8 +3,7 @@ import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { StepRequest } from '../../src/analysis/remediation-types.js';
 import { approvals, remediations, remediationSteps, type RemediationStepPlan } from '../../src/db/schema/remediation.js';
-import { tenants } from '../../src/db/schema/tenants.js';
-import { investigateToPendingApproval } from '../helpers/remediation.js';
+import { expiredApproval, investigateToPendingApproval, tenantWithApprovalTimeout } from '../helpers/remediation.js';
 import { startTestWorker, useWorkerlessService } from '../helpers/workers.js';
 import { eventually } from '../helpers/webhooks.js';
 
@@ -13,8 +12,7 @@ const env = useWorkerlessService();
 describe('an approval deadline while no worker runs', () => {
   it('expires the approval once a worker is back', async () => {
     const { svc, connection } = env;
-    const tenant = await svc.newTenant({ plan: 'plan_business' });
-    await svc.database.db.update(tenants).set({ settings: { approvalTimeoutMinutes: 3 / 60 } }).where(eq(tenants.id, tenant.tenantId));
+    const tenant = await tenantWithApprovalTimeout(svc, 3 / 60);
     const first = await startTestWorker(svc, connection);
     const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
     // Wait until the workflow sleeps on its deadline timer, then take every worker away.
@@ -28,10 +26,7 @@ describe('an approval deadline while no worker runs', () => {
     expect(whileDown!.status).toBe('pending'); // nothing ran at the deadline
     const second = await startTestWorker(svc, connection);
     try {
-      const expired = await eventually(async () => {
-        const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id));
-        return row?.status === 'expired' ? row : undefined;
-      }, 30_000);
+      const expired = await expiredApproval(svc, approval.id, 30_000);
       expect(expired.expiredReason).toBe('deadline');
       const [rem] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
       expect(rem!.status).toBe('cancelled');
@@ -44,9 +39,7 @@ describe('an approval deadline while no worker runs', () => {
 describe('a worker killed between two remediation steps', () => {
   it('runs each step exactly once across the restart', async () => {
     const { svc, connection } = env;
-    const tenant = await svc.newTenant({ plan: 'plan_business' });
-    await svc.database.db.update(tenants).set({ settings: { approvalTimeoutMinutes: 10 } }).where(eq(tenants.id, tenant.tenantId));
-    await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
+    const tenant = await tenantWithApprovalTimeout(svc, 10);
 
     // The crashing worker hangs in step 2 (index 1), after step 1 has run.
     let hung = false;
@@ -101,9 +94,7 @@ describe('a worker killed between two remediation steps', () => {
 describe('a remediation activity that fails for good', () => {
   it('ends the remediation as failed and leaves the incident answering, not a workflow that fails every task', async () => {
     const { svc, connection } = env;
-    const tenant = await svc.newTenant({ plan: 'plan_business' });
-    await svc.database.db.update(tenants).set({ settings: { approvalTimeoutMinutes: 10 } }).where(eq(tenants.id, tenant.tenantId));
-    await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
+    const tenant = await tenantWithApprovalTimeout(svc, 10);
     // Its step row is gone, say: the activity's own non-retryable failure.
     let failed = 0;
     const worker = await startTestWorker(svc, connection, {

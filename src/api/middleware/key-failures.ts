@@ -27,9 +27,10 @@ export function createKeyFailureGuard(options: { limitPerMinute: number; clock: 
     const now = options.clock().getTime();
     return { now, start: now - (now % WINDOW_MS) };
   };
-  // Maps keep insertion order: the oldest entry goes first when one is full.
-  const remember = <K>(set: { delete(key: K): boolean; keys(): IterableIterator<K>; readonly size: number }, limit: number) => {
-    if (set.size > limit) set.delete(set.keys().next().value as K);
+  // Maps and sets keep insertion order: the oldest entry goes first when one is full.
+  const dropOldest = (entries: Map<string, unknown> | Set<string>, limit: number) => {
+    const oldest = entries.keys().next().value;
+    if (entries.size > limit && oldest !== undefined) entries.delete(oldest);
   };
   return {
     blockedFor(address, keyHash) {
@@ -48,12 +49,12 @@ export function createKeyFailureGuard(options: { limitPerMinute: number; clock: 
       }
       windows.delete(address);
       windows.set(address, { start, count: 1 });
-      remember(windows, maxAddresses);
+      dropOldest(windows, maxAddresses);
     },
     accepted(keyHash) {
       if (trusted.has(keyHash)) return;
       trusted.add(keyHash);
-      remember(trusted, maxTrustedKeys);
+      dropOldest(trusted, maxTrustedKeys);
     },
   };
 }
