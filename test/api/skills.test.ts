@@ -328,6 +328,21 @@ describe('GET list and one', () => {
     expect(builtin.status).toBe(200);
     expect(builtin.body).toMatchObject({ name: 'blast_radius', type: 'builtin', enabled: true, description: expect.stringMatching(/depend/) });
   });
+  it('shows members an http skill URL with its query values masked; admins see it whole', async () => {
+    const url = `${server.url}/search?q=errors&api_key=qtok-9f8e7d-query-value#frag`;
+    const { skillId } = await createSkill(httpSkill({ config: { url, method: 'GET' } }));
+    const asAdmin = await call('GET', `${base(tenant.tenantId)}/${skillId}`, { token: tenant.admin });
+    expect(asAdmin.body.config.url).toBe(url);
+    const asMember = await call('GET', `${base(tenant.tenantId)}/${skillId}`, { token: tenant.member });
+    expect(asMember.status).toBe(200);
+    expect(asMember.body.config.url).toBe(`${server.url}/search?q=***&api_key=***#***`);
+    const list = await call('GET', `${base(tenant.tenantId)}?limit=200`, { token: tenant.member });
+    const listed = list.body.items.find((i: { skillId: string }) => i.skillId === skillId);
+    expect(listed.config.url).toBe(`${server.url}/search?q=***&api_key=***#***`);
+    expect(JSON.stringify(list.body)).not.toContain('qtok-9f8e7d-query-value');
+    const adminList = await call('GET', `${base(tenant.tenantId)}?limit=200`, { token: tenant.admin });
+    expect(adminList.body.items.find((i: { skillId: string }) => i.skillId === skillId).config.url).toBe(url);
+  });
 });
 
 describe('PATCH /api/v1/tenants/{tenantId}/skills/{skillId}', () => {

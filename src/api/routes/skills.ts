@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { and, eq, sql } from 'drizzle-orm';
 import type { ZodError } from 'zod';
 import { appendAudit } from '../../db/repositories/audit.js';
-import { findSkill, listSkills, sortedHeaderNames, toBuiltinView, toSkillView } from '../../db/repositories/skills.js';
+import { findSkill, listSkills, sortedHeaderNames, toBuiltinView, toSkillView, type SkillView } from '../../db/repositories/skills.js';
 import { skills, type SkillRow } from '../../db/schema/skills.js';
 import type { TenantRow } from '../../db/schema/tenants.js';
 import { getPlan } from '../../domain/plans.js';
@@ -14,6 +14,7 @@ import type { SkillRuntime, StoredHttpConfig } from '../../skills/invoke.js';
 import { outboundUrlRefusal } from '../../skills/ssrf.js';
 import { requireAuth, type AppDeps, type AppEnv, type AuthContext } from '../context.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
+import { urlForViewer } from '../url-view.js';
 import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
 import {
   CreatedSkill,
@@ -93,6 +94,13 @@ function storedConfig(
     );
   }
   return { ...config };
+}
+
+/** A skill as `auth` may see it: an http skill's URL query masked for non-admins. */
+function viewFor(view: SkillView, auth: AuthContext): SkillView {
+  const config = view.config;
+  if (!('url' in config) || typeof config.url !== 'string') return view;
+  return { ...view, config: { ...config, url: urlForViewer(config.url, auth) } };
 }
 
 function headerNames(config: Record<string, unknown>): string[] {
@@ -190,7 +198,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       const last = page.items.at(-1);
       return c.json(
         {
-          items: page.items.map((item) => item.view),
+          items: page.items.map((item) => viewFor(item.view, auth)),
           nextCursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'asc' }) : null,
         },
         200,
@@ -215,7 +223,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       if (builtin) return c.json(toBuiltinView(builtin, auth.tenantId), 200);
       const row = await findSkill(deps.db, auth.tenantId, skillId);
       if (!row) throw new AppError('skill_not_found', noSuchSkill);
-      return c.json(toSkillView(row), 200);
+      return c.json(viewFor(toSkillView(row), auth), 200);
     },
   );
 

@@ -2,6 +2,7 @@ import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import { olderThan } from '../../db/keyset.js';
 import { and, count, desc, eq, sql, type SQL } from 'drizzle-orm';
 import { generateSigningSecret } from '../../auth/api-keys.js';
+import type { Principal } from '../../auth/tokens.js';
 import { appendAudit } from '../../db/repositories/audit.js';
 import { findTenant } from '../../db/repositories/tenants.js';
 import { triggers, type TriggerAction, type TriggerRow } from '../../db/schema/triggers.js';
@@ -10,20 +11,23 @@ import { newId } from '../../ids.js';
 import { outboundUrlRefusal } from '../../skills/ssrf.js';
 import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
+import { urlForViewer } from '../url-view.js';
 import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
 import { CreateTriggerBody, CreatedTrigger, ListTriggersQuery, TriggerIdParam, TriggerList, UpdateTriggerBody } from '../schemas/triggers.js';
 
 const tags = ['triggers'];
 const noSuchTrigger = 'No trigger has that identifier';
 
-export function toTriggerView(row: TriggerRow) {
+/** A trigger as `viewer` may see it: a webhook action's URL query masked for non-admins. */
+export function toTriggerView(row: TriggerRow, viewer: Pick<Principal, 'roles'>) {
+  const url = (row.actionConfig as { url?: unknown } | null)?.url;
   return {
     triggerId: row.id,
     name: row.name,
     eventType: row.eventType,
     conditions: row.conditions,
     action: row.action,
-    actionConfig: row.actionConfig,
+    actionConfig: typeof url === 'string' ? { ...row.actionConfig, url: urlForViewer(url, viewer) } : row.actionConfig,
     enabled: row.enabled,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
@@ -86,7 +90,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       const page = rows.slice(0, query.limit);
       return c.json(
         {
-          items: page.map(toTriggerView),
+          items: page.map((row) => toTriggerView(row, auth)),
           total: totals[0]?.total ?? 0,
           nextCursor: nextCursor(page, rows.length > query.limit),
         },
@@ -137,7 +141,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
         });
         return created!;
       });
-      return c.json({ ...toTriggerView(row), ...(secret ? { signingSecret: secret } : {}) }, 201);
+      return c.json({ ...toTriggerView(row, auth), ...(secret ? { signingSecret: secret } : {}) }, 201);
     },
   );
 
@@ -195,7 +199,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
         });
         return updated;
       });
-      return c.json({ ...toTriggerView(row), ...(newSecret ? { signingSecret: newSecret } : {}) }, 200);
+      return c.json({ ...toTriggerView(row, auth), ...(newSecret ? { signingSecret: newSecret } : {}) }, 200);
     },
   );
 
