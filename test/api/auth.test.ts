@@ -116,6 +116,32 @@ describe('JWT authentication', () => {
     expect(list.body.error).toBe('forbidden');
   });
 
+  it('judges the caller before the input on every JWT route: 401 without a token, 403 without the role, never 400', async () => {
+    const doc = (await svc.api('GET', '/openapi.json')).body as {
+      paths: Record<string, Record<string, { security?: Array<Record<string, string[]>> }>>;
+    };
+    const noRole = hs256({ tenant_id: tenant.tenantId, roles: ['viewer'] });
+    let checked = 0;
+    for (const [template, operations] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const required = operation.security?.find((s) => 'bearerAuth' in s)?.bearerAuth;
+        if (!required) continue;
+        expect(required, `${method} ${template} names its role`).toHaveLength(1);
+        // Every parameter malformed, an unknown query value and a body of the wrong shape.
+        const path = `${template.replace(/\{[^}]+\}/g, 'not%20an%20id')}?limit=many&cursor=%%%`;
+        const body = ['post', 'put', 'patch'].includes(method) ? { unexpected: [1, 2, 3] } : undefined;
+        const verb = method.toUpperCase() as 'GET';
+        const anonymous = await svc.api(verb, path, body ? { body } : {});
+        expect([anonymous.status, anonymous.body.error], `${method} ${template} without a token`).toEqual([401, 'unauthorized']);
+        const outsider = required[0] === 'admin' ? tenant.member : noRole;
+        const refused = await svc.api(verb, path, { token: outsider, ...(body ? { body } : {}) });
+        expect([refused.status, refused.body.error], `${method} ${template} without the ${required[0]} role`).toEqual([403, 'forbidden']);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(54);
+  });
+
   it('lets an admin do everything a member can', async () => {
     const res = await svc.api('POST', '/v1/incidents/chat', {
       token: tenant.admin,

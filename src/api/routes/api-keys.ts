@@ -6,10 +6,10 @@ import { countActiveKeys, listApiKeys, MAX_ACTIVE_KEYS_PER_TENANT, toApiKeyView 
 import { apiKeys } from '../../db/schema/ingestion.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
-import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { ApiKeyList, CreateApiKeyBody, CreatedApiKey, KeyIdParam, ListApiKeysQuery } from '../schemas/api-keys.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 
 export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
@@ -19,7 +19,7 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       path: '/v1/api-keys',
       tags: ['api keys'],
       summary: 'Create a webhook API key (the key and its signing secret are shown only here)',
-      security: bearerSecurity,
+      ...access('admin'),
       request: { body: { required: true, content: { 'application/json': { schema: CreateApiKeyBody } } } },
       responses: { 201: jsonResponse(CreatedApiKey, 'The new key'), ...errorResponses(400, 401, 403, 409) },
     }),
@@ -63,7 +63,7 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       path: '/v1/api-keys',
       tags: ['api keys'],
       summary: 'List API keys (never their secrets), newest first',
-      security: bearerSecurity,
+      ...access('admin'),
       request: { query: ListApiKeysQuery },
       responses: { 200: jsonResponse(ApiKeyList, 'A page of keys'), ...errorResponses(400, 401, 403) },
     }),
@@ -88,7 +88,7 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       path: '/v1/api-keys/{keyId}',
       tags: ['api keys'],
       summary: 'Revoke an API key, effective immediately',
-      security: bearerSecurity,
+      ...access('admin'),
       request: { params: KeyIdParam },
       responses: { 204: { description: 'Revoked' }, ...errorResponses(401, 403, 404, 409) },
     }),

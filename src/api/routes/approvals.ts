@@ -4,10 +4,10 @@ import { and, asc, count, desc, eq, type SQL } from 'drizzle-orm';
 import { incidents } from '../../db/schema/incidents.js';
 import { approvals, remediations, remediationSteps } from '../../db/schema/remediation.js';
 import { AppError } from '../../errors.js';
-import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { ApprovalList, ListApprovalsQuery, Remediation, RemediationIdParam } from '../schemas/approvals.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -19,7 +19,7 @@ export function registerApprovalRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       path: '/v1/approvals',
       tags: ['approvals'],
       summary: 'List remediation approvals, newest first, with their incident and remediation',
-      security: bearerSecurity,
+      ...access('member'),
       request: { query: ListApprovalsQuery },
       responses: { 200: jsonResponse(ApprovalList, 'A page of approvals'), ...errorResponses(400, 401, 403) },
     }),
@@ -80,7 +80,7 @@ export function registerApprovalRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       path: '/v1/remediations/{remediationId}',
       tags: ['approvals'],
       summary: 'Get a remediation: its plan, step statuses and outputs, its approval, timestamps',
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: RemediationIdParam },
       responses: { 200: jsonResponse(Remediation, 'The remediation'), ...errorResponses(400, 401, 403, 404) },
     }),

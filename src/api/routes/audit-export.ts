@@ -18,7 +18,7 @@ import { AppError } from '../../errors.js';
 import { createObjectStore, parseObjectLocation, type ObjectStore } from '../../exports/object-store.js';
 import { DOWNLOAD_URL_TTL_MS, signDownloadUrl, verifyDownloadUrl } from '../../exports/signed-url.js';
 import { newId } from '../../ids.js';
-import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import {
   AuditExportAccepted,
   AuditExportView,
@@ -26,7 +26,7 @@ import {
   DownloadQuery,
   ExportIdParam,
 } from '../schemas/audit-export.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 /** What the api needs for exports: the directory it serves files from, the URL key, object storage. */
 export interface ExportApiSettings {
@@ -86,7 +86,7 @@ export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDep
       path: '/v1/audit/export',
       tags: ['audit'],
       summary: 'Export the audit log asynchronously (NDJSON or CSV, gzip)',
-      security: bearerSecurity,
+      ...access('admin'),
       request: { body: { required: true, content: { 'application/json': { schema: CreateAuditExportBody } } } },
       responses: { 202: jsonResponse(AuditExportAccepted, 'Queued'), ...errorResponses(400, 401, 403) },
     }),
@@ -185,7 +185,7 @@ export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDep
       path: '/v1/audit/export/{exportId}',
       tags: ['audit'],
       summary: 'An audit export: poll until status is completed, then download',
-      security: bearerSecurity,
+      ...access('admin'),
       request: { params: ExportIdParam },
       responses: { 200: jsonResponse(AuditExportView, 'The export'), ...errorResponses(401, 403, 404) },
     }),

@@ -1,10 +1,10 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { listAudit, toAuditEntryView, verifyAuditChain, type ChainVerification } from '../../db/repositories/audit.js';
 import { AppError } from '../../errors.js';
-import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { AuditList, AuditVerification, ListAuditQuery, VerifyAuditQuery } from '../schemas/audit.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 const tags = ['audit'];
 const toDate = (value: string | undefined) => (value === undefined ? undefined : new Date(value));
@@ -26,7 +26,7 @@ export function registerAuditRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: '/v1/audit',
       tags,
       summary: 'List audit entries, newest first (admin)',
-      security: bearerSecurity,
+      ...access('admin'),
       request: { query: ListAuditQuery },
       responses: { 200: jsonResponse(AuditList, 'A page of audit entries'), ...errorResponses(400, 401, 403) },
     }),
@@ -54,7 +54,7 @@ export function registerAuditRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       tags,
       summary: "Verify the tenant's audit hash chain over a range (admin)",
       description: 'Recomputes every entry’s hash from its content and checks each link to the entry before it and that no position is missing. Without `to`, the chain head must also be the last entry.',
-      security: bearerSecurity,
+      ...access('admin'),
       request: { query: VerifyAuditQuery },
       responses: { 200: jsonResponse(AuditVerification, 'The verification result'), ...errorResponses(400, 401, 403) },
     }),

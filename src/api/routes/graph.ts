@@ -7,9 +7,9 @@ import { findService, listEdges, listServices, toEdgeView, toServiceView, type B
 import { serviceEdges, services } from '../../db/schema/topology.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
-import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 import {
   BlastRadiusSchema,
   CreateEdgeBody,
@@ -37,7 +37,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: '/v1/graph/nodes',
       tags,
       summary: 'Add a service node (its name is unique in the tenant)',
-      security: bearerSecurity,
+      ...access('member'),
       request: { body: { required: true, content: { 'application/json': { schema: CreateServiceBody } } } },
       responses: { 201: jsonResponse(ServiceNode, 'The new service node'), ...errorResponses(400, 401, 403, 409) },
     }),
@@ -81,7 +81,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: '/v1/graph/nodes',
       tags,
       summary: 'List service nodes, newest first',
-      security: bearerSecurity,
+      ...access('member'),
       request: { query: ListServicesQuery },
       responses: { 200: jsonResponse(ServiceNodeList, 'A page of service nodes'), ...errorResponses(400, 401, 403) },
     }),
@@ -112,7 +112,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: '/v1/graph/nodes/{serviceId}',
       tags,
       summary: 'Get one service node',
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: ServiceIdParam },
       responses: { 200: jsonResponse(ServiceNode, 'The service node'), ...errorResponses(400, 401, 403, 404) },
     }),
@@ -130,7 +130,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: '/v1/graph/nodes/{serviceId}',
       tags,
       summary: "Change a service node's team, criticality or type (its name is fixed)",
-      security: bearerSecurity,
+      ...access('member'),
       request: {
         params: ServiceIdParam,
         body: { required: true, content: { 'application/json': { schema: UpdateServiceBody } } },
@@ -175,7 +175,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: '/v1/graph/nodes/{serviceId}',
       tags,
       summary: 'Remove a service node and every edge to or from it',
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: ServiceIdParam },
       responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404) },
     }),
@@ -222,7 +222,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: '/v1/graph/edges',
       tags,
       summary: 'Record that the source service depends on the target service',
-      security: bearerSecurity,
+      ...access('member'),
       request: { body: { required: true, content: { 'application/json': { schema: CreateEdgeBody } } } },
       responses: { 201: jsonResponse(ServiceEdge, 'The new edge'), ...errorResponses(400, 401, 403, 404, 409) },
     }),
@@ -275,7 +275,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: '/v1/graph/edges',
       tags,
       summary: 'List dependency edges, newest first',
-      security: bearerSecurity,
+      ...access('member'),
       request: { query: ListEdgesQuery },
       responses: { 200: jsonResponse(ServiceEdgeList, 'A page of edges'), ...errorResponses(400, 401, 403) },
     }),
@@ -305,7 +305,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: '/v1/graph/edges/{edgeId}',
       tags,
       summary: 'Remove a dependency edge',
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: EdgeIdParam },
       responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404) },
     }),
@@ -339,7 +339,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: '/v1/graph/blast-radius/{serviceId}',
       tags,
       summary: 'Every service a failure of this one would affect, with shortest hops and impact',
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: ServiceIdParam },
       responses: { 200: jsonResponse(BlastRadiusSchema, 'The blast radius'), ...errorResponses(400, 401, 403, 404) },
     }),

@@ -8,9 +8,9 @@ import { incidents } from '../../db/schema/incidents.js';
 import { monthlyQuota, usagePeriod } from '../../domain/plans.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
-import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 import {
   CreateIncidentBody,
   CreatedIncident,
@@ -29,7 +29,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       path: '/v1/incidents/chat',
       tags: ['incidents'],
       summary: 'Open a manual incident',
-      security: bearerSecurity,
+      ...access('member'),
       request: { body: { required: true, content: { 'application/json': { schema: CreateIncidentBody } } } },
       responses: { 201: jsonResponse(CreatedIncident, 'Incident opened'), ...errorResponses(400, 401, 403, 429) },
     }),
@@ -125,7 +125,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       path: '/v1/incidents',
       tags: ['incidents'],
       summary: 'List incidents (newest first by default)',
-      security: bearerSecurity,
+      ...access('member'),
       request: { query: ListIncidentsQuery },
       responses: { 200: jsonResponse(IncidentList, 'A page of incidents'), ...errorResponses(400, 401, 403) },
     }),
@@ -165,7 +165,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       path: '/v1/incidents/{incidentId}',
       tags: ['incidents'],
       summary: 'Get one incident',
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: IncidentIdParam },
       responses: { 200: jsonResponse(Incident, 'The incident'), ...errorResponses(401, 403, 404) },
     }),
@@ -183,7 +183,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       path: '/v1/incidents/{incidentId}',
       tags: ['incidents'],
       summary: 'Move an incident to a status (any of the seven; a closed incident reopens)',
-      security: bearerSecurity,
+      ...access('member'),
       request: {
         params: IncidentIdParam,
         body: { required: true, content: { 'application/json': { schema: UpdateIncidentBody } } },

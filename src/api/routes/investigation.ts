@@ -6,8 +6,8 @@ import { incidents } from '../../db/schema/incidents.js';
 import { investigationContext, investigations } from '../../db/schema/investigation.js';
 import { AppError } from '../../errors.js';
 import type { AppDeps, AppEnv } from '../context.js';
-import { requireAuth } from '../context.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { access, requireAuth } from '../context.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { IncidentIdParam } from '../schemas/incidents.js';
 import {
   InvestigationAccepted,
@@ -27,7 +27,7 @@ export function registerInvestigationRoutes(app: OpenAPIHono<AppEnv>, deps: AppD
         summary: 'Start the investigation of an incident (triage first when it has not run)',
         description:
           'A workflow Update that records the start and answers at once; the specialist agents then run in parallel and `GET /v1/investigation/{incidentId}` shows the result. Counts against the plan\'s `investigationsPerMonth`.',
-        security: bearerSecurity,
+        ...access('member'),
         hide: path === '/v1/investigation',
         request: { body: { required: true, content: { 'application/json': { schema: StartInvestigationBody } } } },
         responses: { 202: jsonResponse(InvestigationAccepted, 'Investigation started'), ...errorResponses(400, 401, 403, 404, 409, 429, 503) },
@@ -55,7 +55,7 @@ export function registerInvestigationRoutes(app: OpenAPIHono<AppEnv>, deps: AppD
       summary: 'Add human context to an investigation',
       description:
         'Stored, then signalled to the incident workflow: a running investigation takes it into account when it synthesises; a finished one is re-synthesised with it.',
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: IncidentIdParam, body: { required: true, content: { 'application/json': { schema: InvestigationContextBody } } } },
       responses: { 202: jsonResponse(InvestigationContextAccepted, 'Context stored'), ...errorResponses(400, 401, 403, 404) },
     }),
@@ -119,7 +119,7 @@ export function registerInvestigationRoutes(app: OpenAPIHono<AppEnv>, deps: AppD
       path: '/v1/investigation/{incidentId}',
       tags: ['investigation'],
       summary: 'The investigation result (rootCause null while it runs)',
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: IncidentIdParam },
       responses: { 200: jsonResponse(InvestigationResult, 'The investigation'), ...errorResponses(401, 403, 404) },
     }),

@@ -1,9 +1,9 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { submitFeedback } from '../../db/repositories/feedback.js';
 import { listPatterns, toPatternView } from '../../db/repositories/patterns.js';
-import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { Feedback, FeedbackBody, ListPatternsQuery, PatternList } from '../schemas/knowledge.js';
 
 const tags = ['knowledge'];
@@ -19,7 +19,7 @@ export function registerKnowledgeRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps)
       path: '/v1/knowledge',
       tags,
       summary: 'List learned patterns, newest first',
-      security: bearerSecurity,
+      ...access('member'),
       request: { query: ListPatternsQuery },
       responses: { 200: jsonResponse(PatternList, 'A page of patterns'), ...errorResponses(400, 401, 403) },
     }),
@@ -47,7 +47,7 @@ export function registerKnowledgeRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps)
         'One verdict per incident, user and pattern: the same verdict again counts once; a different one replaces it. ' +
         'Without patternId the feedback applies to the pattern the incident matched when exactly one, else it is free-form. ' +
         'correct_rca needs a comment: it becomes the incident root cause and creates or reinforces the pattern it describes.',
-      security: bearerSecurity,
+      ...access('member'),
       request: { body: { required: true, content: { 'application/json': { schema: FeedbackBody } } } },
       responses: { 201: jsonResponse(Feedback, 'The feedback record'), ...errorResponses(400, 401, 403, 404) },
     }),

@@ -1,9 +1,9 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { createBuiltinProvider } from '../../analysis/providers.js';
 import { answerChat, findOwnSession, listOwnSessions, listSessionMessages, toMessageView, toSessionView } from '../../memory/chat.js';
-import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { ChatBody, ChatMessageList, ChatReply, ChatSessionList, ListMessagesQuery, ListSessionsQuery, SessionIdParam } from '../schemas/memory.js';
 
 const tags = ['memory'];
@@ -24,7 +24,7 @@ export function registerMemoryRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       summary: "Ask the assistant about the tenant's incident history, patterns and runbooks",
       description:
         'Answers from full-text retrieval over incidents, investigations, evidence, patterns and runbooks (anchored to `incidentId` when given, aware of the earlier turns of `sessionId`). Counts one chat message against the monthly quota.',
-      security: bearerSecurity,
+      ...access('member'),
       request: { body: { required: true, content: { 'application/json': { schema: ChatBody } } } },
       responses: { 200: jsonResponse(ChatReply, 'The assistant chat reply'), ...errorResponses(400, 401, 403, 404, 429) },
     }),
@@ -45,7 +45,7 @@ export function registerMemoryRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       path: '/v1/memory/sessions',
       tags,
       summary: 'List your chat sessions, newest first',
-      security: bearerSecurity,
+      ...access('member'),
       request: { query: ListSessionsQuery },
       responses: { 200: jsonResponse(ChatSessionList, 'A page of your sessions'), ...errorResponses(400, 401, 403) },
     }),
@@ -68,7 +68,7 @@ export function registerMemoryRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       path: '/v1/memory/sessions/{sessionId}/messages',
       tags,
       summary: 'The messages of one of your chat sessions, oldest first',
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: SessionIdParam, query: ListMessagesQuery },
       responses: { 200: jsonResponse(ChatMessageList, 'A page of the conversation'), ...errorResponses(400, 401, 403, 404) },
     }),

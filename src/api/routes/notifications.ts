@@ -4,9 +4,9 @@ import { olderThan } from '../../db/keyset.js';
 import { and, count, desc, eq, inArray, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
 import { notifications } from '../../db/schema/remediation.js';
 import { describeEvent } from '../../notifications/notifier.js';
-import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { ListNotificationsQuery, MarkNotificationsReadBody, NotificationList } from '../schemas/notifications.js';
 
 const tags = ['notifications'];
@@ -39,7 +39,7 @@ export function registerNotificationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDe
       path: '/v1/notifications',
       tags,
       summary: 'Notifications of the current user, most recent first',
-      security: bearerSecurity,
+      ...access('member'),
       request: { query: ListNotificationsQuery },
       responses: { 200: jsonResponse(NotificationList, 'A page of notifications and the unread count'), ...errorResponses(400, 401, 403) },
     }),
@@ -84,7 +84,7 @@ export function registerNotificationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDe
       tags,
       summary: "Mark the caller's notifications read: the given ids, or all",
       description: 'Ids that are not the caller\'s own (or do not exist) are ignored.',
-      security: bearerSecurity,
+      ...access('member'),
       request: { body: { required: true, content: { 'application/json': { schema: MarkNotificationsReadBody } } } },
       responses: { 204: { description: 'Marked read' }, ...errorResponses(400, 401, 403) },
     }),

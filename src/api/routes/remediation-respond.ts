@@ -3,8 +3,8 @@ import { and, eq } from 'drizzle-orm';
 import { approvals } from '../../db/schema/remediation.js';
 import { AppError } from '../../errors.js';
 import type { AppDeps, AppEnv } from '../context.js';
-import { requireAuth } from '../context.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { access, requireAuth } from '../context.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 const RespondBody = z
   .object({
@@ -37,7 +37,7 @@ export function registerApprovalRespondRoute(app: OpenAPIHono<AppEnv>, deps: App
       summary: "Approve or reject a remediation before its deadline (admin)",
       description:
         "A workflow Update with a validator, so the answer is synchronous: 409 `approval_expired` after the deadline (or when newer evidence superseded the proposal), 409 `already_decided` on a second answer (of two concurrent answers exactly one succeeds).",
-      security: bearerSecurity,
+      ...access('admin'),
       request: { params: ApprovalIdParam, body: { required: true, content: { 'application/json': { schema: RespondBody } } } },
       responses: { 200: jsonResponse(ApprovalDecided, 'The decision'), ...errorResponses(400, 401, 403, 404, 409, 503) },
     }),

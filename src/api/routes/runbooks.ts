@@ -5,9 +5,9 @@ import { findRunbook, listRunbooks, toRunbookSummary, toRunbookView } from '../.
 import { runbooks } from '../../db/schema/investigation.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
-import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { CreateRunbookBody, ListRunbooksQuery, Runbook, RunbookIdParam, RunbookList, UpdateRunbookBody } from '../schemas/runbooks.js';
 
 const tags = ['runbooks'];
@@ -24,7 +24,7 @@ export function registerRunbookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       path: '/v1/runbooks',
       tags,
       summary: 'Add a runbook (markdown steps, optionally for one service)',
-      security: bearerSecurity,
+      ...access('member'),
       request: { body: { required: true, content: { 'application/json': { schema: CreateRunbookBody } } } },
       responses: { 201: jsonResponse(Runbook, 'The new runbook, with its parsed steps'), ...errorResponses(400, 401, 403) },
     }),
@@ -65,7 +65,7 @@ export function registerRunbookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       path: '/v1/runbooks',
       tags,
       summary: 'List runbooks, newest first (without their content)',
-      security: bearerSecurity,
+      ...access('member'),
       request: { query: ListRunbooksQuery },
       responses: { 200: jsonResponse(RunbookList, 'A page of runbooks'), ...errorResponses(400, 401, 403) },
     }),
@@ -97,7 +97,7 @@ export function registerRunbookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       path: '/v1/runbooks/{runbookId}',
       tags,
       summary: 'Get one runbook with its content and parsed steps',
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: RunbookIdParam },
       responses: { 200: jsonResponse(Runbook, 'The runbook'), ...errorResponses(400, 401, 403, 404) },
     }),
@@ -115,7 +115,7 @@ export function registerRunbookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       path: '/v1/runbooks/{runbookId}',
       tags,
       summary: "Change a runbook's title, service, tags or content",
-      security: bearerSecurity,
+      ...access('member'),
       request: {
         params: RunbookIdParam,
         body: { required: true, content: { 'application/json': { schema: UpdateRunbookBody } } },
@@ -162,7 +162,7 @@ export function registerRunbookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       path: '/v1/runbooks/{runbookId}',
       tags,
       summary: 'Remove a runbook (admin)',
-      security: bearerSecurity,
+      ...access('admin'),
       request: { params: RunbookIdParam },
       responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404) },
     }),

@@ -12,10 +12,10 @@ import { findBuiltinSkill, isBuiltinName } from '../../skills/builtins.js';
 import { checkInput, describeProblems } from '../../skills/json-schema.js';
 import type { SkillRuntime, StoredHttpConfig } from '../../skills/invoke.js';
 import { outboundUrlRefusal } from '../../skills/ssrf.js';
-import { requireAuth, type AppDeps, type AppEnv, type AuthContext } from '../context.js';
+import { access, requireAuth, type AppDeps, type AppEnv, type AuthContext } from '../context.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { urlForViewer } from '../url-view.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 import {
   CreatedSkill,
   CreateSkillBody,
@@ -118,7 +118,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: base,
       tags,
       summary: 'Create a custom skill (http or integration); header values are stored encrypted and never returned',
-      security: bearerSecurity,
+      ...access('admin'),
       request: {
         params: TenantIdParam,
         body: { required: true, content: { 'application/json': { schema: CreateSkillBody } } },
@@ -186,7 +186,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: base,
       tags,
       summary: "List skills: the builtin skills, then the tenant's skills oldest first",
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: TenantIdParam, query: ListSkillsQuery },
       responses: { 200: jsonResponse(SkillList, 'A page of skills'), ...errorResponses(400, 401, 403, 404) },
     }),
@@ -212,7 +212,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: `${base}/{skillId}`,
       tags,
       summary: 'Get a skill (header names only, never their values)',
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: SkillPathParams },
       responses: { 200: jsonResponse(Skill, 'The skill'), ...errorResponses(401, 403, 404) },
     }),
@@ -233,7 +233,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: `${base}/{skillId}`,
       tags,
       summary: 'Update a skill: only the sent fields change; config and inputSchema are replaced whole',
-      security: bearerSecurity,
+      ...access('admin'),
       request: {
         params: SkillPathParams,
         body: { required: true, content: { 'application/json': { schema: UpdateSkillBody } } },
@@ -295,7 +295,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       path: `${base}/{skillId}`,
       tags,
       summary: 'Delete a skill (its invocation records are kept)',
-      security: bearerSecurity,
+      ...access('admin'),
       request: { params: SkillPathParams },
       responses: { 204: { description: 'Deleted' }, ...errorResponses(400, 401, 403, 404) },
     }),
@@ -332,7 +332,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       summary: 'Run a skill once with the given input, through Temporal, and return its output or its error',
       description:
         'The skill runs through the same activity agents use. A skill that fails (refused address, timeout, oversized reply, error status, disabled) is still a 200 with `ok: false` and the error; input that does not match the skill’s input schema is a 400.',
-      security: bearerSecurity,
+      ...access('admin'),
       request: {
         params: SkillPathParams,
         body: { required: false, content: { 'application/json': { schema: TestSkillBody } } },

@@ -4,9 +4,9 @@ import { ADMIN_ONLY_EVENTS } from '../../notifications/notifier.js';
 import { createRealtimeHub } from '../../realtime/hub.js';
 import { defaultStreamSettings, openEventStream } from '../../realtime/sse.js';
 import { issueStreamToken } from '../../realtime/stream-tokens.js';
-import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { STREAM_PATH } from '../middleware/auth.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 const tags = ['notifications'];
 
@@ -44,7 +44,7 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       path: '/v1/notifications/stream-token',
       tags,
       summary: 'A short-lived single-use token to open the event stream with ?token=',
-      security: bearerSecurity,
+      ...access('member'),
       responses: { 201: jsonResponse(StreamToken, 'The token (60 s, single use)'), ...errorResponses(401, 403, 429) },
     }),
     async (c) => {
@@ -60,7 +60,7 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       path: STREAM_PATH,
       tags,
       summary: "Server-Sent Events of the tenant's events, resumable with Last-Event-ID",
-      security: bearerSecurity,
+      ...access('member'),
       request: { query: StreamQuery, headers: z.object({ 'last-event-id': seqParam }) },
       responses: {
         200: { description: 'An event stream: `id:` (event id), `event:` (type), `data:` (JSON); `: ping` every 15 s', content: { 'text/event-stream': { schema: z.string() } } },

@@ -3,8 +3,8 @@ import { appendAudit } from '../../db/repositories/audit.js';
 import { updateTenant } from '../../db/repositories/tenants.js';
 import type { TenantRow } from '../../db/schema/tenants.js';
 import { AppError } from '../../errors.js';
-import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { Tenant, TenantIdParam, UpdateTenantBody } from '../schemas/tenants.js';
 
 export function toTenantView(row: TenantRow) {
@@ -37,7 +37,7 @@ export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       path: '/v1/tenants/{tenantId}',
       tags: ['tenants'],
       summary: "Get the caller's tenant",
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: TenantIdParam },
       responses: { 200: jsonResponse(Tenant, 'The tenant'), ...errorResponses(401, 403, 404) },
     }),
@@ -54,7 +54,7 @@ export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       path: '/v1/tenants/{tenantId}',
       tags: ['tenants'],
       summary: 'Update the tenant name or settings (settings are merged)',
-      security: bearerSecurity,
+      ...access('admin'),
       request: {
         params: TenantIdParam,
         body: { required: true, content: { 'application/json': { schema: UpdateTenantBody } } },

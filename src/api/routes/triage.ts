@@ -5,9 +5,9 @@ import { findIncident, markWorkflowStarted, toWorkflowInput } from '../../db/rep
 import { triageResults } from '../../db/schema/investigation.js';
 import { AppError } from '../../errors.js';
 import type { AppDeps, AppEnv } from '../context.js';
-import { requireAuth } from '../context.js';
+import { access, requireAuth } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { IncidentIdParam } from '../schemas/incidents.js';
 import { EvidenceQuery, TriageClassification, TriageEvidence } from '../schemas/triage.js';
 
@@ -20,7 +20,7 @@ export function registerTriageRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       summary: 'Triage (or re-triage) an incident and answer its classification',
       description:
         'A workflow Update: an open incident moves to `triaging`, the analyzer classifies it, and the priority becomes the incident severity (`incident.severity_changed` when it differs). Emits `triage.completed` or `triage.failed`.',
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: IncidentIdParam },
       responses: { 200: jsonResponse(TriageClassification, 'The classification'), ...errorResponses(401, 403, 404, 409, 503) },
     }),
@@ -45,7 +45,7 @@ export function registerTriageRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       summary: 'The triage evidence object and the incident evidence list, in one object',
       description:
         'Carries both documented shapes (DESIGN §5): `evidence` is the triage evidence object; `items`, `total` and `nextCursor` are the evidence list (filter `type`, `limit` default 50 max 200, `cursor`).',
-      security: bearerSecurity,
+      ...access('member'),
       request: { params: IncidentIdParam, query: EvidenceQuery },
       responses: { 200: jsonResponse(TriageEvidence, 'Triage evidence and evidence items'), ...errorResponses(400, 401, 403, 404) },
     }),

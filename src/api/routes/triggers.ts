@@ -9,10 +9,10 @@ import { triggers, type TriggerAction, type TriggerRow } from '../../db/schema/t
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { outboundUrlRefusal } from '../../skills/ssrf.js';
-import { requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { urlForViewer } from '../url-view.js';
-import { bearerSecurity, errorResponses, jsonResponse } from '../schemas/common.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { CreateTriggerBody, CreatedTrigger, ListTriggersQuery, TriggerIdParam, TriggerList, UpdateTriggerBody } from '../schemas/triggers.js';
 
 const tags = ['triggers'];
@@ -68,7 +68,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       path: '/v1/triggers',
       tags,
       summary: 'List triggers, newest first',
-      security: bearerSecurity,
+      ...access('member'),
       request: { query: ListTriggersQuery },
       responses: { 200: jsonResponse(TriggerList, 'A page of triggers'), ...errorResponses(400, 401, 403) },
     }),
@@ -105,7 +105,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       path: '/v1/triggers',
       tags,
       summary: 'Create a trigger (admin); a webhook trigger’s signing secret is returned once',
-      security: bearerSecurity,
+      ...access('admin'),
       request: { body: { required: true, content: { 'application/json': { schema: CreateTriggerBody } } } },
       responses: { 201: jsonResponse(CreatedTrigger, 'The new trigger'), ...errorResponses(400, 401, 403) },
     }),
@@ -152,7 +152,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       tags,
       summary: 'Change a trigger (admin): enabled, conditions, action, actionConfig, name',
       description: 'Switching to `webhook` creates a signing secret, returned once as `signingSecret`; switching away drops it.',
-      security: bearerSecurity,
+      ...access('admin'),
       request: { params: TriggerIdParam, body: { required: true, content: { 'application/json': { schema: UpdateTriggerBody } } } },
       responses: { 200: jsonResponse(CreatedTrigger, 'The updated trigger'), ...errorResponses(400, 401, 403, 404) },
     }),
@@ -209,7 +209,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       path: '/v1/triggers/{triggerId}',
       tags,
       summary: 'Delete a trigger (admin)',
-      security: bearerSecurity,
+      ...access('admin'),
       request: { params: TriggerIdParam },
       responses: { 204: { description: 'Deleted' }, ...errorResponses(400, 401, 403, 404) },
     }),
