@@ -313,6 +313,18 @@ describe('GET /v1/audit', () => {
     const third = items[2]!;
     const window = await svc.api('GET', `/v1/audit?from=${encodeURIComponent(third.occurredAt)}&to=${encodeURIComponent(third.occurredAt)}`, { token: t.admin });
     expect(window.body.items.map((e: any) => e.auditId)).toContain(third.auditId);
+    // A date alone is its whole UTC day, as in exports: `to` the day itself includes the entry.
+    const day = third.occurredAt.slice(0, 10);
+    const byDay = await svc.api('GET', `/v1/audit?from=${day}&to=${day}&limit=200`, { token: t.admin });
+    expect(byDay.status).toBe(200);
+    expect(byDay.body.items.map((e: any) => e.auditId)).toContain(third.auditId);
+    const dayBefore = new Date(Date.parse(`${day}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
+    const before = await svc.api('GET', `/v1/audit?to=${dayBefore}&limit=200`, { token: t.admin });
+    expect(before.status).toBe(200);
+    expect(before.body.items.map((e: any) => e.auditId)).not.toContain(third.auditId);
+    const sameDay = await svc.api('GET', `/v1/audit?from=${encodeURIComponent(third.occurredAt)}&to=${day}&limit=200`, { token: t.admin });
+    expect(sameDay.status).toBe(200);
+    expect(sameDay.body.items.map((e: any) => e.auditId)).toContain(third.auditId);
 
     // Pages of 2 walk the same list without duplicates.
     const seen: string[] = [];
@@ -331,7 +343,7 @@ describe('GET /v1/audit', () => {
     const t = await svc.newTenant();
     expect((await svc.api('GET', '/v1/audit', { token: t.member })).status).toBe(403);
     expect((await svc.api('GET', '/v1/audit')).status).toBe(401);
-    for (const query of ['actorType=robot', 'limit=0', 'limit=201', 'from=nope', 'cursor=%%%', 'from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z']) {
+    for (const query of ['actorType=robot', 'limit=0', 'limit=201', 'from=nope', 'from=2026-02-30', 'to=2026-01-01T00:00:00', 'cursor=%%%', 'from=2026-01-02&to=2026-01-01', 'from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z']) {
       const res = await svc.api('GET', `/v1/audit?${query}`, { token: t.admin });
       expect(res.status, query).toBe(400);
       expect(res.body.error, query).toBe('validation_error');

@@ -224,7 +224,7 @@ describe('GET /v1/incidents', () => {
   });
 
   it.each([
-    'limit=0', 'limit=101', 'limit=abc', 'severity=urgent', 'status=done', 'sort=title', 'order=up', 'cursor=not-a-cursor',
+    'limit=0', 'limit=101', 'limit=abc', 'limit=0x10', 'limit=1e1', 'limit=%205', 'limit=5.0', 'limit=', 'severity=urgent', 'status=done', 'sort=title', 'order=up', 'cursor=not-a-cursor',
   ])('rejects %s with 400 validation_error', async (query) => {
     const res = await svc.api('GET', `/v1/incidents?${query}`, { token: listTenant.member });
     expect(res.status).toBe(400);

@@ -26,6 +26,9 @@ import {
   DownloadQuery,
   ExportIdParam,
 } from '../schemas/audit-export.js';
+import { rangeBound } from '../schemas/audit.js';
+
+const DAY_MS = 86_400_000;
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 /** What the api needs for exports: the directory it serves files from, the URL key, object storage. */
@@ -34,17 +37,6 @@ export interface ExportApiSettings {
   /** HMAC key of download URLs (see exports/signed-url.ts). */
   urlKey: Buffer;
   s3?: S3Config;
-}
-
-const DAY_MS = 86_400_000;
-
-/** A calendar date is a whole UTC day: `from` its first millisecond, `to` its last. */
-function parseInstant(value: string, end: 'from' | 'to'): Date {
-  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) {
-    const start = new Date(`${value}T00:00:00.000Z`);
-    return end === 'from' ? start : new Date(start.getTime() + DAY_MS - 1);
-  }
-  return new Date(value);
 }
 
 export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps & { exports: ExportApiSettings }): void {
@@ -93,8 +85,8 @@ export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDep
     async (c) => {
       const auth = requireAuth(c, 'admin');
       const body = c.req.valid('json');
-      const from = parseInstant(body.from, 'from');
-      const to = parseInstant(body.to, 'to');
+      const from = rangeBound(body.from, 'from');
+      const to = rangeBound(body.to, 'to');
       if (from.getTime() > to.getTime()) throw new AppError('validation_error', 'from must not be later than to');
       const now = deps.clock();
       const days = retentionDays(auth.tenant.plan);

@@ -3,11 +3,11 @@ import { listAudit, toAuditEntryView, verifyAuditChain, type ChainVerification }
 import { AppError } from '../../errors.js';
 import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
-import { AuditList, AuditVerification, ListAuditQuery, VerifyAuditQuery } from '../schemas/audit.js';
+import { AuditList, AuditVerification, ListAuditQuery, rangeBound, VerifyAuditQuery } from '../schemas/audit.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 const tags = ['audit'];
-const toDate = (value: string | undefined) => (value === undefined ? undefined : new Date(value));
+const bound = (value: string | undefined, end: 'from' | 'to') => (value === undefined ? undefined : rangeBound(value, end));
 
 /**
  * Verifications that run at once on one api process, at most. Each is one statement over a
@@ -37,8 +37,8 @@ export function registerAuditRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
         actorType: query.actorType,
         action: query.action,
         incidentId: query.incidentId,
-        from: toDate(query.from),
-        to: toDate(query.to),
+        from: bound(query.from, 'from'),
+        to: bound(query.to, 'to'),
         limit: query.limit,
         after: query.cursor ? decodeCursor(query.cursor, 'desc') : undefined,
       });
@@ -68,7 +68,7 @@ export function registerAuditRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
           c.header('Retry-After', '5');
           throw new AppError('rate_limit_exceeded', 'Audit chain verifications are already running on this server; retry in a few seconds');
         }
-        running = verifyAuditChain(deps.db, auth.tenantId, { from: toDate(query.from), to: toDate(query.to) }).finally(() => verifications.delete(key));
+        running = verifyAuditChain(deps.db, auth.tenantId, { from: bound(query.from, 'from'), to: bound(query.to, 'to') }).finally(() => verifications.delete(key));
         verifications.set(key, running);
       }
       return c.json(await running, 200);

@@ -1,11 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { exportFormats, exportStatuses } from '../../db/schema/audit.js';
-import { AuditFilters } from './audit.js';
-
-/** An ISO 8601 instant with a zone (`Z` or an offset), or a calendar date (a whole UTC day). */
-const instant = z
-  .union([z.iso.datetime({ offset: true }), z.iso.date()])
-  .openapi({ example: '2025-01-01T00:00:00Z', description: 'ISO 8601 date-time with zone, or a date (a whole UTC day)' });
+import { AuditFilters, instant } from './audit.js';
 
 /** The audit listing's filters (an action may be a `prefix.*`); unknown keys are refused. */
 export const ExportFiltersSchema = AuditFilters.strict()

@@ -2,7 +2,21 @@ import { z } from '@hono/zod-openapi';
 import { actorTypes } from '../../db/schema/audit.js';
 import { limitParam } from './common.js';
 
-const isoInstant = z.iso.datetime({ offset: true, message: 'must be an ISO 8601 date-time such as 2026-11-01T00:00:00Z' });
+/** An ISO 8601 instant with a zone (`Z` or an offset), or a calendar date (a whole UTC day). */
+export const instant = z
+  .union([z.iso.datetime({ offset: true }), z.iso.date()], { message: 'must be an ISO 8601 date-time with a zone, such as 2026-11-01T00:00:00Z, or a date such as 2026-11-01' })
+  .openapi({ example: '2025-01-01T00:00:00Z', description: 'ISO 8601 date-time with zone, or a date (a whole UTC day)' });
+
+const DAY_MS = 86_400_000;
+
+/** The instant a range bound stands for: a calendar date is a whole UTC day, `from` its first millisecond, `to` its last. */
+export function rangeBound(value: string, end: 'from' | 'to'): Date {
+  if (/^\d{4}-\d{2}-\d{2}$/.test(value)) {
+    const start = new Date(`${value}T00:00:00.000Z`);
+    return end === 'from' ? start : new Date(start.getTime() + DAY_MS - 1);
+  }
+  return new Date(value);
+}
 
 export const AuditEntry = z
   .object({
@@ -34,11 +48,11 @@ export const AuditFilters = z.object({
 });
 
 const range = {
-  from: isoInstant.optional().openapi({ description: 'Inclusive lower bound of occurredAt' }),
-  to: isoInstant.optional().openapi({ description: 'Inclusive upper bound of occurredAt' }),
+  from: instant.optional().openapi({ description: 'Inclusive lower bound of occurredAt (a date: from its start, UTC)' }),
+  to: instant.optional().openapi({ description: 'Inclusive upper bound of occurredAt (a date: to its end, UTC)' }),
 };
 const orderedRange = <T extends { from?: string | undefined; to?: string | undefined }>(q: T) =>
-  q.from === undefined || q.to === undefined || Date.parse(q.from) <= Date.parse(q.to);
+  q.from === undefined || q.to === undefined || rangeBound(q.from, 'from') <= rangeBound(q.to, 'to');
 const rangeMessage = { message: 'from must not be after to', path: ['from'] };
 
 export const ListAuditQuery = AuditFilters.extend({

@@ -32,11 +32,15 @@ export const jsonResponse = <T>(schema: T, description: string) => ({ descriptio
 /** Query booleans arrive as strings. */
 export const queryBoolean = z.enum(['true', 'false']).transform((v) => v === 'true');
 
+/**
+ * A page size: decimal digits only (`Number()` alone would take `0x10`, `1e1`, ` 5` or `5.0`),
+ * then 1 to `max`.
+ */
 export const limitParam = (defaultLimit: number, max: number) =>
-  z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(max)
+  z
+    .string()
+    .regex(/^[0-9]{1,9}$/, 'Expected a whole number written in decimal digits')
+    .transform(Number)
+    .pipe(z.number().int().min(1).max(max))
     .default(defaultLimit)
-    .openapi({ param: { name: 'limit', in: 'query' }, example: defaultLimit });
+    .openapi({ param: { name: 'limit', in: 'query' }, type: 'integer', minimum: 1, maximum: max, default: defaultLimit, example: defaultLimit });
