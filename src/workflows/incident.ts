@@ -27,6 +27,7 @@ import type { IncidentStatus } from '../db/schema/incidents.js';
 import { isIncidentStatus, isTerminal } from './lifecycle.js';
 import {
   alertsReceivedSignal,
+  SEEN_EVENT_IDS_CARRIED,
   getStateQuery,
   investigationContextSignal,
   respondToApprovalUpdate,
@@ -513,9 +514,10 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
   });
 
   // Alerts that attached after opening. The dispatcher may deliver one twice (at-least-once), so
-  // event ids seen by this run are remembered.
+  // event ids seen are remembered, the latest of them across a continue-as-new (a Set keeps
+  // insertion order, so its tail is the most recent).
   const pendingAlerts: ReceivedAlert[] = [];
-  const seenEventIds = new Set<string>();
+  const seenEventIds = new Set<string>(input.seenEventIds ?? []);
   let autoResolve = false;
   setHandler(alertsReceivedSignal, ({ alerts, autoResolve: enabled }) => {
     autoResolve = enabled;
@@ -630,6 +632,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
         severity: state.severity,
         version: state.version,
         autoTriaged,
+        ...(seenEventIds.size > 0 && patched('carry-seen-event-ids') ? { seenEventIds: [...seenEventIds].slice(-SEEN_EVENT_IDS_CARRIED) } : {}),
       });
     }
   }

@@ -24,7 +24,15 @@ export interface IncidentWorkflowInput {
   version: number;
   /** Set when a run continues as new after its automatic triage, so it does not run twice. */
   autoTriaged?: boolean;
+  /**
+   * The latest alert event ids the runs before this one received (at most
+   * SEEN_EVENT_IDS_CARRIED), so a redelivery that straddles a continue-as-new counts once.
+   */
+  seenEventIds?: string[];
 }
+
+/** Alert event ids carried into the next run: the dispatcher redelivers only recent ones. */
+export const SEEN_EVENT_IDS_CARRIED = 500;
 
 export interface IncidentWorkflowState {
   incidentId: string;

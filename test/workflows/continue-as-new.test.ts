@@ -2,6 +2,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvals } from '../../src/db/schema/remediation.js';
 import { tenants } from '../../src/db/schema/tenants.js';
+import { alertsReceivedSignal, getStateQuery, type IncidentWorkflowInput } from '../../src/workflows/messages.js';
 import { resolveTemporalCli, startDevServer, type RunningDevServer } from '../../src/temporal/dev-server.js';
 import { freePort } from '../helpers/ports.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -56,6 +57,57 @@ describe('an incident workflow told to continue as new', () => {
       return res.body.status === 'resolved' ? res.body : undefined;
     }, 60_000);
     expect(incident).toMatchObject({ incidentId, status: 'resolved' });
+    const history = await handle.fetchHistory();
+    expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+  }, 150_000);
+
+  it('remembers the alert event ids it received across the continue-as-new, so a redelivery counts once', async () => {
+    const tenant = await svc.newTenant({ plan: 'plan_business' });
+    const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Queue lag', description: 'billing-worker lags 5 min' } });
+    expect(created.status).toBe(201);
+    const incidentId = created.body.incidentId as string;
+    const handle = svc.client.workflow.getHandle(incidentId);
+
+    // Alerts delivered to the first run one signal at a time until, past the suggestion, it
+    // continues as new.
+    const first = (await handle.describe()).runId;
+    const firstRun = svc.client.workflow.getHandle(incidentId, first);
+    const delivered: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const eventId = `evt_seen_${i}_${Date.now()}`;
+      const sent = await firstRun
+        .signal(alertsReceivedSignal, { alerts: [{ eventId, status: 'firing', occurredAt: new Date().toISOString() }], autoResolve: false })
+        .then(() => true, () => false); // the run has continued as new
+      if (!sent) break;
+      delivered.push(eventId);
+      const handled = await eventually(async () => {
+        const { runId } = await handle.describe();
+        if (runId !== first) return 'continued';
+        return (await firstRun.query(getStateQuery)).alertsReceived === delivered.length ? 'handled' : undefined;
+      }, 30_000);
+      if (handled === 'continued') break;
+    }
+    const next = await eventually(async () => {
+      const { runId } = await handle.describe();
+      return runId !== first ? runId : undefined;
+    }, 30_000);
+    expect(delivered.length).toBeGreaterThan(0);
+    const [started] = (await svc.client.workflow.getHandle(incidentId, next).fetchHistory()).events ?? [];
+    const payload = started!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
+    const carried = JSON.parse(Buffer.from(payload.data!).toString('utf8')) as IncidentWorkflowInput;
+    expect(carried.seenEventIds).toEqual(delivered);
+    const redelivered = { eventId: delivered.at(-1)!, status: 'firing' as const, occurredAt: new Date().toISOString() };
+
+    // The dispatcher redelivers it (it crashed before marking it delivered) with a new one: the
+    // new run counts only the new one.
+    const fresh = { eventId: `evt_fresh_${Date.now()}`, status: 'firing' as const, occurredAt: new Date().toISOString() };
+    const run = svc.client.workflow.getHandle(incidentId, next);
+    await run.signal(alertsReceivedSignal, { alerts: [redelivered, fresh], autoResolve: false });
+    const state = await eventually(async () => {
+      const current = await run.query(getStateQuery);
+      return (current.alertsReceived ?? 0) > 0 ? current : undefined;
+    }, 30_000);
+    expect(state.alertsReceived).toBe(1);
     const history = await handle.fetchHistory();
     expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
   }, 150_000);
