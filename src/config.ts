@@ -43,6 +43,13 @@ const envSchema = z.object({
   PUBLIC_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300),
   WEBHOOK_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(120_000),
   API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  WORKER_STATEMENT_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(3_600_000)
+    .refine((ms) => ms === 0 || ms >= 150_000, { message: 'must be 0 (no bound) or at least 150000: above the longest activity timeout (2 minutes)' })
+    .default(300_000),
   SKILL_ENCRYPTION_KEY: z
     .string()
     .trim()
@@ -120,6 +127,13 @@ export interface Config {
    * verification sets its own.
    */
   apiStatementTimeoutMs: number;
+  /**
+   * The worker's bound on one SQL statement, and on a transaction idle between two (0: none):
+   * an activity's timeout ends the attempt, not the statement it waits on, and the worker's own
+   * loops (dispatchers, purges) have no timeout at all. Above every activity timeout, so it
+   * only ends what nothing else would.
+   */
+  workerStatementTimeoutMs: number;
   skills: {
     /** AES-256-GCM key for skill header values; generated into DATA_DIR by `npm start` when unset. */
     encryptionKey: Buffer | undefined;
@@ -187,6 +201,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicRateLimitPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE,
     webhookRateLimitPerMinute: e.WEBHOOK_RATE_LIMIT_PER_MINUTE,
     apiStatementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS,
+    workerStatementTimeoutMs: e.WORKER_STATEMENT_TIMEOUT_MS,
     skills: {
       encryptionKey: e.SKILL_ENCRYPTION_KEY ? Buffer.from(e.SKILL_ENCRYPTION_KEY, 'base64') : undefined,
       allowedNetworks: e.SKILL_ALLOWED_NETWORKS,

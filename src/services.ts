@@ -95,7 +95,7 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
 
 export async function startWorker(config: Config, settings: RuntimeSettings, logger: Logger): Promise<Stoppable> {
   installTemporalRuntimeLogger(logger);
-  const database = connectDatabase(settings.databaseUrl, { max: 10 });
+  const database = connectDatabase(settings.databaseUrl, { max: 10, statementTimeoutMs: config.workerStatementTimeoutMs });
   const clientConnection = await Connection.connect({ address: settings.temporalAddress });
   await ensureSearchAttributes(clientConnection, config.temporal.namespace);
   const connection = await NativeConnection.connect({ address: settings.temporalAddress });

@@ -16,6 +16,8 @@ describe('loadConfig', () => {
       auth: { tokenTtlSeconds: 3600 },
       dataDir: path.join(projectRoot, '.data'),
       logLevel: 'info',
+      apiStatementTimeoutMs: 30_000,
+      workerStatementTimeoutMs: 300_000,
     });
   });
 
@@ -25,14 +27,16 @@ describe('loadConfig', () => {
       TEMPORAL_NAMESPACE: 'prod', TEMPORAL_CLI_PATH: '/usr/local/bin/temporal', JWT_SECRET: 'x'.repeat(32),
       JWKS_URL: 'https://idp.example.com/.well-known/jwks.json', DATA_DIR: '/var/lib/incidents', LOG_LEVEL: 'debug',
       TEMPORAL_ANSWER_TIMEOUT_MS: '90000', S3_ACCESS_KEY_ID: 'AKIA', S3_SECRET_ACCESS_KEY: 'secret', S3_ALLOWED_BUCKETS: 'audit-a, audit-b',
+      WORKER_STATEMENT_TIMEOUT_MS: '600000',
     });
     expect(config).toMatchObject({
       port: 9000, host: '0.0.0.0', publicBaseUrl: 'http://localhost:9000', databaseUrl: 'postgres://u:p@db:5432/x',
       temporal: { address: 'temporal:7233', namespace: 'prod', cliPath: '/usr/local/bin/temporal', answerTimeoutMs: 90_000 },
       exports: { s3: { accessKeyId: 'AKIA', allowedBuckets: ['audit-a', 'audit-b'] } },
       auth: { jwtSecret: 'x'.repeat(32), jwksUrl: 'https://idp.example.com/.well-known/jwks.json' },
-      dataDir: '/var/lib/incidents', logLevel: 'debug',
+      dataDir: '/var/lib/incidents', logLevel: 'debug', workerStatementTimeoutMs: 600_000,
     });
+    expect(loadConfig({ WORKER_STATEMENT_TIMEOUT_MS: '0' }).workerStatementTimeoutMs).toBe(0);
   });
 
   it.each([
@@ -46,6 +50,7 @@ describe('loadConfig', () => {
     [{ S3_ALLOWED_BUCKETS: 'Bad_Bucket' }, 'S3_ALLOWED_BUCKETS'],
     [{ TEMPORAL_ANSWER_TIMEOUT_MS: '10' }, 'TEMPORAL_ANSWER_TIMEOUT_MS'],
     [{ LLM_TIMEOUT_MS: '60000' }, 'LLM_TIMEOUT_MS'],
+    [{ WORKER_STATEMENT_TIMEOUT_MS: '30000' }, 'WORKER_STATEMENT_TIMEOUT_MS'],
     [{ NODE_ENV: 'production' }, 'JWT_SECRET'],
   ])('rejects %j naming %s', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
