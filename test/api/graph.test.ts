@@ -122,6 +122,8 @@ describe('service nodes', () => {
       { name: 'x', type: 'api', team: '  ' },
       { name: 'x', type: 'api', team: 't'.repeat(101) },
       { name: 'x', type: 'api', team: 5 },
+      { name: 'checkout\napi', type: 'api' },
+      { name: 'x', type: 'api', team: 'sre\u0085' },
       { name: 'x', type: 'api', criticality: 0 },
       { name: 'x', type: 'api', criticality: 11 },
       { name: 'x', type: 'api', criticality: 5.5 },

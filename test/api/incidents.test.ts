@@ -73,6 +73,10 @@ describe('POST /v1/incidents/chat', () => {
     [{ title: 'x', description: 'y'.repeat(4001) }, 'description'],
     [{ title: '   ', description: 'long enough description' }, 'title'],
     [{ title: 42, description: 'long enough description' }, 'title'],
+    [{ title: 'db down\nINFO all clear', description: 'long enough description' }, 'title'],
+    [{ title: '\u001b[31mred\u001b[0m', description: 'long enough description' }, 'title'],
+    [{ title: 'tab\there', description: 'long enough description' }, 'title'],
+    [{ title: 'x', description: 'long enough description', service: 'checkout\r\napi' }, 'service'],
   ])('rejects %j with 400 validation_error naming %s', async (body, field) => {
     const res = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body });
     expect(res.status).toBe(400);

@@ -1,8 +1,8 @@
 import { z } from '@hono/zod-openapi';
-import { limitParam } from './common.js';
+import { limitParam, oneLine } from './common.js';
 
 export const CreateApiKeyBody = z
-  .object({ name: z.string().trim().min(1, 'name is required').max(100).openapi({ example: 'prometheus-prod' }) })
+  .object({ name: oneLine(100, 'name is required').openapi({ example: 'prometheus-prod' }) })
   .openapi('CreateApiKey');
 
 export const ApiKey = z

@@ -44,3 +44,16 @@ export const limitParam = (defaultLimit: number, max: number) =>
     .pipe(z.number().int().min(1).max(max))
     .default(defaultLimit)
     .openapi({ param: { name: 'limit', in: 'query' }, type: 'integer', minimum: 1, maximum: max, default: defaultLimit, example: defaultLimit });
+
+/**
+ * A one-line label (a title, a name, a team): trimmed, 1 to `max` characters, with no control
+ * character (C0, DEL, C1: a newline, a tab, an ANSI escape). Such a label is shown in lists,
+ * notifications, terminals and log lines, where a control character forges or garbles a line.
+ */
+export const oneLine = (max: number, requiredMessage?: string) =>
+  z
+    .string()
+    .trim()
+    .min(1, requiredMessage)
+    .max(max)
+    .regex(/^\P{Cc}*$/u, 'must be one line without control characters');

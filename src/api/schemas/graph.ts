@@ -1,16 +1,16 @@
 import { z } from '@hono/zod-openapi';
 import { serviceTypes } from '../../db/schema/topology.js';
-import { limitParam } from './common.js';
+import { limitParam, oneLine } from './common.js';
 
 const ServiceTypeSchema = z.enum(serviceTypes).openapi({ example: 'api' });
-const Team = z.string().trim().min(1, 'team must not be empty').max(100).openapi({ example: 'payments-sre' });
+const Team = oneLine(100, 'team must not be empty').openapi({ example: 'payments-sre' });
 const Criticality = z.number().int().min(1).max(10).openapi({ description: '1 (lowest) to 10 (highest)', example: 5 });
 const ServiceIdField = (description: string) => z.string().min(1).max(64).openapi({ description, example: 'svc_01j…' });
 const Cursor = z.string().min(1).max(512).optional();
 
 export const CreateServiceBody = z
   .object({
-    name: z.string().trim().min(1, 'name is required').max(200).openapi({ example: 'checkout-api' }),
+    name: oneLine(200, 'name is required').openapi({ example: 'checkout-api' }),
     type: ServiceTypeSchema,
     team: Team.nullable().optional(),
     criticality: Criticality.default(5),

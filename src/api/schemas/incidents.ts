@@ -1,24 +1,20 @@
 import { z } from '@hono/zod-openapi';
 import { incidentSources, incidentStatuses, severities } from '../../db/schema/incidents.js';
-import { limitParam } from './common.js';
+import { limitParam, oneLine } from './common.js';
 
 export const SeveritySchema = z.enum(severities);
 export const IncidentStatusSchema = z.enum(incidentStatuses);
 
 export const CreateIncidentBody = z
   .object({
-    title: z.string().trim().min(1, 'title is required').max(200).openapi({ example: 'Checkout latency above 2s' }),
+    title: oneLine(200, 'title is required').openapi({ example: 'Checkout latency above 2s' }),
     description: z
       .string()
       .trim()
       .min(10, 'description must be 10 to 4000 characters')
       .max(4000, 'description must be 10 to 4000 characters')
       .openapi({ example: 'p99 latency of the checkout api rose after the 14:02 deploy' }),
-    service: z
-      .string()
-      .trim()
-      .min(1)
-      .max(200)
+    service: oneLine(200)
       .optional()
       .openapi({ description: 'The affected service; when it names a topology node, its team owns the incident', example: 'checkout-api' }),
   })

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { limitParam } from './common.js';
+import { limitParam, oneLine } from './common.js';
 
 export const MAX_RUNBOOK_TAGS = 20;
 export const MAX_RUNBOOK_CONTENT = 50_000;
@@ -14,8 +14,8 @@ const Tags = z
   .max(MAX_RUNBOOK_TAGS, `at most ${MAX_RUNBOOK_TAGS} tags`)
   .transform((tags) => [...new Set(tags)])
   .openapi({ description: 'Each tag is trimmed and lowercased, then checked; duplicates are dropped', example: ['postgres', 'connections'] });
-const Title = z.string().trim().min(1, 'title is required').max(200).openapi({ example: 'Postgres connection exhaustion' });
-const Service = z.string().trim().min(1, 'service must not be empty').max(200).openapi({ example: 'checkout-api' });
+const Title = oneLine(200, 'title is required').openapi({ example: 'Postgres connection exhaustion' });
+const Service = oneLine(200, 'service must not be empty').openapi({ example: 'checkout-api' });
 const Content = z
   .string()
   .min(1, 'content is required')

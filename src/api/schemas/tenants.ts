@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { oneLine } from './common.js';
 import { planIds } from '../../domain/plans.js';
 
 export const TenantSettingsSchema = z.object({
@@ -29,7 +30,7 @@ const optionalText = (max: number) => z.string().trim().min(1).max(max).nullable
 
 export const UpdateTenantBody = z
   .object({
-    name: z.string().trim().min(1).max(200).optional(),
+    name: oneLine(200).optional(),
     settings: z
       .object({
         cloudRoleArn: optionalText(2048),

@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { severities, incidentSources } from '../../db/schema/incidents.js';
 import { triggerActions } from '../../db/schema/triggers.js';
-import { limitParam, queryBoolean } from './common.js';
+import { limitParam, oneLine, queryBoolean } from './common.js';
 
 /** The 21 event types of DESIGN §5: the catalogue a trigger's `eventType` comes from. */
 export const eventCatalogue = [
@@ -20,7 +20,7 @@ export const TriggerConditions = z
   .object({
     severities: z.array(z.enum(severities)).max(4).optional(),
     sources: z.array(z.enum(incidentSources)).max(2).optional(),
-    services: z.array(z.string().trim().min(1).max(200)).max(50).optional(),
+    services: z.array(oneLine(200)).max(50).optional(),
   })
   .strict()
   .openapi('TriggerConditions', { description: 'Each given list must contain the event’s (or its incident’s) value; an absent list matches anything' });
@@ -31,7 +31,7 @@ const ActionConfig = z.record(z.string(), z.unknown()).openapi({ description: 'w
 
 export const CreateTriggerBody = z
   .object({
-    name: z.string().trim().min(1, 'name is required').max(200),
+    name: oneLine(200, 'name is required'),
     eventType: EventType,
     conditions: TriggerConditions.default({}),
     action: Action,
@@ -43,7 +43,7 @@ export const CreateTriggerBody = z
 
 export const UpdateTriggerBody = z
   .object({
-    name: z.string().trim().min(1).max(200).optional(),
+    name: oneLine(200).optional(),
     enabled: z.boolean().optional(),
     conditions: TriggerConditions.optional(),
     action: Action.optional(),
