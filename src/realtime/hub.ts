@@ -104,6 +104,16 @@ export function createRealtimeHub(deps: { sql: postgres.Sql; logger: Logger }): 
       channel.reading = false;
     }
     if (channel.again && channel.subscribers.size > 0) void pump(tenantId, channel);
+    else dropIfIdle(tenantId, channel);
+  }
+
+  /**
+   * Forgets a tenant's channel once it has no subscriber and no read in flight. A channel kept
+   * without subscribers stops following notifications, so its cursor would fall behind and the
+   * next subscriber would be handed every event since as if live.
+   */
+  function dropIfIdle(tenantId: string, channel: TenantChannel): void {
+    if (channel.subscribers.size === 0 && !channel.reading && tenants.get(tenantId) === channel) tenants.delete(tenantId);
   }
 
   function fanOut(channel: TenantChannel, batch: StreamEvent[]): void {
@@ -160,7 +170,7 @@ export function createRealtimeHub(deps: { sql: postgres.Sql; logger: Logger }): 
         startSeq: current.cursor,
         unsubscribe() {
           current.subscribers.delete(subscriber);
-          if (current.subscribers.size === 0 && tenants.get(tenantId) === current && !current.reading) tenants.delete(tenantId);
+          dropIfIdle(tenantId, current); // a read in flight drops it when it ends
         },
       };
     },

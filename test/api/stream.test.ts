@@ -3,11 +3,13 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appendEvent } from '../../src/db/repositories/events.js';
 import { streamTokens } from '../../src/db/schema/remediation.js';
+import { createRealtimeHub, type Subscription } from '../../src/realtime/hub.js';
 import { defaultStreamSettings } from '../../src/realtime/sse.js';
 import { purgeExpiredStreamTokens } from '../../src/realtime/stream-tokens.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/webhooks.js';
 import { eq, inArray, sql } from 'drizzle-orm';
+import pino from 'pino';
 
 interface SseMessage {
   id: string | undefined;
@@ -376,6 +378,37 @@ describe('GET /v1/notifications/stream', () => {
     expect(client.isEnded()).toBe(false);
     await append(tenantId, 'incident.created');
     await client.waitFor(61);
+  });
+
+  it('starts a new subscriber at the newest event after the last one left while events were being read', async () => {
+    const tenant = await svc.newTenant();
+    const hub = createRealtimeHub({ sql: svc.database.sql, logger: pino({ level: 'silent' }) });
+    try {
+      // The only subscriber leaves while the hub is reading for it (inside delivery).
+      let delivered = 0;
+      const first: Subscription = await hub.subscribe(tenant.tenantId, {
+        deliver: () => {
+          delivered++;
+          first.unsubscribe(); // called only after subscribe resolved (on the first event)
+        },
+        close: () => undefined,
+      });
+      await append(tenant.tenantId, 'incident.created', { n: 1 });
+      await eventually(async () => delivered > 0, 5_000);
+      // Events committed while nobody listens, then a new subscriber.
+      await append(tenant.tenantId, 'incident.created', { n: 2 }, 3);
+      const [newest] = await svc.database.sql<{ max: string }[]>`select max(stream_seq) as max from events where tenant_id = ${tenant.tenantId}`;
+      const received: number[] = [];
+      const second = await hub.subscribe(tenant.tenantId, { deliver: (events) => received.push(...events.map((e) => e.seq)), close: () => undefined });
+      expect(second.startSeq).toBe(Number(newest!.max));
+      // It then receives only what is committed after it started.
+      await append(tenant.tenantId, 'incident.created', { n: 3 });
+      await eventually(async () => received.length > 0, 5_000);
+      expect(Math.min(...received)).toBeGreaterThan(second.startSeq);
+      second.unsubscribe();
+    } finally {
+      await hub.close();
+    }
   });
 
   it('ends the subscription when the client goes away', async () => {
