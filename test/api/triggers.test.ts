@@ -6,7 +6,7 @@ import { verifySignature } from '../../src/auth/api-keys.js';
 import { appendEvent } from '../../src/db/repositories/events.js';
 import { notifications } from '../../src/db/schema/remediation.js';
 import { skillInvocations } from '../../src/db/schema/skills.js';
-import { triggerFirings } from '../../src/db/schema/triggers.js';
+import { triggerFirings, triggers } from '../../src/db/schema/triggers.js';
 import { newId } from '../../src/ids.js';
 import { createTriggerDispatcher, type TriggerDispatcherOptions } from '../../src/triggers/dispatcher.js';
 import { startSkillServer, type SkillServer } from '../helpers/skill-server.js';
@@ -108,6 +108,26 @@ describe('trigger CRUD', () => {
     const asAdmin = await svc.api('GET', '/v1/triggers', { token: t.admin });
     expect(asAdmin.body.items.find((i: { triggerId: string }) => i.triggerId === hook.body.triggerId).actionConfig.url).toBe(url);
     expect((await svc.api('DELETE', `/v1/triggers/${hook.body.triggerId}`, { token: t.admin })).status).toBe(204);
+  });
+
+  it('keeps a webhook trigger signed when its action switches while other changes race it', async () => {
+    const trigger = await create(t.admin, { name: 'racing', eventType: 'incident.created', action: 'notify' });
+    expect(trigger.status).toBe(201);
+    const id = trigger.body.triggerId as string;
+    for (let round = 0; round < 5; round++) {
+      const [toWebhook, ...others] = await Promise.all([
+        svc.api('PATCH', `/v1/triggers/${id}`, { token: t.admin, body: { action: 'webhook', actionConfig: { url: 'https://hooks.example.com/race' } } }),
+        ...[true, false, true, false].map((enabled) => svc.api('PATCH', `/v1/triggers/${id}`, { token: t.admin, body: { enabled } })),
+      ]);
+      expect([toWebhook!.status, ...others.map((r) => r.status)]).toEqual([200, 200, 200, 200, 200]);
+      const [row] = await svc.database.db.select().from(triggers).where(eq(triggers.id, id));
+      expect(row!.action).toBe('webhook');
+      // The secret stored is the one shown, once, to the switch.
+      expect(row!.secret).toBe(toWebhook!.body.signingSecret);
+      expect(others.every((r) => r.body.signingSecret === undefined)).toBe(true);
+      expect((await svc.api('PATCH', `/v1/triggers/${id}`, { token: t.admin, body: { action: 'notify' } })).status).toBe(200);
+    }
+    expect((await svc.api('DELETE', `/v1/triggers/${id}`, { token: t.admin })).status).toBe(204);
   });
 
   it('validates the event type, conditions and the config of each action', async () => {

@@ -4,6 +4,7 @@ import { and, count, desc, eq, sql, type SQL } from 'drizzle-orm';
 import { generateSigningSecret } from '../../auth/api-keys.js';
 import type { Principal } from '../../auth/tokens.js';
 import { appendAudit } from '../../db/repositories/audit.js';
+import type { Db } from '../../db/client.js';
 import { findTenant } from '../../db/repositories/tenants.js';
 import { triggers, type TriggerAction, type TriggerRow } from '../../db/schema/triggers.js';
 import { AppError } from '../../errors.js';
@@ -42,7 +43,13 @@ const configSchemas: Record<TriggerAction, z.ZodType<Record<string, unknown>>> =
 };
 
 /** The action's config, checked for the action and the tenant (webhook urls: https unless allowHttpSkills). */
-async function checkActionConfig(deps: AppDeps, tenantId: string, action: TriggerAction, config: Record<string, unknown>): Promise<Record<string, unknown>> {
+async function checkActionConfig(
+  deps: AppDeps,
+  db: Pick<Db, 'select'>,
+  tenantId: string,
+  action: TriggerAction,
+  config: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
   const parsed = configSchemas[action].safeParse(config);
   if (!parsed.success) {
     const details = parsed.error.issues.map((i) => ({ path: ['actionConfig', ...i.path.map(String)].join('.'), message: i.message }));
@@ -50,7 +57,7 @@ async function checkActionConfig(deps: AppDeps, tenantId: string, action: Trigge
   }
   if (action === 'webhook') {
     // The skill rules (decision 177): judged here as far as the URL alone tells, on delivery too.
-    const tenant = await findTenant(deps.db, tenantId);
+    const tenant = await findTenant(db, tenantId);
     const message = outboundUrlRefusal(new URL(String(parsed.data.url)), { allowHttp: tenant?.settings.allowHttpSkills === true, allowlist: deps.skills.allowlist });
     if (message) throw new AppError('validation_error', `actionConfig.url: ${message}`, [{ path: 'actionConfig.url', message }]);
   }
@@ -112,7 +119,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
     async (c) => {
       const auth = requireAuth(c, 'admin');
       const body = c.req.valid('json');
-      const actionConfig = await checkActionConfig(deps, auth.tenantId, body.action, body.actionConfig);
+      const actionConfig = await checkActionConfig(deps, deps.db, auth.tenantId, body.action, body.actionConfig);
       const secret = body.action === 'webhook' ? generateSigningSecret() : null;
       const row = await deps.db.transaction(async (tx) => {
         const [created] = await tx
@@ -160,19 +167,22 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       const auth = requireAuth(c, 'admin');
       const { triggerId } = c.req.valid('param');
       const body = c.req.valid('json');
-      const [current] = await deps.db
-        .select()
-        .from(triggers)
-        .where(and(eq(triggers.tenantId, auth.tenantId), eq(triggers.id, triggerId)));
-      if (!current) throw new AppError('not_found', noSuchTrigger);
-      const action = body.action ?? current.action;
-      const actionChanged = action !== current.action;
-      const actionConfig =
-        body.actionConfig !== undefined || actionChanged
-          ? await checkActionConfig(deps, auth.tenantId, action, body.actionConfig ?? (actionChanged ? {} : current.actionConfig))
-          : undefined;
-      const newSecret = action === 'webhook' && !current.secret ? generateSigningSecret() : undefined;
-      const row = await deps.db.transaction(async (tx) => {
+      // Read and written under the row's lock: a concurrent change (another admin switching the
+      // action) is seen, so a webhook trigger never ends up without its secret.
+      const { row, newSecret } = await deps.db.transaction(async (tx) => {
+        const [current] = await tx
+          .select()
+          .from(triggers)
+          .where(and(eq(triggers.tenantId, auth.tenantId), eq(triggers.id, triggerId)))
+          .for('update');
+        if (!current) throw new AppError('not_found', noSuchTrigger);
+        const action = body.action ?? current.action;
+        const actionChanged = action !== current.action;
+        const actionConfig =
+          body.actionConfig !== undefined || actionChanged
+            ? await checkActionConfig(deps, tx, auth.tenantId, action, body.actionConfig ?? (actionChanged ? {} : current.actionConfig))
+            : undefined;
+        const secret = action === 'webhook' && !current.secret ? generateSigningSecret() : undefined;
         const [updated] = await tx
           .update(triggers)
           .set({
@@ -181,7 +191,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
             ...(body.conditions !== undefined ? { conditions: body.conditions } : {}),
             ...(actionChanged ? { action } : {}),
             ...(actionConfig !== undefined ? { actionConfig } : {}),
-            ...(newSecret ? { secret: newSecret } : action !== 'webhook' ? { secret: null } : {}),
+            ...(secret ? { secret } : action !== 'webhook' ? { secret: null } : {}),
             updatedAt: sql`now()`,
           })
           .where(and(eq(triggers.tenantId, auth.tenantId), eq(triggers.id, triggerId)))
@@ -197,7 +207,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
           requestId: c.get('requestId'),
           details: { fields: Object.keys(body).filter((k) => body[k as keyof typeof body] !== undefined) },
         });
-        return updated;
+        return { row: updated, newSecret: secret };
       });
       return c.json({ ...toTriggerView(row, auth), ...(newSecret ? { signingSecret: newSecret } : {}) }, 200);
     },
