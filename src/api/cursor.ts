@@ -11,13 +11,17 @@ export function encodeCursor(cursor: KeysetCursor): string {
   return Buffer.from(JSON.stringify([cursor.createdAt.toISOString(), cursor.id, cursor.order])).toString('base64url');
 }
 
+const LAST_STORABLE_TIME = Date.UTC(10000, 0, 1);
+
 export function decodeCursor(value: string, order: 'asc' | 'desc'): KeysetCursor {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(value, 'base64url').toString('utf8'));
     if (Array.isArray(parsed) && parsed.length === 3) {
       const [createdAt, id, cursorOrder] = parsed as unknown[];
       const date = new Date(String(createdAt));
-      if (typeof id === 'string' && !Number.isNaN(date.getTime()) && (cursorOrder === 'asc' || cursorOrder === 'desc')) {
+      // Rows are created after 1970 and before the year 10000 (past it PostgreSQL refuses the text).
+      const storable = date.getTime() >= 0 && date.getTime() < LAST_STORABLE_TIME;
+      if (typeof id === 'string' && id.length <= 128 && storable && (cursorOrder === 'asc' || cursorOrder === 'desc')) {
         if (cursorOrder !== order) {
           throw new AppError('validation_error', 'cursor was issued for a different sort order');
         }

@@ -343,7 +343,7 @@ describe('GET /v1/audit', () => {
     const t = await svc.newTenant();
     expect((await svc.api('GET', '/v1/audit', { token: t.member })).status).toBe(403);
     expect((await svc.api('GET', '/v1/audit')).status).toBe(401);
-    for (const query of ['actorType=robot', 'limit=0', 'limit=201', 'from=nope', 'from=2026-02-30', 'to=2026-01-01T00:00:00', 'cursor=%%%', 'from=2026-01-02&to=2026-01-01', 'from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z']) {
+    for (const query of ['actorType=robot', 'limit=0', 'limit=201', 'from=nope', 'from=2026-02-30', 'from=0000-01-01', 'to=0001-01-01T00:00:00%2B01:00', 'to=2026-01-01T00:00:00', 'cursor=%%%', 'from=2026-01-02&to=2026-01-01', 'from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z']) {
       const res = await svc.api('GET', `/v1/audit?${query}`, { token: t.admin });
       expect(res.status, query).toBe(400);
       expect(res.body.error, query).toBe('validation_error');

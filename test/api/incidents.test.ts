@@ -235,6 +235,14 @@ describe('GET /v1/incidents', () => {
     expect(res.body.error).toBe('validation_error');
   });
 
+  it('rejects a forged cursor whose time PostgreSQL cannot store with 400, not 500', async () => {
+    for (const time of ['+010000-01-01T00:00:00.000Z', '1969-12-31T23:59:59.000Z']) {
+      const cursor = Buffer.from(JSON.stringify([time, 'inc_x', 'desc'])).toString('base64url');
+      const res = await svc.api('GET', `/v1/incidents?cursor=${cursor}`, { token: listTenant.member });
+      expect([res.status, res.body.error], time).toEqual([400, 'validation_error']);
+    }
+  });
+
   it('rejects a cursor issued for the other sort order', async () => {
     const first = await svc.api('GET', '/v1/incidents?limit=5', { token: listTenant.member });
     const res = await svc.api('GET', `/v1/incidents?order=asc&cursor=${first.body.cursor}`, { token: listTenant.member });

@@ -5,9 +5,12 @@ import { limitParam } from './common.js';
 /** An ISO 8601 instant with a zone (`Z` or an offset), or a calendar date (a whole UTC day). */
 export const instant = z
   .union([z.iso.datetime({ offset: true }), z.iso.date()], { message: 'must be an ISO 8601 date-time with a zone, such as 2026-11-01T00:00:00Z, or a date such as 2026-11-01' })
+  // Year 0 (or an offset that reaches back into it) is valid ISO 8601 and JavaScript, not PostgreSQL.
+  .refine((value) => rangeBound(value, 'from').getTime() >= FIRST_STORABLE_TIME, { message: 'must not be before the year 1' })
   .openapi({ example: '2025-01-01T00:00:00Z', description: 'ISO 8601 date-time with zone, or a date (a whole UTC day)' });
 
 const DAY_MS = 86_400_000;
+const FIRST_STORABLE_TIME = Date.parse('0001-01-01T00:00:00Z');
 
 /** The instant a range bound stands for: a calendar date is a whole UTC day, `from` its first millisecond, `to` its last. */
 export function rangeBound(value: string, end: 'from' | 'to'): Date {
