@@ -110,6 +110,19 @@ describe('rate limits', () => {
     // The known key still delivers from there, and other addresses are not affected.
     expect((await postWebhook(svc, tenant.tenantId, 'generic', alert(10), { key: good.key, headers: from('198.51.100.77') })).status).toBe(202);
     expect((await postWebhook(svc, tenant.tenantId, 'generic', alert(11), { key: `flo_${'H'.repeat(41)}`, headers: from('198.51.100.78') })).status).toBe(401);
+
+    // Once revoked, the known key is refused, and from then on counts like any refused key: its
+    // holder cannot keep filling the batch queue past the address's limit.
+    expect((await svc.api('DELETE', `/v1/api-keys/${good.keyId}`, { token: tenant.admin })).status).toBe(204);
+    const revoked: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      revoked.push((await postWebhook(svc, tenant.tenantId, 'generic', alert(20 + i), { key: good.key, headers: from('198.51.100.79') })).status);
+    }
+    expect(revoked).toEqual([401, 401, 401]);
+    for (let i = 0; i < 2; i++) {
+      await postWebhook(svc, tenant.tenantId, 'generic', alert(30 + i), { key: `flo_${'J'.repeat(41)}${i}`, headers: from('198.51.100.79') });
+    }
+    expect((await postWebhook(svc, tenant.tenantId, 'generic', alert(40), { key: good.key, headers: from('198.51.100.79') })).status).toBe(429);
   });
 
   it('limits webhooks per tenant in their own window, with the headers, counting only authenticated deliveries', async () => {

@@ -4,14 +4,14 @@
  * batch (decision 139), so a request with a made-up key is read, parsed and queued like any
  * other before it is refused: a flood of them could fill the batch queue, and every tenant's
  * monitoring tools would then get 503. Past the limit, an address's requests are refused at
- * once (429), except with a key that was accepted recently on this process, so a tenant's tool
- * behind the same address as the flood keeps delivering.
+ * once (429), except with a key that was accepted recently on this process and not refused
+ * since, so a tenant's tool behind the same address as the flood keeps delivering.
  */
 export interface KeyFailureGuard {
   /** Seconds `address` must wait before a request with `keyHash` is read; 0 when it may go on. */
   blockedFor(address: string, keyHash: string): number;
-  /** A request from `address` was refused for its key. */
-  refused(address: string): void;
+  /** A request from `address` was refused for its key (`keyHash`), which is trusted no more. */
+  refused(address: string, keyHash: string): void;
   /** A request with `keyHash` was accepted. */
   accepted(keyHash: string): void;
 }
@@ -40,7 +40,9 @@ export function createKeyFailureGuard(options: { limitPerMinute: number; clock: 
       if (!window || window.start !== start || window.count < options.limitPerMinute) return 0;
       return Math.max(1, Math.ceil((start + WINDOW_MS - now) / 1000));
     },
-    refused(address) {
+    refused(address, keyHash) {
+      // A revoked key (or one sent with bad signatures) is counted like any other refused key.
+      trusted.delete(keyHash);
       const { start } = windowStart();
       const window = windows.get(address);
       if (window && window.start === start) {

@@ -122,7 +122,7 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
         keyFailures.accepted(keyHash);
         return c.json(result, 202);
       } catch (err) {
-        if (err instanceof AppError && err.code === 'unauthorized') keyFailures.refused(address);
+        if (err instanceof AppError && err.code === 'unauthorized') keyFailures.refused(address, keyHash);
         throw err;
       }
     },
