@@ -12,6 +12,8 @@ export function encodeCursor(cursor: KeysetCursor): string {
 }
 
 const LAST_STORABLE_TIME = Date.UTC(10000, 0, 1);
+/** Row ids are `prefix_ulid` (builtin skills: `skl_builtin_name`): no NUL or other text PostgreSQL refuses. */
+const ROW_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
 export function decodeCursor(value: string, order: 'asc' | 'desc'): KeysetCursor {
   try {
@@ -21,7 +23,7 @@ export function decodeCursor(value: string, order: 'asc' | 'desc'): KeysetCursor
       const date = new Date(String(createdAt));
       // Rows are created after 1970 and before the year 10000 (past it PostgreSQL refuses the text).
       const storable = date.getTime() >= 0 && date.getTime() < LAST_STORABLE_TIME;
-      if (typeof id === 'string' && id.length <= 128 && storable && (cursorOrder === 'asc' || cursorOrder === 'desc')) {
+      if (typeof id === 'string' && ROW_ID.test(id) && storable && (cursorOrder === 'asc' || cursorOrder === 'desc')) {
         if (cursorOrder !== order) {
           throw new AppError('validation_error', 'cursor was issued for a different sort order');
         }

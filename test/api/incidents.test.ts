@@ -236,10 +236,17 @@ describe('GET /v1/incidents', () => {
   });
 
   it('rejects a forged cursor whose time PostgreSQL cannot store with 400, not 500', async () => {
-    for (const time of ['+010000-01-01T00:00:00.000Z', '1969-12-31T23:59:59.000Z']) {
-      const cursor = Buffer.from(JSON.stringify([time, 'inc_x', 'desc'])).toString('base64url');
+    const forged: unknown[][] = [
+      ['+010000-01-01T00:00:00.000Z', 'inc_x', 'desc'],
+      ['1969-12-31T23:59:59.000Z', 'inc_x', 'desc'],
+      [12345, 'inc_x', 'desc'],
+      ['2026-01-01T00:00:00.000Z', 'inc\u0000x', 'desc'],
+      ['2026-01-01T00:00:00.000Z', 'i'.repeat(129), 'desc'],
+    ];
+    for (const parts of forged) {
+      const cursor = Buffer.from(JSON.stringify(parts)).toString('base64url');
       const res = await svc.api('GET', `/v1/incidents?cursor=${cursor}`, { token: listTenant.member });
-      expect([res.status, res.body.error], time).toEqual([400, 'validation_error']);
+      expect([res.status, res.body.error], JSON.stringify(parts)).toEqual([400, 'validation_error']);
     }
   });
 

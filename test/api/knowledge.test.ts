@@ -135,7 +135,7 @@ describe('GET /v1/knowledge', () => {
   });
 
   it('answers 400 validation_error for bad parameters and 401 without a token', async () => {
-    for (const query of ['status=closed', 'minConfidence=1.01', 'minConfidence=-0.1', 'minConfidence=abc', 'minConfidence=', 'limit=0', 'limit=101', 'limit=x', 'cursor=nope']) {
+    for (const query of ['status=closed', 'minConfidence=1.01', 'minConfidence=-0.1', 'minConfidence=abc', 'minConfidence=', 'minConfidence=0x1', 'minConfidence=1e-1', 'minConfidence=Infinity', 'limit=0', 'limit=101', 'limit=x', 'cursor=nope']) {
       const res = await svc.api('GET', `/v1/knowledge?${query}`, { token: tenant.member });
       expect(res.status, query).toBe(400);
       expect(res.body.error, query).toBe('validation_error');

@@ -25,7 +25,7 @@ export const Pattern = z
 const MinConfidence = z
   .string()
   .trim()
-  .min(1, 'minConfidence must be a number from 0 to 1')
+  .regex(/^[0-9]*\.?[0-9]+$/, 'minConfidence must be a decimal number from 0 to 1, such as 0.85')
   .transform((v) => Number(v))
   .pipe(z.number({ message: 'minConfidence must be a number from 0 to 1' }).min(0, 'minConfidence must be from 0 to 1').max(1, 'minConfidence must be from 0 to 1'))
   .optional()
