@@ -8,6 +8,7 @@ import { notifications, users } from '../../src/db/schema/remediation.js';
 import { newId } from '../../src/ids.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
 import { createSkillRuntime } from '../../src/skills/invoke.js';
+import { createUserRecorder } from '../../src/api/middleware/auth.js';
 import { startTestService, TEST_SKILL_KEY, type TestService } from '../helpers/service.js';
 
 let svc: TestService;
@@ -129,5 +130,26 @@ describe('users seen by the api', () => {
     const p = await proposal(t.tenantId);
     const rows = await svc.database.db.select().from(notifications).where(eq(notifications.tenantId, t.tenantId));
     expect(rows.map((n) => [n.userId, n.payload.remediationId])).toEqual([['dana', p.remediationId]]);
+  });
+
+  it('remembers a bounded number of users per process: one evicted is written again when it comes back', async () => {
+    const t = await svc.newTenant();
+    let now = new Date('2031-01-01T00:00:00Z');
+    const record = createUserRecorder({ db: svc.database.db, clock: () => now }, 2);
+    const log = { error: () => undefined };
+    const who = (userId: string) => ({ tenantId: t.tenantId, userId, email: `${userId}@example.test`, roles: ['member' as const] });
+    const seen = async (userId: string) =>
+      (await svc.database.db.select().from(users).where(and(eq(users.tenantId, t.tenantId), eq(users.userId, userId))))[0]!.lastSeenAt.toISOString();
+    await record(who('ann'), log);
+    await record(who('ben'), log);
+    now = new Date('2031-01-01T00:00:10Z');
+    await record(who('ann'), log); // within the minute and remembered: not written
+    expect(await seen('ann')).toBe('2031-01-01T00:00:00.000Z');
+    await record(who('cy'), log); // past two: the one written longest ago (ann) is forgotten
+    now = new Date('2031-01-01T00:00:20Z');
+    await record(who('ann'), log); // forgotten: written again, awaited
+    expect(await seen('ann')).toBe('2031-01-01T00:00:20.000Z');
+    await record(who('cy'), log); // still remembered: not written
+    expect(await seen('cy')).toBe('2031-01-01T00:00:10.000Z');
   });
 });

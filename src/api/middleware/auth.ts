@@ -46,13 +46,17 @@ export function clientAddress(c: Parameters<MiddlewareHandler>[0], trustProxy: b
 
 /** A user is written at most once a minute per process (last_seen_at is coarse). */
 export const USER_SEEN_INTERVAL_MS = 60_000;
+/** Users whose last write a process remembers (about 100 bytes each). */
+const MAX_TRACKED_USERS = 100_000;
 
 /**
  * Records who uses the api (`users`: tenant, token subject, email, roles, last seen) so admins can
  * be notified. The first sighting in this process is awaited (a notification right after must
  * find the admin); later ones at most once a minute, without waiting, errors only logged.
  */
-function createUserRecorder(deps: AppDeps) {
+export function createUserRecorder(deps: Pick<AppDeps, 'db' | 'clock'>, maxTracked = MAX_TRACKED_USERS) {
+  // Insertion order is last-write order (each write re-inserts its key): the oldest is evicted
+  // past maxTracked, and is only written once more (awaited) if that user comes back.
   const lastWritten = new Map<string, number>();
   const write = (p: Principal, now: Date) =>
     deps.db
@@ -67,7 +71,9 @@ function createUserRecorder(deps: AppDeps) {
     const now = deps.clock();
     const last = lastWritten.get(key);
     if (last !== undefined && now.getTime() - last < USER_SEEN_INTERVAL_MS) return;
+    lastWritten.delete(key);
     lastWritten.set(key, now.getTime());
+    if (lastWritten.size > maxTracked) lastWritten.delete(lastWritten.keys().next().value!);
     if (last === undefined) {
       try {
         await write(p, now);
