@@ -76,7 +76,7 @@ export interface RemediationActivities {
    * Marks the approval expired (reason: the deadline, superseded by a proposal on newer evidence,
    * or the incident closed or resolved while it waited) and the remediation `cancelled`.
    */
-  expireApproval(req: { incidentId: string; tenantId: string; approvalId: string; remediationId: string; reason: 'deadline' | 'superseded' | 'closed' | 'resolved'; workflowId: string; historyEventId?: number }): Promise<void>;
+  expireApproval(req: { incidentId: string; tenantId: string; approvalId: string; remediationId: string; reason: 'deadline' | 'superseded' | 'closed' | 'resolved' | 'status_changed'; workflowId: string; historyEventId?: number }): Promise<void>;
   /** Runs one step exactly once (idempotency key per step); a failure is an outcome, not a throw. */
   executeRemediationStep(req: StepRequest): Promise<StepOutcome>;
   /** Whether the remediation worked: the incident's alerts have recovered, or a step-defined check passed. */

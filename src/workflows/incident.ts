@@ -409,15 +409,20 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
         });
       } else {
         // A resolved incident needs no remediation: its pending approval ends (decision 174).
+        // Nor does one a person has moved out of `awaiting_approval` (back to open, say):
+        // approving it must not act behind their decision (decision 195).
         const resolutionEnds = patched('resolution-ends-approval');
+        const movedOnEnds = patched('status-change-ends-approval');
         const resolvedMeanwhile = () => resolutionEnds && state.status === 'resolved';
+        const movedOnMeanwhile = () => movedOnEnds && state.status !== 'awaiting_approval' && state.status !== 'resolved';
         // The durable deadline: a timer in the workflow history, kept across worker restarts.
         for (;;) {
           const remaining = Date.parse(proposed.deadline) - Date.now();
           const woke =
-            remaining > 0 && (await condition(() => pending?.decision !== undefined || closeRequested || evidenceMayHaveChanged || resolvedMeanwhile(), remaining));
+            remaining > 0 &&
+            (await condition(() => pending?.decision !== undefined || closeRequested || evidenceMayHaveChanged || resolvedMeanwhile() || movedOnMeanwhile(), remaining));
           if (!woke) break; // deadline
-          if (pending?.decision || closeRequested || resolvedMeanwhile()) break;
+          if (pending?.decision || closeRequested || resolvedMeanwhile() || movedOnMeanwhile()) break;
           // A re-synthesis happened while waiting: is the proposal still about the same evidence?
           evidenceMayHaveChanged = false;
           const hash = await remediation.evidenceHash({ incidentId: state.incidentId, tenantId: state.tenantId });
@@ -425,7 +430,15 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
           remediationRequested = null; // same evidence: the proposal stands
         }
         if (!pending?.decision) {
-          const reason = closeRequested ? 'closed' : resolvedMeanwhile() ? 'resolved' : Date.now() >= Date.parse(proposed.deadline) ? 'deadline' : 'superseded';
+          const reason = closeRequested
+            ? 'closed'
+            : resolvedMeanwhile()
+              ? 'resolved'
+              : movedOnMeanwhile()
+                ? 'status_changed'
+                : Date.now() >= Date.parse(proposed.deadline)
+                  ? 'deadline'
+                  : 'superseded';
           endedApprovals.set(proposed.approvalId, reason === 'superseded' ? 'superseded' : 'expired');
           pending = null;
           state.pendingApprovalId = undefined;

@@ -173,6 +173,27 @@ describe('remediation behind approval', () => {
     expect(await eventTypes(incidentId)).not.toContain('remediation.approved');
   });
 
+  it('ends the pending approval when a person moves the incident out of awaiting_approval: nothing runs, their status stands', async () => {
+    const tenant = await tenantWith({ approvalSeconds: 600 });
+    const { incidentId, approval } = await awaitingApproval(tenant);
+    const reopened = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.member, body: { status: 'open' } });
+    expect(reopened.status).toBe(200);
+    const expired = await expiredApproval(svc, approval.id, 20_000);
+    expect(expired.expiredReason).toBe('status_changed');
+    const [rem] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+    expect(rem!.status).toBe('cancelled');
+    const late = await respond(tenant, approval.id, { decision: 'approve' });
+    expect([late.status, late.body.error]).toEqual([409, 'approval_expired']);
+    const steps = await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId));
+    expect(steps.length).toBeGreaterThan(0);
+    expect(steps.every((s) => s.status === 'pending')).toBe(true);
+    expect((await incident(incidentId)).status).toBe('open');
+    expect(await eventTypes(incidentId)).not.toContain('remediation.approved');
+    const state = await svc.client.workflow.getHandle(incidentId).query(getStateQuery);
+    expect(state).toMatchObject({ remediationStatus: 'cancelled', status: 'open' });
+    expect(state.pendingApprovalId).toBeUndefined();
+  });
+
   it('of two concurrent answers exactly one succeeds; members get 403; bad input 400; unknown and foreign 404', async () => {
     const tenant = await tenantWith({ approvalSeconds: 600 });
     const { approval } = await awaitingApproval(tenant);
