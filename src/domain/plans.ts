@@ -75,3 +75,17 @@ export function retentionDays(planId: PlanId): number {
 export function usagePeriod(at: Date): string {
   return at.toISOString().slice(0, 7);
 }
+
+/** Shares of a monthly quota at which `system.quota_warning` is emitted, once each per month. */
+const QUOTA_WARNING_PERCENTS = [80, 100] as const;
+
+/** The warning percents a count crossed going from `before` to `after` under `limit`. */
+export function quotaWarningsCrossed(before: number, after: number, limit: number): number[] {
+  return QUOTA_WARNING_PERCENTS.filter((percent) => {
+    const mark = Math.ceil((limit * percent) / 100);
+    return after >= mark && before < mark;
+  });
+}
+
+/** The idempotency key of a quota warning: one per tenant, month, metric and percent. */
+export const quotaWarningKey = (tenantId: string, period: string, metric: QuotaMetric, percent: number) => `${tenantId}:${period}:${metric}:quota:${percent}`;

@@ -1,7 +1,7 @@
 import type postgres from 'postgres';
 import { credentialsInOrder, webhookCredentialsQuery, type WebhookCredential } from '../db/repositories/api-keys.js';
 import { ownershipOf, ownershipPayload, type Ownership } from '../domain/ownership.js';
-import { monthlyQuota, usagePeriod } from '../domain/plans.js';
+import { monthlyQuota, quotaWarningKey, quotaWarningsCrossed, usagePeriod } from '../domain/plans.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import { isDependencyUnavailable } from '../unavailable.js';
@@ -48,7 +48,6 @@ export interface IngestRequest {
 
 export type IngestOutcome = { result: IngestResult; replayed: boolean };
 
-const QUOTA_WARNING_PERCENTS = [80, 100] as const;
 
 interface Pending {
   request: IngestRequest;
@@ -543,17 +542,14 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
     }));
     for (const [tenantId, counter] of used) {
       if (counter.limit === null) continue;
-      for (const percent of QUOTA_WARNING_PERCENTS) {
-        const mark = Math.ceil((counter.limit * percent) / 100);
-        if (counter.after >= mark && counter.before < mark) {
-          outbox.push({
-            tenantId,
-            type: 'system.quota_warning',
-            incidentId: null,
-            payload: { metric: 'events', period, used: counter.after, limit: counter.limit, percent },
-            key: `${tenantId}:${period}:events:quota:${percent}`,
-          });
-        }
+      for (const percent of quotaWarningsCrossed(counter.before, counter.after, counter.limit)) {
+        outbox.push({
+          tenantId,
+          type: 'system.quota_warning',
+          incidentId: null,
+          payload: { metric: 'events', period, used: counter.after, limit: counter.limit, percent },
+          key: quotaWarningKey(tenantId, period, 'events', percent),
+        });
       }
     }
     if (outbox.length > 0) {

@@ -157,6 +157,28 @@ describe('POST /v1/incidents/chat', () => {
     expect(stored).toHaveLength(2); // the refused one left nothing behind
     const [usage] = await svc.database.db.select().from(usageCounters).where(eq(usageCounters.tenantId, starter.tenantId));
     expect(usage!.count).toBe(500);
+    // Reaching 100 % by a manual incident warns once, as ingestion does.
+    const warnings = await svc.database.db
+      .select()
+      .from(events)
+      .where(and(eq(events.tenantId, starter.tenantId), eq(events.type, 'system.quota_warning')));
+    expect(warnings.map((w) => w.payload)).toEqual([{ metric: 'events', period, used: 500, limit: 500, percent: 100 }]);
+  });
+
+  it('warns at 80 % of the event quota when a manual incident crosses it, once a month across paths', async () => {
+    const starter = await svc.newTenant({ plan: 'plan_starter' });
+    const period = usagePeriod(new Date());
+    await svc.database.db.insert(usageCounters).values({ tenantId: starter.tenantId, period, metric: 'events', count: 398 });
+    for (let i = 0; i < 3; i++) expect((await svc.api('POST', '/v1/incidents/chat', { token: starter.admin, body: validIncident })).status).toBe(201);
+    // The same mark reached again (the count set back by hand) is not warned twice this month.
+    await svc.database.db.update(usageCounters).set({ count: 398 }).where(eq(usageCounters.tenantId, starter.tenantId));
+    expect((await svc.api('POST', '/v1/incidents/chat', { token: starter.admin, body: validIncident })).status).toBe(201);
+    expect((await svc.api('POST', '/v1/incidents/chat', { token: starter.admin, body: validIncident })).status).toBe(201);
+    const warnings = await svc.database.db
+      .select()
+      .from(events)
+      .where(and(eq(events.tenantId, starter.tenantId), eq(events.type, 'system.quota_warning')));
+    expect(warnings.map((w) => w.payload)).toEqual([{ metric: 'events', period, used: 400, limit: 500, percent: 80 }]);
   });
 
   it('uses custom enterprise quotas and reports unlimited ones as null', async () => {

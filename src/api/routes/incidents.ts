@@ -5,7 +5,7 @@ import { findIncident, findOwnership, listIncidents, markWorkflowStarted, toInci
 import { ownershipPayload } from '../../domain/ownership.js';
 import { consumeQuota, usageCount } from '../../db/repositories/usage.js';
 import { incidents } from '../../db/schema/incidents.js';
-import { monthlyQuota, usagePeriod } from '../../domain/plans.js';
+import { monthlyQuota, quotaWarningKey, quotaWarningsCrossed, usagePeriod } from '../../domain/plans.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
@@ -91,6 +91,16 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
         const used = await consumeQuota(tx, { tenantId: auth.tenantId, period, metric: 'events', limit: eventsLimit });
         if (used === null) {
           throw new AppError('event_quota_exceeded', `The monthly event quota of ${eventsLimit} is reached for ${period}`);
+        }
+        // Crossing 80 % or 100 % here warns as ingestion does, once a month whichever path crosses.
+        for (const percent of eventsLimit === null ? [] : quotaWarningsCrossed(used - 1, used, eventsLimit)) {
+          await appendEvent(tx, {
+            tenantId: auth.tenantId,
+            type: 'system.quota_warning',
+            incidentId: null,
+            payload: { metric: 'events', period, used, limit: eventsLimit, percent },
+            idempotencyKey: quotaWarningKey(auth.tenantId, period, 'events', percent),
+          });
         }
         return { row: incident, eventsUsed: used };
       });
