@@ -90,6 +90,13 @@ describe('runbooks: create and read', () => {
     expect(res.body).toMatchObject({ service: null, tags, steps: [] });
     const minimal = await createRunbook(tenant.member, { title: 'Minimal', content: 'Call the database team.' });
     expect(minimal).toMatchObject({ service: null, tags: [], steps: [] });
+    // Tags count once duplicates are dropped (after trimming and lowercasing).
+    const repeated = await svc.api('POST', '/v1/runbooks', {
+      token: tenant.admin,
+      body: { title: 'Repeated tags', tags: [...tags, 't0', 'T1 '], content: 'Call the database team.' },
+    });
+    expect(repeated.status).toBe(201);
+    expect(repeated.body).toMatchObject({ service: null, tags });
     const [row] = await svc.database.db.select().from(runbooks).where(eq(runbooks.id, minimal.runbookId));
     expect(row).toMatchObject({ service: null, tags: [] });
   });
@@ -127,6 +134,7 @@ describe('runbooks: validation', () => {
     ['service', { ...valid, service: null }],
     ['tags', { ...valid, tags: 'postgres' }],
     ['tags', { ...valid, tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }],
+    ['tags', { ...valid, tags: Array.from({ length: 101 }, () => 'same') }],
     ['tags.1', { ...valid, tags: ['ok', 'has space'] }],
     ['tags.0', { ...valid, tags: ['-leading-dash'] }],
     ['tags.0', { ...valid, tags: ['t'.repeat(41)] }],

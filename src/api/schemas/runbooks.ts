@@ -11,7 +11,9 @@ const tagMessage = 'a tag is 1 to 40 of a-z, 0-9, "_", "." and "-", starting wit
 const Tag = z.string().trim().toLowerCase().regex(TAG_PATTERN, tagMessage).openapi({ example: 'postgres' });
 const Tags = z
   .array(Tag)
-  .max(MAX_RUNBOOK_TAGS, `at most ${MAX_RUNBOOK_TAGS} tags`)
+  .max(5 * MAX_RUNBOOK_TAGS, `at most ${5 * MAX_RUNBOOK_TAGS} tags may be sent`)
+  // Counted after duplicates are dropped, as the description says.
+  .refine((tags) => new Set(tags).size <= MAX_RUNBOOK_TAGS, `at most ${MAX_RUNBOOK_TAGS} distinct tags`)
   .transform((tags) => [...new Set(tags)])
   .openapi({ description: 'Each tag is trimmed and lowercased, then checked; duplicates are dropped', example: ['postgres', 'connections'] });
 const Title = oneLine(200, 'title is required').openapi({ example: 'Postgres connection exhaustion' });
