@@ -27,9 +27,9 @@ import {
   ExportIdParam,
 } from '../schemas/audit-export.js';
 import { rangeBound } from '../schemas/audit.js';
+import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 const DAY_MS = 86_400_000;
-import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 /** What the api needs for exports: the directory it serves files from, the URL key, object storage. */
 export interface ExportApiSettings {
