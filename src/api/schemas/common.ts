@@ -24,7 +24,6 @@ export function errorResponses(...statuses: Array<400 | 401 | 403 | 404 | 409 | 
   );
 }
 
-
 /** An OpenAPI response with a JSON body of `schema`. */
 export const jsonResponse = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
 
