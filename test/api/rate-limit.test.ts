@@ -168,4 +168,21 @@ describe('rate limits', () => {
     const remaining = group(0).filter((r) => r.status === 202).map((r) => r.headers.get('x-ratelimit-remaining')).sort();
     expect(remaining).toEqual(['0', '1', '2']);
   });
+
+  it('counts a refused credential in its address window: a 401 carries the headers, and guessing tokens is throttled', async () => {
+    await awayFromWindowEdge();
+    const from = { 'x-forwarded-for': '192.0.2.44' };
+    const attempts: Array<[number, string | null]> = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await svc.api('GET', '/v1/incidents', { token: `not-a-token-${i}`, headers: from });
+      attempts.push([res.status, res.headers.get('x-ratelimit-remaining')]);
+    }
+    expect(attempts).toEqual([[401, '4'], [401, '3'], [401, '2'], [401, '1'], [401, '0'], [429, '0']]);
+    const missing = await svc.api('GET', '/v1/incidents', { headers: from });
+    expect([missing.status, missing.body.error]).toEqual([429, 'rate_limit_exceeded']);
+    // A valid token is counted in its tenant's window, not the address's.
+    const tenant = await svc.newTenant({ plan: 'plan_starter' });
+    const ok = await svc.api('GET', '/v1/incidents', { token: tenant.member, headers: from });
+    expect([ok.status, ok.headers.get('x-ratelimit-limit')]).toEqual([200, '100']);
+  });
 });

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { rateLimitPerMinute } from '../../domain/plans.js';
 import { findTenant } from '../../db/repositories/tenants.js';
@@ -8,6 +8,7 @@ import type { AppDeps, AppEnv } from '../context.js';
 import { countRequest } from '../../db/repositories/rate-limits.js';
 import { users } from '../../db/schema/remediation.js';
 import type { Principal } from '../../auth/tokens.js';
+import type { TenantRow } from '../../db/schema/tenants.js';
 import { applyRateLimit } from './rate-limit.js';
 import { consumeStreamToken } from '../../realtime/stream-tokens.js';
 
@@ -107,6 +108,29 @@ export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
     // Webhooks authenticate with an API key (and optional signature) in their own route.
     if (path.startsWith('/v1/webhooks/')) return next();
 
+    let identified: { principal: Principal; tenant: TenantRow; urlToken: string | undefined };
+    try {
+      identified = await identify(c, path);
+    } catch (err) {
+      // No tenant to count against: a refused credential counts in its address's public window,
+      // so a 401 carries the rate-limit headers too and guessing tokens is throttled (429).
+      if (err instanceof AppError && err.code === 'unauthorized') {
+        const address = clientAddress(c, deps.config.trustProxy);
+        applyRateLimit(c, await countRequest(deps.relaxedSql, `ip:${address}`, deps.config.publicRateLimitPerMinute), deps.clock());
+      }
+      throw err;
+    }
+    const { principal, tenant, urlToken } = identified;
+    if (tenant.status !== 'active') throw new AppError('forbidden', 'This tenant is suspended');
+    c.set('auth', { ...principal, tenant });
+    // A stream token carries no email; its user was recorded when the token was issued.
+    if (!urlToken) await recordUser(principal, c.get('logger') ?? deps.logger);
+    applyRateLimit(c, await countRequest(deps.relaxedSql, `tenant:${tenant.id}`, rateLimitPerMinute(tenant)), deps.clock());
+    return next();
+  };
+
+  /** The caller named by the request's credential, and its tenant; 401 when there is none. */
+  async function identify(c: Context<AppEnv>, path: string) {
     const token = bearerToken(c.req.header('authorization'));
     const urlToken = path === STREAM_PATH && !c.req.header('authorization') ? c.req.query('token') : undefined;
     let principal: Principal;
@@ -126,11 +150,6 @@ export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
     }
     const tenant = await findTenant(deps.db, principal.tenantId);
     if (!tenant) throw new AppError('unauthorized', 'The token names an unknown tenant');
-    if (tenant.status !== 'active') throw new AppError('forbidden', 'This tenant is suspended');
-    c.set('auth', { ...principal, tenant });
-    // A stream token carries no email; its user was recorded when the token was issued.
-    if (!urlToken) await recordUser(principal, c.get('logger') ?? deps.logger);
-    applyRateLimit(c, await countRequest(deps.relaxedSql, `tenant:${tenant.id}`, rateLimitPerMinute(tenant)), deps.clock());
-    return next();
-  };
+    return { principal, tenant, urlToken };
+  }
 }
