@@ -28,11 +28,34 @@ export function hashApiKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
 }
 
-/** The presented key: `Authorization: Bearer flo_…` or `X-API-Key: flo_…`. */
-export function presentedApiKey(authorization: string | undefined, apiKeyHeader: string | undefined): string | undefined {
-  const bearer = authorization?.match(/^Bearer\s+(flo_[0-9A-Za-z]+)\s*$/)?.[1];
-  const candidate = bearer ?? apiKeyHeader?.trim();
-  return candidate && /^flo_[0-9A-Za-z]{20,64}$/.test(candidate) ? candidate : undefined;
+const KEY_FORM = /^flo_[0-9A-Za-z]{20,64}$/;
+
+/** Where a webhook request may carry its API key. */
+export interface PresentedCredentials {
+  authorization: string | undefined;
+  apiKeyHeader: string | undefined;
+  /** The `api_key` query parameter, for tools that take a URL and nothing else. */
+  queryKey: string | undefined;
+}
+
+/**
+ * The presented key: `Authorization: Bearer flo_…` (any case of the scheme, RFC 9110),
+ * `X-API-Key: flo_…`, HTTP Basic credentials holding the key as the user or the password (what
+ * a tool sends for a URL written `https://flo_…@host/…`, such as GitHub's webhooks), or the
+ * `api_key` query parameter (Sentry's webhooks take a URL only). Headers first.
+ */
+export function presentedApiKey(presented: PresentedCredentials): string | undefined {
+  const authorization = presented.authorization?.trim() ?? '';
+  const bearer = authorization.match(/^Bearer\s+(\S+)$/i)?.[1];
+  const basic = authorization.match(/^Basic\s+([A-Za-z0-9+/=]+)$/i)?.[1];
+  const fromBasic = basic
+    ? Buffer.from(basic, 'base64')
+        .toString('utf8')
+        .split(':')
+        .find((part) => KEY_FORM.test(part))
+    : undefined;
+  const candidate = bearer ?? fromBasic ?? presented.apiKeyHeader?.trim() ?? presented.queryKey?.trim();
+  return candidate && KEY_FORM.test(candidate) ? candidate : undefined;
 }
 
 export function signBody(secret: string, body: Uint8Array): string {

@@ -411,7 +411,9 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
               { id: existing, isNew: false, tenantId: request.tenantId, fingerprint: event.fingerprint, occurrences: 0, lastSeenAt: null };
             if (event.status === 'firing') {
               change.occurrences++;
-              change.lastSeenAt = !change.lastSeenAt || event.occurredAt > change.lastSeenAt ? event.occurredAt : change.lastSeenAt;
+              // When the service last saw it firing: a tool repeats an alert with its original
+              // start time (Alertmanager, Grafana), so the alert's own time would never move.
+              change.lastSeenAt = now;
               change.recovery = { recoveredAt: null };
             } else {
               change.recovery = { recoveredAt: event.occurredAt };
@@ -433,7 +435,7 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
               requestId: request.requestId,
               provider: request.provider,
               occurrences: 1,
-              lastSeenAt: event.occurredAt,
+              lastSeenAt: now,
             });
           }
           if (incidentId && !incidentIds.includes(incidentId)) incidentIds.push(incidentId);
@@ -462,7 +464,7 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
         result: {
           eventIds,
           incidentIds,
-          deduplicated: alerts > 0 && opened === 0 && attached > 0,
+          deduplicated: alerts > 0 && opened === 0 && attached === alerts,
           ...(request.ignored ? { ignored: request.ignored } : {}),
         },
         replayed: false,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import type { Severity } from '../db/schema/incidents.js';
-import { PayloadError } from './types.js';
+import { PayloadError, type NormalizedEvent } from './types.js';
 
 /** Most alerts one delivery may carry. */
 export const MAX_ALERTS_PER_DELIVERY = 500;
@@ -154,4 +154,23 @@ export function nonEmpty(value: unknown): string | undefined {
   if (typeof value !== 'string') return undefined;
   const trimmed = value.trim();
   return trimmed === '' ? undefined : trimmed;
+}
+
+/**
+ * A label as one line: control characters (a newline, a tab, an escape sequence's ESC) become
+ * spaces, runs of white space one space. What an alert says is kept, never refused (refusing
+ * would lose the alert), but a label shown one per line cannot forge or garble a line
+ * (decision 188's rule for what the api accepts).
+ */
+export function oneLineLabel(text: string): string {
+  return text.replace(/[\p{Cc}\s]+/gu, ' ').trim();
+}
+
+/** The delivery's events with their one-line labels (title, alert name, service) made one line. */
+export function withOneLineLabels(events: NormalizedEvent[]): NormalizedEvent[] {
+  return events.map((event) => {
+    const service = event.service === null ? null : oneLineLabel(event.service) || null;
+    const title = oneLineLabel(event.title) || '(untitled alert)';
+    return event.kind === 'alert' ? { ...event, service, title, alertName: oneLineLabel(event.alertName) } : { ...event, service, title };
+  });
 }

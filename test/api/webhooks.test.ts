@@ -16,7 +16,9 @@ import { deliverPendingAlerts, reconcileIncidents, startDispatcher } from '../..
 import { getStateQuery } from '../../src/workflows/messages.js';
 import { freePort } from '../helpers/ports.js';
 import { startTestService, type TestService } from '../helpers/service.js';
-import { createKey, eventually, postWebhook, type WebhookKey } from '../helpers/webhooks.js';
+import { createKey, eventually, fixture, postWebhook, type WebhookKey } from '../helpers/webhooks.js';
+import { signBody } from '../../src/auth/api-keys.js';
+import { tenants } from '../../src/db/schema/tenants.js';
 
 let svc: TestService;
 let tenant: { tenantId: string; admin: string; member: string };
@@ -179,6 +181,43 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ incidentIds: [], deduplicated: false });
     expect(res.body.eventIds).toHaveLength(1);
+  });
+
+  it('moves lastSeenAt to when a repeat arrived, though the tool repeats the alert with its first start time', async () => {
+    const startsAt = '2026-01-01T00:00:00.000Z';
+    const first = uniqueAlert({ startsAt });
+    const opened = await postWebhook(svc, tenant.tenantId, 'generic', first, { key: key.key });
+    const incidentId = opened.body.incidentIds[0];
+    const before = await incidentRow(incidentId);
+    expect(before.lastSeenAt!.getTime()).toBeGreaterThan(Date.parse(startsAt));
+    await new Promise((r) => setTimeout(r, 20));
+    const repeat = await postWebhook(svc, tenant.tenantId, 'generic', { ...first, summary: 'still failing' }, { key: key.key });
+    expect(repeat.body).toMatchObject({ incidentIds: [incidentId], deduplicated: true });
+    const after = await incidentRow(incidentId);
+    expect(after.occurrenceCount).toBe(2);
+    expect(after.lastSeenAt!.getTime()).toBeGreaterThan(before.lastSeenAt!.getTime());
+    const res = await svc.api('GET', `/v1/incidents/${incidentId}`, { token: tenant.member });
+    expect(res.body.lastSeenAt).toBe(after.lastSeenAt!.toISOString());
+  });
+
+  it('says deduplicated only when every alert of the delivery attached to an open incident', async () => {
+    const open = uniqueAlert();
+    const opened = await postWebhook(svc, tenant.tenantId, 'generic', open, { key: key.key });
+    const mixed = await postWebhook(svc, tenant.tenantId, 'generic', { alerts: [open, { ...uniqueAlert(), status: 'resolved' }] }, { key: key.key });
+    expect(mixed.status).toBe(202);
+    expect(mixed.body).toMatchObject({ incidentIds: opened.body.incidentIds, deduplicated: false });
+    const all = await postWebhook(svc, tenant.tenantId, 'generic', { alerts: [{ ...open, summary: 'again' }] }, { key: key.key });
+    expect(all.body).toMatchObject({ incidentIds: opened.body.incidentIds, deduplicated: true });
+  });
+
+  it('stores labels as one line: a newline or an escape in a service or name becomes a space', async () => {
+    const res = await postWebhook(svc, tenant.tenantId, 'generic', uniqueAlert({ service: 'check\nout\u001b[2J', summary: 'line one\nline two' }), { key: key.key });
+    expect(res.status).toBe(202);
+    const row = await incidentRow(res.body.incidentIds[0]);
+    expect(row.service).toBe('check out [2J');
+    expect(row.title).not.toMatch(/\p{Cc}/u);
+    const [event] = await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.id, res.body.eventIds[0]));
+    expect(event!.service).toBe('check out [2J');
   });
 
   it('answers a retried delivery with the same result and stores it once (delivery id, then same body)', async () => {
@@ -344,6 +383,57 @@ describe('webhook authentication', () => {
     expect(res.body.error).toBe('unauthorized');
   });
 
+  it('takes the key from a Bearer scheme in any case, Basic credentials or the api_key query parameter, for tools that send only a URL', async () => {
+    expect((await postWebhook(svc, tenant.tenantId, 'generic', body(), { headers: { authorization: `bearer ${key.key}` } })).status).toBe(202);
+    const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+    expect((await postWebhook(svc, tenant.tenantId, 'generic', body(), { headers: { authorization: basic(key.key, '') } })).status).toBe(202);
+    expect((await postWebhook(svc, tenant.tenantId, 'generic', body(), { headers: { authorization: basic('github', key.key) } })).status).toBe(202);
+    const viaQuery = await svc.api('POST', `/v1/webhooks/${tenant.tenantId}/generic?api_key=${key.key}`, {
+      rawBody: JSON.stringify(body()),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(viaQuery.status).toBe(202);
+    for (const authorization of [basic('user', 'not-a-key'), `Basic ${'!'.repeat(8)}`, `Token ${key.key}`]) {
+      const res = await postWebhook(svc, tenant.tenantId, 'generic', body(), { headers: { authorization } });
+      expect([res.status, res.body.error], authorization).toEqual([401, 'unauthorized']);
+    }
+    const wrongQuery = await svc.api('POST', `/v1/webhooks/${tenant.tenantId}/generic?api_key=flo_${'Z'.repeat(43)}`, {
+      rawBody: JSON.stringify(body()),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(wrongQuery.status).toBe(401);
+  });
+
+  it("accepts GitHub's own signature header and its default form encoding, also when the tenant requires signatures", async () => {
+    const signed = await svc.newTenant({ plan: 'plan_business' });
+    await svc.database.db.update(tenants).set({ settings: { requireWebhookSignature: true } }).where(eq(tenants.id, signed.tenantId));
+    const ghKey = await createKey(svc, signed.admin);
+    const push = fixture('github-push.json');
+    const form = `payload=${encodeURIComponent(push)}`;
+    const deliver = (raw: string, contentType: string, signature: string, delivery: string) =>
+      svc.api('POST', `/v1/webhooks/${signed.tenantId}/github`, {
+        rawBody: raw,
+        headers: {
+          authorization: `Basic ${Buffer.from(`x:${ghKey.key}`).toString('base64')}`,
+          'content-type': contentType,
+          'x-github-event': 'push',
+          'x-github-delivery': delivery,
+          'x-hub-signature-256': signature,
+        },
+      });
+    const json = await deliver(push, 'application/json', signBody(ghKey.signingSecret, Buffer.from(push)), `d-json-${Date.now()}`);
+    expect(json.status).toBe(202);
+    const formed = await deliver(form, 'application/x-www-form-urlencoded', signBody(ghKey.signingSecret, Buffer.from(form)), `d-form-${Date.now()}`);
+    expect(formed.status).toBe(202);
+    expect(formed.body.eventIds).toHaveLength(1);
+    const [change] = await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.id, formed.body.eventIds[0]));
+    expect(change).toMatchObject({ kind: 'code_change', provider: 'github' });
+    const tampered = await deliver(form.replace('payload=', 'payload=%20'), 'application/x-www-form-urlencoded', signBody(ghKey.signingSecret, Buffer.from(form)), `d-t-${Date.now()}`);
+    expect([tampered.status, tampered.body.message]).toEqual([401, 'X-Hub-Signature-256 does not match the body']);
+    const noField = await deliver('other=1', 'application/x-www-form-urlencoded', signBody(ghKey.signingSecret, Buffer.from('other=1')), `d-n-${Date.now()}`);
+    expect([noField.status, noField.body.error]).toEqual([400, 'validation_error']);
+  });
+
   it('answers 401 for a tampered body whose signature was made for the original', async () => {
     const original = JSON.stringify(body());
     const { signBody } = await import('../../src/auth/api-keys.js');
@@ -462,6 +552,28 @@ describe('webhook authentication', () => {
     }
     const after = await svc.database.db.select({ id: ingestedEvents.id }).from(ingestedEvents).where(eq(ingestedEvents.tenantId, tenant.tenantId));
     expect(after.length).toBe(before.length + 1); // the literal one only
+  });
+
+  it('answers 400, not 500, for a payload nested deeper than 64 levels, and names what is wrong with a generic name', async () => {
+    const deep = (levels: number) => `{"name":"Deep","extra":${'['.repeat(levels)}1${']'.repeat(levels)}}`;
+    const refused = await postWebhook(svc, tenant.tenantId, 'generic', deep(5000), { key: key.key });
+    expect([refused.status, refused.body.error]).toEqual([400, 'validation_error']);
+    expect(refused.body.message).toMatch(/deeper than 64/);
+    expect((await postWebhook(svc, tenant.tenantId, 'generic', deep(60), { key: key.key })).status).toBe(202);
+    // A string holding brackets is not nesting.
+    expect((await postWebhook(svc, tenant.tenantId, 'generic', { ...uniqueAlert(), summary: '['.repeat(500) + '\\"{' }, { key: key.key })).status).toBe(202);
+    // The same bound on the api's own JSON bodies.
+    const api = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, rawBody: `{"title":"t","description":"long enough text","x":${'['.repeat(5000)}${']'.repeat(5000)}}`, headers: { 'content-type': 'application/json' } });
+    expect([api.status, api.body.error]).toEqual([400, 'validation_error']);
+    for (const [name, message] of [
+      ['n'.repeat(201), 'name must be at most 200 characters'],
+      ['   ', 'name must not be blank'],
+      [7, 'name must be a string'],
+      [undefined, 'name is required'],
+    ] as const) {
+      const res = await postWebhook(svc, tenant.tenantId, 'generic', { name, summary: 'x' }, { key: key.key });
+      expect([res.status, res.body.details?.find((d: { path: string }) => d.path === 'name')?.message], String(name)).toEqual([400, message]);
+    }
   });
 
   it('answers 413 for a body over 1 MiB', async () => {

@@ -41,6 +41,34 @@ export function findUnstorableText(value: unknown): { path: string; message: str
   return undefined;
 }
 
+/**
+ * How deep arrays and objects may nest in a JSON body. Real payloads nest a dozen levels; a
+ * body nested thousands deep (well under 1 MiB) made JSON.stringify and the validators
+ * overflow the stack, a 500 that a monitoring tool retried for ever.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** Throws 400 `validation_error` when the JSON text nests arrays and objects deeper than MAX_JSON_DEPTH. */
+export function assertJsonDepth(text: string): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    if (inString) {
+      if (ch === 0x5c) i++; // a backslash escapes the next character
+      else if (ch === 0x22) inString = false;
+    } else if (ch === 0x22) {
+      inString = true;
+    } else if (ch === 0x7b || ch === 0x5b) {
+      if (++depth > MAX_JSON_DEPTH) {
+        throw new AppError('validation_error', `The JSON body nests deeper than ${MAX_JSON_DEPTH} levels`, [{ path: 'body', message: `nests deeper than ${MAX_JSON_DEPTH} levels` }]);
+      }
+    } else if (ch === 0x7d || ch === 0x5d) {
+      depth--;
+    }
+  }
+}
+
 /** Throws 400 `validation_error` when the JSON `text` (parsed as `value`) holds unstorable text. */
 export function assertStorableJson(text: string, value: unknown): void {
   if (!SUSPECT_ESCAPE.test(text)) return;
@@ -49,8 +77,8 @@ export function assertStorableJson(text: string, value: unknown): void {
 }
 
 /**
- * For every JSON request body, and every URL: a `%00` in the path or query decodes to NUL in a
- * parameter. Webhooks read their raw body themselves and check it where they parse it.
+ * For every JSON request body (its nesting depth and text), and every URL: a `%00` in the path
+ * or query decodes to NUL in a parameter. Webhooks read their raw body themselves and check it where they parse it.
  */
 export function storableText(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -60,6 +88,7 @@ export function storableText(): MiddlewareHandler<AppEnv> {
     const type = c.req.header('content-type') ?? '';
     if (!c.req.path.startsWith('/v1/webhooks/') && /^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
       const text = await c.req.text();
+      assertJsonDepth(text);
       if (SUSPECT_ESCAPE.test(text)) {
         let value: unknown;
         try {

@@ -11,7 +11,8 @@ import type { AppDeps, AppEnv } from '../context.js';
 import { clientAddress } from '../middleware/auth.js';
 import { createKeyFailureGuard } from '../middleware/key-failures.js';
 import { applyRateLimit } from '../middleware/rate-limit.js';
-import { assertStorableJson } from '../middleware/storable-text.js';
+import { assertJsonDepth, assertStorableJson } from '../middleware/storable-text.js';
+import { withOneLineLabels } from '../../ingest/normalize.js';
 import { errorResponses } from '../schemas/common.js';
 
 const IngestResponse = z
@@ -56,8 +57,10 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       const provider = findProvider(providerName);
       if (!provider) throw new AppError('not_found', `Unknown provider ${providerName}; one of ${Object.keys(providers).join(', ')}`);
 
-      const key = presentedApiKey(c.req.header('authorization'), c.req.header('x-api-key'));
-      if (!key) throw new AppError('unauthorized', 'An API key (flo_…) is required in Authorization: Bearer or X-API-Key');
+      const key = presentedApiKey({ authorization: c.req.header('authorization'), apiKeyHeader: c.req.header('x-api-key'), queryKey: c.req.query('api_key') });
+      if (!key) {
+        throw new AppError('unauthorized', 'An API key (flo_…) is required: Authorization: Bearer, X-API-Key, Basic credentials or the api_key query parameter');
+      }
       const keyHash = hashApiKey(key);
       const address = clientAddress(c, deps.config.trustProxy);
       const wait = keyFailures.blockedFor(address, keyHash);
@@ -75,10 +78,14 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
             throw new AppError('unauthorized', 'The API key is invalid, revoked, or not for this tenant');
           }
           c.set('apiKeyId', credential.keyId);
-          const signature = c.req.header('x-webhook-signature');
+          // GitHub signs with the webhook's secret in X-Hub-Signature-256, in our format: with the
+          // key's signing secret as that secret, it is the same check.
+          const ours = c.req.header('x-webhook-signature');
+          const signature = ours ?? (provider.name === 'github' ? c.req.header('x-hub-signature-256') : undefined);
+          const signatureHeader = ours !== undefined ? 'X-Webhook-Signature' : 'X-Hub-Signature-256';
           if (signature !== undefined) {
             if (!verifySignature(credential.signingSecret, rawBody, signature)) {
-              throw new AppError('unauthorized', 'X-Webhook-Signature does not match the body');
+              throw new AppError('unauthorized', `${signatureHeader} does not match the body`);
             }
           } else if (credential.settings.requireWebhookSignature) {
             throw new AppError('unauthorized', 'This tenant requires X-Webhook-Signature on webhooks');
@@ -132,7 +139,14 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
 /** The raw body as the provider's payload; a 400 `validation_error` saying what is wrong. */
 function parsePayload(provider: WebhookProvider, rawBody: Uint8Array, header: HeaderReader) {
   let body: unknown;
-  const text = Buffer.from(rawBody).toString('utf8');
+  let text = Buffer.from(rawBody).toString('utf8');
+  // GitHub's default content type: the JSON payload in a `payload` form field.
+  if (/^application\/x-www-form-urlencoded\s*(;|$)/i.test(header('content-type') ?? '')) {
+    const payload = new URLSearchParams(text).get('payload');
+    if (payload === null) throw new AppError('validation_error', 'A form-encoded delivery must carry its JSON in a payload field', [{ path: 'payload', message: 'is required' }]);
+    text = payload;
+  }
+  assertJsonDepth(text);
   try {
     body = JSON.parse(text);
   } catch {
@@ -140,7 +154,8 @@ function parsePayload(provider: WebhookProvider, rawBody: Uint8Array, header: He
   }
   assertStorableJson(text, body);
   try {
-    return provider.parse(body, header);
+    const parsed = provider.parse(body, header);
+    return { ...parsed, events: withOneLineLabels(parsed.events) };
   } catch (err) {
     if (err instanceof PayloadError) throw new AppError('validation_error', err.message, err.details);
     throw err;

@@ -59,7 +59,11 @@ const timestamp = z
   .refine((value) => toDate(value) !== null, 'must be an ISO-8601 timestamp or Unix epoch seconds / milliseconds');
 
 const genericAlertSchema = z.looseObject({
-  name: z.string({ error: 'name is required' }).trim().min(1).max(200),
+  name: z
+    .string({ error: (issue) => (issue.input === undefined ? 'name is required' : 'name must be a string') })
+    .trim()
+    .min(1, 'name must not be blank')
+    .max(200, 'name must be at most 200 characters'),
   status: z.enum(['firing', 'resolved']).default('firing'),
   severity: z.string().optional(),
   service: z.string().trim().min(1).max(200).optional(),
