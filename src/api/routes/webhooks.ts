@@ -39,7 +39,7 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       path: '/v1/webhooks/{tenantId}/{provider}',
       tags: ['ingestion'],
       summary: 'Ingest a monitoring, CI or VCS webhook (API key; optional HMAC signature)',
-      description: `Providers: ${Object.keys(providers).join(', ')}. Authenticate with \`Authorization: Bearer flo_…\` or \`X-API-Key\`; when \`X-Webhook-Signature: sha256=<hex>\` is sent it must be the HMAC-SHA256 of the raw body with the key's signing secret.`,
+      description: `Providers: ${Object.keys(providers).join(', ')}. Authenticate with \`Authorization: Bearer flo_…\` or \`X-API-Key\` (for a tool that takes only a URL: Basic credentials holding the key, or the \`api_key\` query parameter); when \`X-Webhook-Signature: sha256=<hex>\` (GitHub: \`X-Hub-Signature-256\`) is sent it must be the HMAC-SHA256 of the raw body with the key's signing secret.`,
       security: [{ apiKey: [] }],
       request: {
         params: z.object({
