@@ -242,6 +242,19 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     expect(opened).toHaveLength(1);
   });
 
+  it('recognises a base64 delivery id (with / + =) on retry, and reads a body that starts with a byte-order mark', async () => {
+    const headers = { 'x-delivery-id': `a/b+c=${counter}==` };
+    const alert = uniqueAlert();
+    const first = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key, headers });
+    expect(first.status).toBe(202);
+    const retry = await postWebhook(svc, tenant.tenantId, 'generic', { ...alert, summary: 'other body' }, { key: key.key, headers });
+    expect(retry.body).toEqual(first.body);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    const withBom = await postWebhook(svc, tenant.tenantId, 'generic', `\uFEFF${JSON.stringify(uniqueAlert())}`, { key: key.key });
+    expect(withBom.status).toBe(202);
+    expect(withBom.body.incidentIds).toHaveLength(1);
+  });
+
   it('treats the same body after the 10-minute window as a new delivery', async () => {
     const alert = uniqueAlert();
     const first = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });

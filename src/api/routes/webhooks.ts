@@ -24,7 +24,8 @@ const IngestResponse = z
   })
   .openapi('IngestResult');
 
-const deliveryIdPattern = /^[\w.:-]{1,200}$/;
+/** A tool's delivery id: 1–200 visible ASCII characters (base64 ids hold `/`, `+` and `=`); else the body hash is used. */
+const deliveryIdPattern = /^[\x21-\x7e]{1,200}$/;
 /** Webhook requests with a refused key one address may send a minute before it is refused at once (decision 182). */
 const DEFAULT_KEY_FAILURES_PER_MINUTE = 600;
 
@@ -139,7 +140,8 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
 /** The raw body as the provider's payload; a 400 `validation_error` saying what is wrong. */
 function parsePayload(provider: WebhookProvider, rawBody: Uint8Array, header: HeaderReader) {
   let body: unknown;
-  let text = Buffer.from(rawBody).toString('utf8');
+  // A UTF-8 byte-order mark, which some senders write first, is not part of the JSON text.
+  let text = Buffer.from(rawBody).toString('utf8').replace(/^\uFEFF/, '');
   // GitHub's default content type: the JSON payload in a `payload` form field.
   if (/^application\/x-www-form-urlencoded\s*(;|$)/i.test(header('content-type') ?? '')) {
     const payload = new URLSearchParams(text).get('payload');
