@@ -1,4 +1,5 @@
 import { AppError } from '../errors.js';
+import { LAST_STORABLE_TIME } from '../ingest/normalize.js';
 
 /** Opaque keyset cursor: base64url of the last row's (createdAt, id), bound to the sort order. */
 export interface KeysetCursor {
@@ -11,7 +12,6 @@ export function encodeCursor(cursor: KeysetCursor): string {
   return Buffer.from(JSON.stringify([cursor.createdAt.toISOString(), cursor.id, cursor.order])).toString('base64url');
 }
 
-const LAST_STORABLE_TIME = Date.UTC(10000, 0, 1);
 /** Row ids are `prefix_ulid` (builtin skills: `skl_builtin_name`): no NUL or other text PostgreSQL refuses. */
 const ROW_ID = /^[A-Za-z0-9_-]{1,128}$/;
 

@@ -122,7 +122,8 @@ export function parseWith<S extends z.ZodType>(schema: S, body: unknown, provide
  * Returns null when it is missing, unparseable, not after 1970 (Alertmanager sends Go's zero time
  * `0001-01-01T00:00:00Z` for "no end"), or past the year 9999.
  */
-const LAST_STORABLE_TIME = Date.UTC(10000, 0, 1); // past it, ISO-8601 needs a 6-digit year PostgreSQL refuses
+/** Past it, ISO 8601 needs a 6-digit year, which PostgreSQL refuses (ingested times, api cursors). */
+export const LAST_STORABLE_TIME = Date.UTC(10000, 0, 1);
 
 export function toDate(value: unknown): Date | null {
   let date: Date;

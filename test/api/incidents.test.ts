@@ -141,6 +141,10 @@ describe('POST /v1/incidents/chat', () => {
     expect(res.body.details.some((d: { message: string }) => /unknown_field_0/.test(d.message) && d.message.endsWith('…')), JSON.stringify(res.body).slice(0, 1500)).toBe(true);
   });
 
+  /** The payloads of the tenant's `system.quota_warning` events. */
+  const quotaWarnings = async (tenantId: string) =>
+    (await svc.database.db.select().from(events).where(and(eq(events.tenantId, tenantId), eq(events.type, 'system.quota_warning')))).map((w) => w.payload);
+
   it('counts the monthly event quota and answers 429 event_quota_exceeded when it is reached', async () => {
     const starter = await svc.newTenant({ plan: 'plan_starter' });
     const period = usagePeriod(new Date());
@@ -158,11 +162,7 @@ describe('POST /v1/incidents/chat', () => {
     const [usage] = await svc.database.db.select().from(usageCounters).where(eq(usageCounters.tenantId, starter.tenantId));
     expect(usage!.count).toBe(500);
     // Reaching 100 % by a manual incident warns once, as ingestion does.
-    const warnings = await svc.database.db
-      .select()
-      .from(events)
-      .where(and(eq(events.tenantId, starter.tenantId), eq(events.type, 'system.quota_warning')));
-    expect(warnings.map((w) => w.payload)).toEqual([{ metric: 'events', period, used: 500, limit: 500, percent: 100 }]);
+    expect(await quotaWarnings(starter.tenantId)).toEqual([{ metric: 'events', period, used: 500, limit: 500, percent: 100 }]);
   });
 
   it('warns at 80 % of the event quota when a manual incident crosses it, once a month across paths', async () => {
@@ -174,11 +174,7 @@ describe('POST /v1/incidents/chat', () => {
     await svc.database.db.update(usageCounters).set({ count: 398 }).where(eq(usageCounters.tenantId, starter.tenantId));
     expect((await svc.api('POST', '/v1/incidents/chat', { token: starter.admin, body: validIncident })).status).toBe(201);
     expect((await svc.api('POST', '/v1/incidents/chat', { token: starter.admin, body: validIncident })).status).toBe(201);
-    const warnings = await svc.database.db
-      .select()
-      .from(events)
-      .where(and(eq(events.tenantId, starter.tenantId), eq(events.type, 'system.quota_warning')));
-    expect(warnings.map((w) => w.payload)).toEqual([{ metric: 'events', period, used: 400, limit: 500, percent: 80 }]);
+    expect(await quotaWarnings(starter.tenantId)).toEqual([{ metric: 'events', period, used: 400, limit: 500, percent: 80 }]);
   });
 
   it('uses custom enterprise quotas and reports unlimited ones as null', async () => {

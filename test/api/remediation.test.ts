@@ -153,33 +153,16 @@ describe('remediation behind approval', () => {
     expect(afterClose.body.error).toBe('approval_expired');
   });
 
-  it('ends the pending approval when the incident is resolved meanwhile: nothing runs, a late approve is 409 approval_expired', async () => {
+  /**
+   * A person PATCHes the incident awaiting approval to `status`: the approval expires with
+   * `reason`, the remediation is cancelled, a late approve is 409 and no step ran.
+   */
+  async function movedWhileAwaiting(status: string, reason: string) {
     const tenant = await tenantWith({ approvalSeconds: 600 });
     const { incidentId, approval } = await awaitingApproval(tenant);
-    const resolved = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.member, body: { status: 'resolved' } });
-    expect(resolved.status).toBe(200);
+    expect((await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.member, body: { status } })).status).toBe(200);
     const expired = await expiredApproval(svc, approval.id, 20_000);
-    expect(expired.expiredReason).toBe('resolved');
-    const [rem] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
-    expect(rem!.status).toBe('cancelled');
-    const late = await respond(tenant, approval.id, { decision: 'approve' });
-    expect(late.status).toBe(409);
-    expect(late.body.error).toBe('approval_expired');
-    const steps = await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId));
-    expect(steps.length).toBeGreaterThan(0);
-    expect(steps.every((s) => s.status === 'pending')).toBe(true);
-    expect((await incident(incidentId)).status).toBe('resolved');
-    expect(await eventTypes(incidentId)).toContain('approval.expired');
-    expect(await eventTypes(incidentId)).not.toContain('remediation.approved');
-  });
-
-  it('ends the pending approval when a person moves the incident out of awaiting_approval: nothing runs, their status stands', async () => {
-    const tenant = await tenantWith({ approvalSeconds: 600 });
-    const { incidentId, approval } = await awaitingApproval(tenant);
-    const reopened = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.member, body: { status: 'open' } });
-    expect(reopened.status).toBe(200);
-    const expired = await expiredApproval(svc, approval.id, 20_000);
-    expect(expired.expiredReason).toBe('status_changed');
+    expect(expired.expiredReason).toBe(reason);
     const [rem] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
     expect(rem!.status).toBe('cancelled');
     const late = await respond(tenant, approval.id, { decision: 'approve' });
@@ -187,8 +170,18 @@ describe('remediation behind approval', () => {
     const steps = await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId));
     expect(steps.length).toBeGreaterThan(0);
     expect(steps.every((s) => s.status === 'pending')).toBe(true);
-    expect((await incident(incidentId)).status).toBe('open');
+    expect((await incident(incidentId)).status).toBe(status);
+    expect(await eventTypes(incidentId)).toContain('approval.expired');
     expect(await eventTypes(incidentId)).not.toContain('remediation.approved');
+    return incidentId;
+  }
+
+  it('ends the pending approval when the incident is resolved meanwhile: nothing runs, a late approve is 409 approval_expired', async () => {
+    await movedWhileAwaiting('resolved', 'resolved');
+  });
+
+  it('ends the pending approval when a person moves the incident out of awaiting_approval: nothing runs, their status stands', async () => {
+    const incidentId = await movedWhileAwaiting('open', 'status_changed');
     const state = await svc.client.workflow.getHandle(incidentId).query(getStateQuery);
     expect(state).toMatchObject({ remediationStatus: 'cancelled', status: 'open' });
     expect(state.pendingApprovalId).toBeUndefined();
