@@ -99,6 +99,11 @@ describe('runbooks: create and read', () => {
     expect(repeated.body).toMatchObject({ service: null, tags });
     const [row] = await svc.database.db.select().from(runbooks).where(eq(runbooks.id, minimal.runbookId));
     expect(row).toMatchObject({ service: null, tags: [] });
+    // An explicit null means "no service", as it does in a PATCH.
+    const explicit = await createRunbook(tenant.member, { title: 'For no service', service: null, content: 'Call the database team.' });
+    expect(explicit).toMatchObject({ service: null });
+    const [stored] = await svc.database.db.select().from(runbooks).where(eq(runbooks.id, explicit.runbookId));
+    expect(stored!.service).toBeNull();
   });
 
   it('reads one runbook back with its content and steps', async () => {
@@ -131,7 +136,6 @@ describe('runbooks: validation', () => {
     ['service', { ...valid, service: '' }],
     ['service', { ...valid, service: '   ' }],
     ['service', { ...valid, service: 's'.repeat(201) }],
-    ['service', { ...valid, service: null }],
     ['tags', { ...valid, tags: 'postgres' }],
     ['tags', { ...valid, tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }],
     ['tags', { ...valid, tags: Array.from({ length: 101 }, () => 'same') }],

@@ -29,7 +29,7 @@ const Content = z
   });
 
 export const CreateRunbookBody = z
-  .object({ title: Title, service: Service.optional(), tags: Tags.default([]), content: Content })
+  .object({ title: Title, service: Service.nullable().optional(), tags: Tags.default([]), content: Content })
   .strict()
   .openapi('CreateRunbook');
 
