@@ -74,8 +74,14 @@ describe('projectStatusChange', () => {
   it('is scoped to the tenant', async () => {
     await newIncident('inc_proj_tenant');
     const other = await createTenant(database.db, { name: 'Other', plan: 'plan_pro' });
-    await env.run(activities.projectStatusChange, { ...change('inc_proj_tenant', 'closed', 2), tenantId: other.id }).catch(() => undefined);
+    // For the other tenant there is no such incident: refused for good, nothing written.
+    await expect(env.run(activities.projectStatusChange, { ...change('inc_proj_tenant', 'closed', 2), tenantId: other.id })).rejects.toMatchObject({
+      nonRetryable: true,
+      type: 'IncidentMissing',
+    });
     const [row] = await database.db.select().from(incidents).where(eq(incidents.id, 'inc_proj_tenant'));
     expect(row).toMatchObject({ status: 'open', version: 1 });
+    expect(await database.db.select().from(events).where(eq(events.incidentId, 'inc_proj_tenant'))).toEqual([]);
+    expect(await database.db.select().from(auditLog).where(eq(auditLog.incidentId, 'inc_proj_tenant'))).toEqual([]);
   });
 });

@@ -413,11 +413,19 @@ describe('GET /v1/notifications/stream', () => {
 
   it('ends the subscription when the client goes away', async () => {
     const { tenantId, member } = await svc.newTenant();
+    // The streams of the tests before are ended first: this one's subscription is then the only one.
+    for (const earlier of open.splice(0)) earlier.close();
+    await eventually(async () => svc.realtimeHub.size() === 0, 5_000);
+    const before = 0;
     const client = await stream('/v1/notifications/stream', auth(member));
+    expect(svc.realtimeHub.size()).toBe(before + 1);
     client.close();
-    await sleep(200);
+    await eventually(async () => svc.realtimeHub.size() === before, 5_000);
     await append(tenantId, 'incident.created');
     const other = await stream('/v1/notifications/stream?lastEventId=0', auth(member));
+    expect(svc.realtimeHub.size()).toBe(before + 1);
     await other.waitFor(1);
+    other.close();
+    await eventually(async () => svc.realtimeHub.size() === before, 5_000);
   });
 });

@@ -74,8 +74,12 @@ describe('PATCH /v1/tenants/{tenantId}', () => {
 
     const audit = await svc.database.db.select().from(auditLog).where(eq(auditLog.action, 'tenant.updated')).orderBy(auditLog.seq);
     const mine = audit.filter((a) => a.tenantId === tenant.tenantId);
-    expect(mine).toHaveLength(3);
-    expect(JSON.stringify(mine)).not.toContain('ext-42');
+    expect(mine.map((a) => a.details)).toEqual([
+      { name: false, settings: ['cloudRoleArn', 'cloudRegion'] },
+      { name: true, settings: ['cloudExternalId', 'autoRemediation'] },
+      { name: false, settings: ['cloudRegion'] },
+    ]);
+    for (const value of ['ext-42', 'incident-reader', 'eu-west-1', 'Acme Payments EU']) expect(JSON.stringify(mine)).not.toContain(value);
   });
 
   it.each([

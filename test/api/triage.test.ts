@@ -73,6 +73,7 @@ describe('POST /v1/triage/{incidentId}', () => {
   it('answers 404 incident_not_found for unknown and foreign incidents, 409 for a closed one, 401 without a token', async () => {
     const other = await svc.newTenant();
     const foreign = await svc.api('POST', '/v1/incidents/chat', { token: other.member, body: { title: 'Theirs', description: 'Not yours to triage' } });
+    expect(foreign.status).toBe(201);
     for (const path of ['/v1/triage/inc_missing', `/v1/triage/${foreign.body.incidentId}`]) {
       const res = await svc.api('POST', path, { token: tenant.member });
       expect(res.status).toBe(404);

@@ -165,10 +165,16 @@ describe('trigger CRUD', () => {
 
   it('keeps tenants apart: another tenant’s trigger is not listed and is 404', async () => {
     const mine = await create(t.admin, { name: 'mine', eventType: 'incident.resolved', action: 'notify' });
+    expect(mine.status).toBe(201);
     const theirs = await svc.api('GET', '/v1/triggers', { token: other.admin });
     expect(theirs.body.items.map((i: { triggerId: string }) => i.triggerId)).not.toContain(mine.body.triggerId);
     expect((await svc.api('PATCH', `/v1/triggers/${mine.body.triggerId}`, { token: other.admin, body: { enabled: false } })).status).toBe(404);
     expect((await svc.api('DELETE', `/v1/triggers/${mine.body.triggerId}`, { token: other.admin })).status).toBe(404);
+    // Untouched, and still its own tenant's.
+    const [row] = await svc.database.db.select().from(triggers).where(eq(triggers.id, mine.body.triggerId));
+    expect(row).toMatchObject({ tenantId: t.tenantId, enabled: true });
+    const own = await svc.api('GET', '/v1/triggers', { token: t.admin });
+    expect(own.body.items.map((i: { triggerId: string }) => i.triggerId)).toContain(mine.body.triggerId);
   });
 });
 
@@ -223,8 +229,9 @@ describe('the trigger dispatcher', () => {
     const key = randomBytes(4).toString('hex');
     const flaky = await create(tenant.admin, { name: 'flaky', eventType: 'triage.completed', action: 'webhook', actionConfig: { url: `${server.url}/flaky?fail=2&key=${key}` } });
     const down = await create(tenant.admin, { name: 'down', eventType: 'triage.completed', action: 'webhook', actionConfig: { url: `${server.url}/always-503` } });
-    await create(tenant.admin, { name: 'off', eventType: 'triage.completed', action: 'webhook', enabled: false, actionConfig: { url: `${server.url}/echo?off=${key}` } });
-    await create(other.admin, { name: 'theirs', eventType: 'triage.completed', action: 'notify' });
+    const off = await create(tenant.admin, { name: 'off', eventType: 'triage.completed', action: 'webhook', enabled: false, actionConfig: { url: `${server.url}/echo?off=${key}` } });
+    const theirs = await create(other.admin, { name: 'theirs', eventType: 'triage.completed', action: 'notify' });
+    for (const made of [flaky, down, off, theirs]) expect(made.status).toBe(201);
     await emit(tenant.tenantId, 'triage.completed', { priority: 'P1' });
 
     const dispatcher = privateDispatcher(tenant.tenantId, { maxRuns: 1 });
@@ -237,6 +244,9 @@ describe('the trigger dispatcher', () => {
     const [failed] = await svc.database.db.select().from(triggerFirings).where(eq(triggerFirings.triggerId, down.body.triggerId));
     expect(failed!.status).toBe('failed');
     expect(failed!.error).toContain('503');
+    for (const ignored of [off, theirs]) {
+      expect(await svc.database.db.select().from(triggerFirings).where(eq(triggerFirings.triggerId, ignored.body.triggerId))).toEqual([]);
+    }
   });
 
   it('notify: one notification per user of the tenant', async () => {

@@ -181,6 +181,10 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ incidentIds: [], deduplicated: false });
     expect(res.body.eventIds).toHaveLength(1);
+    const [stored] = await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.id, res.body.eventIds[0]));
+    expect(stored).toMatchObject({ tenantId: tenant.tenantId, kind: 'alert', status: 'resolved', incidentId: null });
+    // Nor was one opened for its fingerprint.
+    expect(await svc.database.db.select().from(incidents).where(and(eq(incidents.tenantId, tenant.tenantId), eq(incidents.fingerprint, stored!.fingerprint!)))).toEqual([]);
   });
 
   it('moves lastSeenAt to when a repeat arrived, though the tool repeats the alert with its first start time', async () => {

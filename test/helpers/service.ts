@@ -22,6 +22,7 @@ import { createSkillRuntime, type SkillRuntime } from '../../src/skills/invoke.j
 import type { HttpCallLimits } from '../../src/skills/http.js';
 import type { HostResolver } from '../../src/skills/ssrf.js';
 import type { StreamSettings } from '../../src/realtime/sse.js';
+import { createRealtimeHub, type RealtimeHub } from '../../src/realtime/hub.js';
 import type { ActivityDeps } from '../../src/activities/index.js';
 import { loadConfig, type S3Config } from '../../src/config.js';
 import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
@@ -67,6 +68,8 @@ export interface TestService {
   databaseUrl: string;
   client: Client;
   workflows: WorkflowPort;
+  /** The api's event stream hub (closed at stop), for its subscriber count. */
+  realtimeHub: RealtimeHub;
   taskQueue: string;
   worker: Worker | undefined;
   dispatcher: Dispatcher | undefined;
@@ -176,6 +179,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const connection = await Connection.connect({ address });
   const client = new Client({ connection, namespace: 'default' });
   const workflows = createTemporalWorkflowPort(client, taskQueue, options.answerTimeoutMs ? { answerTimeoutMs: options.answerTimeoutMs } : {});
+  const realtimeHub = createRealtimeHub({ sql: database.sql, logger });
   const deps: AppDeps = {
     db: database.db,
     sql: database.sql,
@@ -192,7 +196,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       ...(options.webhookKeyFailuresPerMinute ? { webhookKeyFailuresPerMinute: options.webhookKeyFailuresPerMinute } : {}),
     },
     skills,
-    ...(options.stream ? { realtime: { settings: options.stream } } : {}),
+    realtime: { hub: realtimeHub, ...(options.stream ? { settings: options.stream } : {}) },
     ...(options.model ? { model: options.model } : {}),
     ...(options.ingest ? { ingest: options.ingest } : {}),
     exports: { dir: exportDir, urlKey: exportUrlKey, ...(options.exports?.s3 ? { s3: options.exports.s3 } : {}) },
@@ -222,6 +226,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     databaseUrl: url,
     client,
     workflows,
+    realtimeHub,
     taskQueue,
     worker,
     dispatcher,
@@ -259,6 +264,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
         server.close(() => resolve());
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
+      await realtimeHub.close();
       await triggers?.stop();
       await notifier?.stop();
       await dispatcher?.stop();

@@ -3,6 +3,7 @@ import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { StepRequest } from '../../src/analysis/remediation-types.js';
 import { approvals, remediations, remediationSteps, type RemediationStepPlan } from '../../src/db/schema/remediation.js';
+import { getStateQuery } from '../../src/workflows/messages.js';
 import { expiredApproval, investigateToPendingApproval, tenantWithApprovalTimeout } from '../helpers/remediation.js';
 import { startTestWorker, useWorkerlessService } from '../helpers/workers.js';
 import { eventually } from '../helpers/webhooks.js';
@@ -84,7 +85,9 @@ describe('a worker killed between two remediation steps', () => {
       // Step 1 ran once, before the kill; step 2 was cut off before it did anything, then every
       // step ran once on the new worker: one attempt each.
       expect(steps.map((s) => s.attempts)).toEqual(steps.map(() => 1));
-      expect(done.status).toMatch(/^(completed|failed)$/); // verification: no alert recovered here
+      // Verification: the steps only recorded what to do and no alert recovered here.
+      expect(done.status).toBe('failed');
+      expect(done.failure).toMatch(/^Nothing confirms a recovery/);
     } finally {
       await healthy.stop();
     }
@@ -117,6 +120,9 @@ describe('a remediation activity that fails for good', () => {
       }, 60_000);
       expect(incident).toMatchObject({ incidentId, status: 'investigating' });
       expect(failed).toBe(1); // non-retryable: not retried
+      // The workflow ended the remediation as failed and waits on no approval.
+      expect(await handle.query(getStateQuery)).toMatchObject({ remediationStatus: 'failed', status: 'investigating' });
+      expect((await handle.query(getStateQuery)).pendingApprovalId).toBeUndefined();
       // The workflow still answers: a person resolves the incident through its Update.
       const resolved = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.admin, body: { status: 'resolved' } });
       expect(resolved.status).toBe(200);
