@@ -149,11 +149,19 @@ describe('the analyzer with a learned pattern', () => {
   it('concludes a stable pattern with its past fix leading the actions', () => {
     const result = analyzeInvestigation({ ...base, patterns: [pattern({})] });
     const top = result.hypotheses[0]!;
-    expect(top).toMatchObject({ kind: 'known_pattern', status: 'kept', score: knownPatternScore({ status: 'stable', confidence: 0.9 }) });
+    expect(top).toMatchObject({ kind: 'known_pattern', status: 'kept', score: 0.86 }); // 0.5 + 0.4 × 0.9
     expect(top.sources).toEqual(['pat_1']);
     expect(result.rootCause).toContain('The orders-db pool was exhausted by a leaked cursor');
     expect(result.recommendedActions.slice(0, 2)).toEqual(['Restart pgbouncer', 'Kill idle connections of the reporting job']);
     expect(result.confidence).toBeGreaterThan(0.7);
+  });
+
+  it('scores a known pattern 0.5 + 0.4 × confidence when stable, 0.2 + 0.3 × confidence when emerging', () => {
+    expect(knownPatternScore({ status: 'stable', confidence: 0.9 })).toBe(0.86);
+    expect(knownPatternScore({ status: 'stable', confidence: 0 })).toBe(0.5);
+    expect(knownPatternScore({ status: 'stable', confidence: 1 })).toBe(0.9);
+    expect(knownPatternScore({ status: 'emerging', confidence: 2 / 3 })).toBe(0.4);
+    expect(knownPatternScore({ status: 'emerging', confidence: 1 })).toBe(0.5);
   });
 
   it('weighs an emerging pattern less, and a rejected one not at all', () => {

@@ -192,9 +192,11 @@ describe('proposeRemediation', () => {
     expect(await service.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId))).toHaveLength(1);
     const audits = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'remediation.proposed'))).orderBy(auditLog.seq);
     expect(audits).toHaveLength(1);
-    // Concurrent attempts with a new key each make their own; with one key, one proposal.
+    // Concurrent attempts with one new key make one proposal of their own, beside the first.
     const [a, b] = await Promise.all([propose(tenantId, incidentId, 'k2'), propose(tenantId, incidentId, 'k2')]);
     expect(a).toEqual(b);
+    expect(a.remediationId).not.toBe(p.remediationId);
+    expect(await service.database.db.select().from(remediations).where(eq(remediations.incidentId, incidentId))).toHaveLength(2);
   });
 
   it('uses the default deadline of 60 minutes and reports autoRemediation', async () => {
@@ -299,6 +301,7 @@ describe('execution, verification, completion', () => {
     expect(s3).toEqual(s1);
     expect(server.hits('/echo').length - hitsBefore).toBe(1);
     const rows = await service.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, p.remediationId));
+    expect(rows).toHaveLength(2); // the two steps run above
     expect(rows.every((r) => r.status === 'succeeded' && r.finishedAt)).toBe(true);
     const [rem] = await service.database.db.select().from(remediations).where(eq(remediations.id, p.remediationId));
     expect(rem!.status).toBe('executing');

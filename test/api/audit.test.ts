@@ -299,6 +299,7 @@ describe('GET /v1/audit', () => {
     expect(byIncident.body.items.length).toBeGreaterThanOrEqual(2);
     expect(byIncident.body.items.every((e: any) => e.incidentId === incidentId)).toBe(true);
     const users = await svc.api('GET', '/v1/audit?actorType=user&limit=200', { token: t.admin });
+    expect(users.body.items.length).toBeGreaterThan(0);
     expect(users.body.items.every((e: any) => e.actorType === 'user')).toBe(true);
 
     // The status change came from the workflow: its workflow id and the deciding history event.

@@ -171,8 +171,11 @@ describe('learning when an incident is resolved', () => {
     await concluded(b, tenant.tenantId, 'connection_pool', 'Pool exhausted again');
     await resolve(b);
     // Reopened and resolved again: still counted once.
-    await svc.api('PATCH', `/v1/incidents/${b}`, { token: tenant.member, body: { status: 'investigating' } });
+    const reopened = await svc.api('PATCH', `/v1/incidents/${b}`, { token: tenant.member, body: { status: 'investigating' } });
+    expect(reopened.status).toBe(200);
+    expect(reopened.body.status).toBe('investigating');
     await resolve(b);
+    expect((await db().select().from(events).where(and(eq(events.incidentId, b), eq(events.type, 'incident.resolved'))))).toHaveLength(2);
     const after = await patternRow(created!.id);
     expect(after.occurrences).toBe(2);
     expect(after.lastSeenAt.getTime()).toBeGreaterThan(created!.lastSeenAt.getTime());

@@ -135,7 +135,13 @@ describe('assistant chat api', () => {
   });
 
   it('refuses an invalid message with 400 validation_error and stores nothing', async () => {
-    const before = await svc.database.db.select().from(chatSessions).where(eq(chatSessions.tenantId, tenant.tenantId));
+    const stored = async () => ({
+      sessions: (await svc.database.db.select().from(chatSessions).where(eq(chatSessions.tenantId, tenant.tenantId))).length,
+      messages: (await svc.database.db.select().from(chatMessages).where(eq(chatMessages.tenantId, tenant.tenantId))).length,
+      counted: (await svc.database.db.select().from(usageCounters).where(and(eq(usageCounters.tenantId, tenant.tenantId), eq(usageCounters.metric, 'chat_messages')))).map((r) => r.count),
+      audited: (await svc.database.db.select().from(auditLog).where(eq(auditLog.tenantId, tenant.tenantId))).length,
+    });
+    const before = await stored();
     const bodies: unknown[] = [
       {},
       { message: '' },
@@ -152,8 +158,7 @@ describe('assistant chat api', () => {
     }
     const malformed = await svc.api('POST', '/v1/memory/chat', { token: tenant.member, rawBody: '{"message":', headers: { 'content-type': 'application/json' } });
     expect(malformed.status).toBe(400);
-    const after = await svc.database.db.select().from(chatSessions).where(eq(chatSessions.tenantId, tenant.tenantId));
-    expect(after).toHaveLength(before.length);
+    expect(await stored()).toEqual(before);
     // The longest message allowed is answered.
     expect((await chat(tenant.member, { message: `payments-db ${'x'.repeat(3988)}` })).status).toBe(200);
   });

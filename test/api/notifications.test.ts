@@ -1,4 +1,4 @@
-import { eq } from 'drizzle-orm';
+import { eq, inArray } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { notifications } from '../../src/db/schema/remediation.js';
 import { newId } from '../../src/ids.js';
@@ -124,11 +124,16 @@ describe('POST /v1/notifications/read', () => {
     expect((await svc.api('POST', '/v1/notifications/read', { token: carol, body: { all: true } })).status).toBe(204);
     const after = await list(carol);
     expect(after.body.unreadCount).toBe(0);
+    expect(after.body.items).toHaveLength(3);
     expect(after.body.items.every((i: { read: boolean }) => i.read)).toBe(true);
+    const carolRows = await svc.database.db.select().from(notifications).where(inArray(notifications.id, carolIds));
+    expect(carolRows).toHaveLength(3);
+    expect(carolRows.every((r) => r.readAt !== null)).toBe(true);
     expect((await list(svc.token(tenantId, 'member', { sub: 'dave' }))).body.unreadCount).toBe(2);
     const [otherRow] = await svc.database.db.select().from(notifications).where(eq(notifications.id, otherIds[0]!));
     expect(otherRow!.readAt).toBeNull();
-    expect(carolIds).toHaveLength(3);
+    const daveRows = await svc.database.db.select().from(notifications).where(inArray(notifications.id, daveIds));
+    expect(daveRows.map((r) => r.readAt)).toEqual([null, null]);
   });
 
   it('needs exactly one of notificationIds (1 to 200) and all: true', async () => {

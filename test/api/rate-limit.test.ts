@@ -85,8 +85,13 @@ describe('rate limits', () => {
     // Another client address behind the same proxy has its own window.
     expect((await via('203.0.113.8')).status).toBe(200);
     // Not an address: the connection's own address is counted (127.0.0.1, used up by the test above).
+    const localCount = async () =>
+      Number((await svc.database.db.execute<{ n: string }>(sql`select coalesce(sum(count), 0) as n from rate_limit_windows where bucket = 'ip:127.0.0.1'`))[0]!.n);
+    const localBefore = await localCount();
     const bogus = await via(`203.0.113.9, ${'x'.repeat(500)}`);
+    expect(bogus.headers.get('x-ratelimit-remaining')).not.toBeNull();
     expect(bogus.headers.get('x-ratelimit-remaining')).not.toBe('4');
+    expect(await localCount()).toBe(localBefore + 1);
     const buckets = await svc.database.db.execute<{ bucket: string }>(sql`select distinct bucket from rate_limit_windows where bucket like 'ip:%'`);
     expect(Array.from(buckets).map((r) => r.bucket).sort()).toEqual(['ip:127.0.0.1', 'ip:203.0.113.7', 'ip:203.0.113.8']);
   });

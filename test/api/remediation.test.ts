@@ -28,8 +28,8 @@ async function tenantWith(settings: Partial<TenantSettings> & { approvalSeconds?
     .set({ settings: { ...rest, ...(approvalSeconds !== undefined ? { approvalTimeoutMinutes: approvalSeconds / 60 } : {}) } as TenantSettings })
     .where(eq(tenants.id, tenant.tenantId));
   // The admin and the member have used the api: they are the tenant's known users.
-  await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
-  await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.member });
+  expect((await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin })).status).toBe(200);
+  expect((await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.member })).status).toBe(200);
   return tenant;
 }
 

@@ -27,12 +27,14 @@ describe('real payloads of every provider, end to end', () => {
     expect(firing.body.eventIds).toHaveLength(2);
     expect(firing.body.incidentIds).toHaveLength(2);
     const opened = await incidentsOf(firing.body.incidentIds);
+    expect(opened).toHaveLength(2);
     expect(opened.every((i) => i.source === 'automated' && i.status === 'open' && i.fingerprint?.startsWith('alertmanager:'))).toBe(true);
     const resolved = await postWebhook(svc, tenant.tenantId, 'alertmanager', fixture('alertmanager-resolved.json'), { key: key.key });
     expect(resolved.status).toBe(202);
     expect(resolved.body.deduplicated).toBe(true);
     expect([...resolved.body.incidentIds].sort()).toEqual([...firing.body.incidentIds].sort());
     const after = await incidentsOf(firing.body.incidentIds);
+    expect(after).toHaveLength(2);
     expect(after.every((i) => i.recoveredAt !== null && i.occurrenceCount === 1)).toBe(true);
   });
 

@@ -32,6 +32,7 @@ export async function expiredApproval(svc: TestService, approvalId: string, time
 export async function tenantWithApprovalTimeout(svc: TestService, minutes: number) {
   const tenant = await svc.newTenant({ plan: 'plan_business' });
   await svc.database.db.update(tenants).set({ settings: { approvalTimeoutMinutes: minutes } }).where(eq(tenants.id, tenant.tenantId));
-  await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
+  const seen = await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
+  if (seen.status !== 200) throw new Error(`the admin could not read the tenant: ${seen.status}`);
   return tenant;
 }

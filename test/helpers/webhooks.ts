@@ -40,14 +40,14 @@ export async function postWebhook(
   return svc.api('POST', `/v1/webhooks/${tenantId}/${provider}`, { rawBody: raw, headers });
 }
 
-/** Polls until `probe` returns a value that is not undefined/false, or fails after `timeoutMs`. */
-export async function eventually<T>(probe: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+/** Polls until `probe` returns a value that is not undefined, null or false, or fails after `timeoutMs`. */
+export async function eventually<T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
     try {
       const value = await probe();
-      if (value !== undefined && value !== false) return value;
+      if (value !== undefined && value !== null && value !== false) return value;
     } catch (err) {
       last = err;
     }
