@@ -140,6 +140,17 @@ function describeBuiltin(step: RemediationStepPlan): string {
   }
 }
 
+/**
+ * The steps that will never run once a remediation ends unexecuted (rejected, expired) or stops
+ * at a failed step: `skipped`, not `pending`, so the plan does not read as still to come.
+ */
+async function skipPendingSteps(tx: Pick<Db, 'update'>, tenantId: string, remediationId: string): Promise<void> {
+  await tx
+    .update(remediationSteps)
+    .set({ status: 'skipped' })
+    .where(and(eq(remediationSteps.remediationId, remediationId), eq(remediationSteps.tenantId, tenantId), eq(remediationSteps.status, 'pending')));
+}
+
 export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime; clock?: () => Date }): RemediationActivities {
   const { db } = deps;
   const clock = deps.clock ?? (() => new Date());
@@ -353,6 +364,7 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
         .update(remediations)
         .set({ status: approve ? 'approved' : 'rejected', updatedAt: now })
         .where(and(eq(remediations.id, req.remediationId), eq(remediations.tenantId, req.tenantId), eq(remediations.status, 'awaiting_approval')));
+      if (!approve) await skipPendingSteps(tx, req.tenantId, req.remediationId);
       await appendEvent(tx, {
         tenantId: req.tenantId,
         type: approve ? 'remediation.approved' : 'remediation.rejected',
@@ -404,6 +416,7 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
         .update(remediations)
         .set({ status: remediationStatus, updatedAt: now })
         .where(and(eq(remediations.id, req.remediationId), eq(remediations.tenantId, req.tenantId), eq(remediations.status, 'awaiting_approval')));
+      await skipPendingSteps(tx, req.tenantId, req.remediationId);
       await appendEvent(tx, {
         tenantId: req.tenantId,
         type: 'approval.expired',
@@ -585,6 +598,7 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
         idempotencyKey: `${req.remediationId}:outcome`,
       });
       if (!req.ok) {
+        await skipPendingSteps(tx, req.tenantId, req.remediationId); // those after a failed step
         await tx
           .insert(evidenceItems)
           .values({

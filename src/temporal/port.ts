@@ -205,7 +205,12 @@ function ungatedPort(client: Client, taskQueue: string): WorkflowPort {
   return {
     async startIncident(input, title) {
       try {
-        await client.workflow.start(incidentWorkflowType, incidentStartOptions(input, title, taskQueue));
+        // The first start only. The reconciler starts from rows it read earlier; by then a
+        // person may have closed the incident through an update-with-start, whose run has
+        // completed. A second run from the stale row would triage and investigate a closed
+        // incident again, so any earlier run, finished or not, means it is started (a reopen
+        // goes through the update-with-start of setIncidentStatus, which allows a new run).
+        await client.workflow.start(incidentWorkflowType, { ...incidentStartOptions(input, title, taskQueue), workflowIdReusePolicy: 'REJECT_DUPLICATE' });
       } catch (err) {
         if (err instanceof WorkflowExecutionAlreadyStartedError) return;
         throw err;

@@ -560,9 +560,16 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
   let autoTriaged = input.autoTriaged ?? false;
   if (input.source === 'automated' && input.status === 'open' && !autoTriaged && patched('auto-triage')) {
     autoTriaged = true;
-    await exclusive(() => runTriage({ type: 'system', id: 'auto-triage' })).catch(() => undefined); // recorded as triage.failed
+    // A person may have resolved or closed the incident first (an update that started this
+    // run, or one that got the lock before these steps did): it is then neither triaged nor
+    // investigated, as a person asking for either on a closed incident is refused.
+    const skipSettled = patched('auto-steps-skip-settled');
+    const settled = () => skipSettled && (closeRequested || state.status === 'resolved' || state.status === 'closed');
+    await exclusive(async () => {
+      if (!settled()) await runTriage({ type: 'system', id: 'auto-triage' });
+    }).catch(() => undefined); // recorded as triage.failed
     if (patched('auto-investigate') && !pendingInvestigation && state.investigationStatus !== 'running') {
-      await exclusive(() => beginInvestigation({ type: 'system', id: 'auto-investigate' }, true)).catch(() => undefined);
+      await exclusive(async () => (settled() ? false : beginInvestigation({ type: 'system', id: 'auto-investigate' }, true))).catch(() => undefined);
     }
   }
 

@@ -124,6 +124,11 @@ async function approve(tenantId: string, incidentId: string, p: { approvalId: st
   });
 }
 
+async function stepStatuses(remediationId: string): Promise<string[]> {
+  const rows = await service.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, remediationId)).orderBy(remediationSteps.index);
+  return rows.map((r) => r.status);
+}
+
 const eventsOf = (incidentId: string, type: string) =>
   service.database.db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, type))).orderBy(events.seq);
 
@@ -250,6 +255,7 @@ describe('decisions and expiry', () => {
     expect(d).toMatchObject({ decision: 'reject', remediationStatus: 'rejected' });
     const [rem] = await service.database.db.select().from(remediations).where(eq(remediations.id, p.remediationId));
     expect(rem!.status).toBe('rejected');
+    expect(await stepStatuses(p.remediationId)).toEqual(rem!.plan.map(() => 'skipped')); // none will run
     expect(await eventsOf(incidentId, 'remediation.rejected')).toHaveLength(1);
     const [audit] = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.responded'))).orderBy(auditLog.seq);
     expect(audit!.actorType).toBe('system');
@@ -272,6 +278,7 @@ describe('decisions and expiry', () => {
     });
     const rems = await service.database.db.select().from(remediations).where(eq(remediations.incidentId, incidentId));
     expect(Object.fromEntries(rems.map((r) => [r.id, r.status]))).toEqual({ [p.remediationId]: 'cancelled', [q.remediationId]: 'cancelled' });
+    for (const r of rems) expect(await stepStatuses(r.id)).toEqual(r.plan.map(() => 'skipped'));
     const expired = await eventsOf(incidentId, 'approval.expired');
     expect(expired.map((e) => e.payload.reason).sort()).toEqual(['deadline', 'superseded']);
     const audits = await service.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'approval.expired'))).orderBy(auditLog.seq);
@@ -390,7 +397,7 @@ describe('execution, verification, completion', () => {
   });
 
   it('a failing step is an outcome, stored once; verification fails; completion records the failure as evidence once', async () => {
-    const { tenantId, incidentId } = await setup({ actions: ['Open a ticket with create_jira_ticket'] });
+    const { tenantId, incidentId } = await setup({ actions: ['Open a ticket with create_jira_ticket', 'Restart checkout-api'] });
     await addSkill(tenantId, { name: 'create_jira_ticket', type: 'integration' });
     const p = await propose(tenantId, incidentId);
     await approve(tenantId, incidentId, p);
@@ -398,8 +405,9 @@ describe('execution, verification, completion', () => {
     const out = await acts.executeRemediationStep(req);
     expect(out).toMatchObject({ index: 0, ok: false, error: expect.stringContaining('integration_unavailable') });
     expect(await acts.executeRemediationStep(req)).toEqual(out);
-    const [row] = await service.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, p.remediationId));
+    const [row] = await service.database.db.select().from(remediationSteps).where(and(eq(remediationSteps.remediationId, p.remediationId), eq(remediationSteps.index, 0)));
     expect(row).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(await stepStatuses(p.remediationId)).toEqual(['failed', 'pending']);
 
     const v = await acts.verifyRemediation({ tenantId, incidentId, remediationId: p.remediationId });
     expect(v.ok).toBe(false);
@@ -409,6 +417,7 @@ describe('execution, verification, completion', () => {
     await acts.completeRemediation(done);
     const [rem] = await service.database.db.select().from(remediations).where(eq(remediations.id, p.remediationId));
     expect(rem).toMatchObject({ status: 'failed', failure: v.detail });
+    expect(await stepStatuses(p.remediationId)).toEqual(['failed', 'skipped']); // the step after the failure never runs
     expect(await eventsOf(incidentId, 'remediation.failed')).toHaveLength(1);
     const evidence = await service.database.db.select().from(evidenceItems).where(and(eq(evidenceItems.incidentId, incidentId), eq(evidenceItems.source, 'remediation')));
     expect(evidence).toHaveLength(1);

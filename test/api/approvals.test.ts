@@ -4,7 +4,8 @@ import { createRemediationActivities } from '../../src/activities/remediation.js
 import type { RemediationActivities } from '../../src/analysis/remediation-types.js';
 import { incidents } from '../../src/db/schema/incidents.js';
 import { investigations } from '../../src/db/schema/investigation.js';
-import { notifications, users } from '../../src/db/schema/remediation.js';
+import { approvals, notifications, remediations, users } from '../../src/db/schema/remediation.js';
+import { toWorkflowInput } from '../../src/db/repositories/incidents.js';
 import { newId } from '../../src/ids.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
 import { createSkillRuntime } from '../../src/skills/invoke.js';
@@ -15,7 +16,8 @@ let svc: TestService;
 let acts: RemediationActivities;
 
 beforeAll(async () => {
-  svc = await startTestService({ withoutWorker: true, withoutDispatcher: true });
+  // No worker: an Update to a running workflow is answered 503 after the (short) answer bound.
+  svc = await startTestService({ withoutWorker: true, withoutDispatcher: true, answerTimeoutMs: 5_000 });
   acts = createRemediationActivities({ db: svc.database.db, skills: createSkillRuntime({ cipher: createSkillCipher(TEST_SKILL_KEY), allowedNetworks: [] }) });
 });
 afterAll(async () => {
@@ -81,6 +83,52 @@ describe('GET /v1/approvals', () => {
     expect((await svc.api('GET', '/v1/approvals')).status).toBe(401);
     const viewer = svc.token(t.tenantId, 'viewer' as never);
     expect((await svc.api('GET', '/v1/approvals', { token: viewer })).status).toBe(403);
+  });
+});
+
+describe('POST /v1/notifications/approvals/{approvalId}/respond, from the stored approval', () => {
+  const respond = (token: string, approvalId: string, decision: 'approve' | 'reject') =>
+    svc.api('POST', `/v1/notifications/approvals/${approvalId}/respond`, { token, body: { decision } });
+
+  it('answers 409 approval_expired past the deadline without waiting on a workflow that no worker runs', async () => {
+    const t = await svc.newTenant();
+    const late = await proposal(t.tenantId);
+    const [incident] = await svc.database.db.select().from(incidents).where(eq(incidents.id, late.incidentId));
+    await svc.workflows.startIncident(toWorkflowInput(incident!), incident!.title); // running, unanswered
+    await svc.database.db.update(approvals).set({ deadline: new Date(Date.now() - 1000) }).where(eq(approvals.id, late.approvalId));
+    const started = Date.now();
+    const res = await respond(t.admin, late.approvalId, 'approve');
+    expect(res.status).toBe(409);
+    expect(res.body).toEqual({ error: 'approval_expired', message: 'The approval deadline has passed' });
+    expect(Date.now() - started).toBeLessThan(5_000); // not the answer bound's 503
+    // Nothing decided: the workflow's timer expires it when a worker runs.
+    const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.id, late.approvalId));
+    expect(row).toMatchObject({ status: 'pending', decidedAt: null, decidedBy: null });
+    const [remediation] = await svc.database.db.select().from(remediations).where(eq(remediations.id, late.remediationId));
+    expect(remediation!.status).toBe('awaiting_approval');
+  });
+
+  it('says why an ended approval is closed: superseded, expired at the deadline, or already decided', async () => {
+    const t = await svc.newTenant();
+    const base = (p: Awaited<ReturnType<typeof proposal>>) => ({ tenantId: t.tenantId, incidentId: p.incidentId, approvalId: p.approvalId, remediationId: p.remediationId, workflowId: 'w' });
+    const superseded = await proposal(t.tenantId);
+    await acts.expireApproval({ ...base(superseded), reason: 'superseded' });
+    expect((await respond(t.admin, superseded.approvalId, 'approve')).body).toEqual({
+      error: 'approval_expired',
+      message: 'This approval was superseded by a proposal on newer evidence',
+    });
+    const expired = await proposal(t.tenantId);
+    await acts.expireApproval({ ...base(expired), reason: 'deadline' });
+    const late = await respond(t.admin, expired.approvalId, 'reject');
+    expect(late.status).toBe(409);
+    expect(late.body).toEqual({ error: 'approval_expired', message: 'The approval deadline has passed' });
+    const decided = await proposal(t.tenantId);
+    await acts.recordApprovalDecision({ ...base(decided), decision: 'approve', actor: { type: 'user', id: 'user-admin' } });
+    const again = await respond(t.admin, decided.approvalId, 'reject');
+    expect(again.status).toBe(409);
+    expect(again.body.error).toBe('already_decided');
+    const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.id, decided.approvalId));
+    expect(row).toMatchObject({ status: 'approved', decidedBy: 'user-admin' });
   });
 });
 

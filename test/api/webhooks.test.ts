@@ -11,6 +11,7 @@ import { usageCounters } from '../../src/db/schema/limits.js';
 import { usagePeriod } from '../../src/domain/plans.js';
 import { createTemporalWorkflowPort } from '../../src/temporal/port.js';
 import { purgeWebhookDeliveries } from '../../src/db/repositories/webhook-deliveries.js';
+import { toWorkflowInput } from '../../src/db/repositories/incidents.js';
 import { BODY_REPLAY_WINDOW_MS, DELIVERY_ID_RETENTION_MS } from '../../src/ingest/ingest.js';
 import { deliverPendingAlerts, reconcileIncidents, startDispatcher } from '../../src/temporal/reconciler.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
@@ -688,4 +689,48 @@ describe('Temporal unavailable during ingestion', () => {
       await isolated.stop();
     }
   });
+});
+
+describe('an automated incident closed before the dispatcher started its workflow', () => {
+  it('is neither triaged nor investigated, and a start from the row read before the close runs nothing again', async () => {
+    const isolated = await startTestService({ withoutDispatcher: true });
+    try {
+      const t = await isolated.newTenant();
+      const k = await createKey(isolated, t.admin);
+      const accepted = await postWebhook(isolated, t.tenantId, 'generic', uniqueAlert(), { key: k.key });
+      expect(accepted.status).toBe(202);
+      const id = accepted.body.incidentIds[0];
+      // What a dispatcher pass read before the close (a backlog after an outage takes a while).
+      const [stale] = await isolated.database.db.select().from(incidents).where(eq(incidents.id, id));
+      expect(stale!.workflowStartedAt).toBeNull();
+
+      // A person closes it first: the update starts the workflow, which ends with the close.
+      const closed = await isolated.api('PATCH', `/v1/incidents/${id}`, { token: t.admin, body: { status: 'closed' } });
+      expect(closed.status).toBe(200);
+      expect(closed.body.status).toBe('closed');
+      const handle = isolated.client.workflow.getHandle(id);
+      const first = await eventually(async () => {
+        const d = await handle.describe();
+        return d.status.name === 'COMPLETED' ? d : undefined;
+      }, 30_000);
+
+      // The stale start: the pass goes on with the row it read.
+      await isolated.workflows.startIncident(toWorkflowInput(stale!), stale!.title);
+      const latest = await handle.describe();
+      expect(latest.runId).toBe(first.runId);
+      expect(latest.status.name).toBe('COMPLETED');
+
+      const types = (await isolated.database.db.select().from(events).where(eq(events.incidentId, id)).orderBy(events.seq)).map((e) => e.type);
+      expect(types).toEqual(['incident.created', 'incident.status_changed']);
+      const [row] = await isolated.database.db.select().from(incidents).where(eq(incidents.id, id));
+      expect(row).toMatchObject({ status: 'closed', version: 2 });
+      const counted = await isolated.database.db
+        .select()
+        .from(usageCounters)
+        .where(and(eq(usageCounters.tenantId, t.tenantId), eq(usageCounters.metric, 'investigations')));
+      expect(counted.map((c) => c.count).filter((n) => n > 0)).toEqual([]);
+    } finally {
+      await isolated.stop();
+    }
+  }, 60_000);
 });

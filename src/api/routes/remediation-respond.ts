@@ -28,6 +28,23 @@ const ApprovalIdParam = z.object({
   approvalId: z.string().min(1).max(64).openapi({ param: { name: 'approvalId', in: 'path' } }),
 });
 
+/** Why an approval is no longer open, from its stored reason. */
+function expiredMessage(reason: string | null): string {
+  switch (reason) {
+    case 'deadline':
+      return 'The approval deadline has passed';
+    case 'superseded':
+      return 'This approval was superseded by a proposal on newer evidence';
+    case 'resolved':
+    case 'closed':
+      return `The approval ended when its incident was ${reason}`;
+    case 'status_changed':
+      return 'The approval ended when its incident was moved out of awaiting_approval';
+    default:
+      return 'The approval is no longer open: its deadline passed, newer evidence superseded it, or its incident moved on';
+  }
+}
+
 export function registerApprovalRespondRoute(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(
     createRoute({
@@ -53,7 +70,14 @@ export function registerApprovalRespondRoute(app: OpenAPIHono<AppEnv>, deps: App
       const endedAnswer = () =>
         row.status === 'approved' || row.status === 'rejected'
           ? new AppError('already_decided', 'This approval has already been answered')
-          : new AppError('approval_expired', 'The approval is no longer open: its deadline passed, newer evidence superseded it, or its incident was resolved or closed');
+          : new AppError('approval_expired', expiredMessage(row.status === 'expired' ? row.expiredReason : null));
+      // What the row already says needs no workflow (which may be unreachable): an answered or
+      // expired approval, or one past its deadline (the workflow's validator refuses it too;
+      // its timer expires it).
+      if (row.status !== 'pending') throw endedAnswer();
+      if (deps.clock().getTime() >= row.deadline.getTime()) {
+        throw new AppError('approval_expired', 'The approval deadline has passed');
+      }
       const answered = await deps.workflows
         .respondToApproval(row.incidentId, {
           approvalId,
