@@ -691,6 +691,51 @@ describe('Temporal unavailable during ingestion', () => {
   });
 });
 
+describe('a backlog of unstarted incidents', () => {
+  it('is started in waves: a failed start ends the pass after its wave, and the next pass starts the rest once', async () => {
+    const isolated = await startTestService({ withoutDispatcher: true });
+    try {
+      const t = await isolated.newTenant({ plan: 'plan_enterprise' });
+      const k = await createKey(isolated, t.admin);
+      const ids: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const res = await postWebhook(isolated, t.tenantId, 'generic', uniqueAlert(), { key: k.key });
+        expect(res.status).toBe(202);
+        ids.push(res.body.incidentIds[0]);
+      }
+      const unstarted = async () =>
+        (await isolated.database.db.select().from(incidents).where(eq(incidents.tenantId, t.tenantId))).filter((r) => r.workflowStartedAt === null).map((r) => r.id);
+      expect((await unstarted()).sort()).toEqual([...ids].sort());
+
+      // Our port in front of the real one, refusing the third incident's start once.
+      const refused = ids[2]!;
+      let refusals = 0;
+      const failing = {
+        ...isolated.workflows,
+        startIncident: async (input: Parameters<typeof isolated.workflows.startIncident>[0], title: string) => {
+          if (input.incidentId === refused && refusals++ === 0) throw new Error('Temporal went away');
+          return isolated.workflows.startIncident(input, title);
+        },
+      };
+      const deps = (workflows: typeof isolated.workflows) => ({ db: isolated.database.db, sql: isolated.database.sql, workflows, logger: pino({ level: 'silent' }) });
+      // The first wave is the eight oldest: seven start, the refused one waits, the rest wait.
+      expect(await reconcileIncidents(deps(failing))).toBe(7);
+      expect((await unstarted()).sort()).toEqual([refused, ...ids.slice(8)].sort());
+      expect(await reconcileIncidents(deps(isolated.workflows))).toBe(13);
+      expect(await unstarted()).toEqual([]);
+      expect(await reconcileIncidents(deps(isolated.workflows))).toBe(0);
+      for (const id of ids) {
+        const runs = [];
+        for await (const run of isolated.client.workflow.list({ query: `WorkflowId = '${id}'` })) runs.push(run);
+        expect(runs.length, id).toBeLessThanOrEqual(1); // visibility may lag; never two
+        expect((await isolated.client.workflow.getHandle(id).describe()).status.name).toMatch(/^(RUNNING|COMPLETED)$/);
+      }
+    } finally {
+      await isolated.stop();
+    }
+  }, 60_000);
+});
+
 describe('an automated incident closed before the dispatcher started its workflow', () => {
   it('is neither triaged nor investigated, and a start from the row read before the close runs nothing again', async () => {
     const isolated = await startTestService({ withoutDispatcher: true });
