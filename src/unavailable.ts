@@ -52,6 +52,11 @@ function anyCause(err: unknown, test: (e: Cause) => boolean): boolean {
   return false;
 }
 
+/** Whether the unreachable dependency is Temporal (its client gave up, or our gate refused at once). */
+export function isWorkflowEngineUnavailable(err: unknown): boolean {
+  return isDependencyUnavailable(err) && anyCause(err, (e) => e.name === 'ServiceError' || e.code === 'TEMPORAL_UNAVAILABLE');
+}
+
 export function isDependencyUnavailable(err: unknown): boolean {
   return anyCause(err, (e) => {
     if (e.name === 'ServiceError') {

@@ -33,12 +33,14 @@ import { registerMemoryRoutes } from './routes/memory.js';
 import { registerAuditExportRoutes } from './routes/audit-export.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
-import { isDependencyUnavailable, isStatementTimeout } from '../unavailable.js';
+import { isDependencyUnavailable, isStatementTimeout, isWorkflowEngineUnavailable } from '../unavailable.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /** What a client is told while the database (or another dependency) cannot be reached. */
 const DEPENDENCY_UNAVAILABLE_MESSAGE = 'The service cannot reach its database or another dependency; retry shortly';
+/** The same, when what cannot be reached is the workflow engine (incidents' lifecycles). */
+const WORKFLOW_ENGINE_UNAVAILABLE_MESSAGE = 'The service cannot reach its workflow engine (Temporal); retry shortly';
 /** What a client is told when its request's statement ran past the api's bound (or was cancelled). */
 const STATEMENT_TIMEOUT_MESSAGE = 'The database did not answer in time (busy, or waiting on a lock); retry shortly';
 /** Seconds a client is asked to wait before retrying after a 503. */
@@ -81,6 +83,9 @@ function toErrorResponse(err: unknown): { status: number; body: ErrorBody; logAs
       // The interface has no 415: a body that is not JSON is a malformed request like any other.
       return { status: 400, body: { error: 'validation_error', message: 'The request body must be JSON, sent with Content-Type: application/json' } };
     }
+  }
+  if (isWorkflowEngineUnavailable(err)) {
+    return { status: 503, body: { error: 'service_unavailable', message: WORKFLOW_ENGINE_UNAVAILABLE_MESSAGE }, logAs: 'a dependency is unavailable' };
   }
   if (isDependencyUnavailable(err)) {
     return { status: 503, body: { error: 'service_unavailable', message: DEPENDENCY_UNAVAILABLE_MESSAGE }, logAs: 'a dependency is unavailable' };

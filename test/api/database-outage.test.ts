@@ -6,9 +6,12 @@ import { hashApiKey } from '../../src/auth/api-keys.js';
 import { IngestBatcher, type IngestRequest } from '../../src/ingest/ingest.js';
 import { findProvider } from '../../src/ingest/providers/index.js';
 import { createTemporalWorkflowPort, TemporalUnavailableError } from '../../src/temporal/port.js';
-import { isDependencyUnavailable } from '../../src/unavailable.js';
+import { isDependencyUnavailable, isWorkflowEngineUnavailable } from '../../src/unavailable.js';
+import pino from 'pino';
+import { createApp } from '../../src/api/app.js';
+import { createTokenVerifier } from '../../src/auth/tokens.js';
 import { freePort } from '../helpers/ports.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { startTestService, TEST_JWT_SECRET, type TestService } from '../helpers/service.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { createKey, eventually, postWebhook, type WebhookKey } from '../helpers/webhooks.js';
 
@@ -352,6 +355,39 @@ describe('a dependency unavailable', () => {
       await connection.close();
       await relay.close();
     }
+  });
+
+  it('says that the workflow engine is what cannot be reached when Temporal is away', async () => {
+    const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Checkout down', description: 'Every payment fails' } });
+    expect(created.status).toBe(201);
+    // An api whose port refuses at once, as its gate does while Temporal does not answer.
+    const app = createApp({
+      db: svc.database.db,
+      sql: svc.database.sql,
+      relaxedSql: svc.database.relaxedSql,
+      workflows: { ...svc.workflows, setIncidentStatus: () => Promise.reject(new TemporalUnavailableError()) },
+      tokens: createTokenVerifier({ jwtSecret: TEST_JWT_SECRET }),
+      clock: () => new Date(),
+      logger: pino({ level: 'silent' }),
+      config: { publicBaseUrl: 'http://api.test', trustProxy: false, publicRateLimitPerMinute: 10_000, webhookRateLimitPerMinute: 10_000 },
+      skills: svc.skills,
+      exports: { dir: svc.exportDir, urlKey: svc.exportUrlKey },
+    });
+    const res = await app.request(`/v1/incidents/${created.body.incidentId}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ status: 'investigating' }),
+    });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(await res.json()).toEqual({ error: 'service_unavailable', message: 'The service cannot reach its workflow engine (Temporal); retry shortly' });
+    const [row] = await direct<{ status: string }[]>`select status from incidents where id = ${created.body.incidentId}`;
+    expect(row!.status).toBe('open');
+    // Told apart from the database: a driver's connection error is not Temporal's.
+    expect(isWorkflowEngineUnavailable(new TemporalUnavailableError())).toBe(true);
+    expect(isWorkflowEngineUnavailable(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).toBe(false);
+    expect(isWorkflowEngineUnavailable(Object.assign(new Error('Failed'), { name: 'ServiceError', cause: Object.assign(new Error('14'), { code: 14 }) }))).toBe(true);
+    expect(isWorkflowEngineUnavailable(Object.assign(new Error('Failed'), { name: 'ServiceError', cause: Object.assign(new Error('5'), { code: 5 }) }))).toBe(false);
   });
 
   it('tells outages from faults by the driver error, also when drizzle wraps it', async () => {
