@@ -200,6 +200,9 @@ export function createTemporalWorkflowPort(client: Client, taskQueue: string, op
   };
 }
 
+/** The incident's run has completed, which only a close does: closed after the route read it. */
+const closedMeanwhile = (what: string) => new AppError('conflict', `A closed incident is not ${what}; reopen it first (PATCH its status)`);
+
 function ungatedPort(client: Client, taskQueue: string): WorkflowPort {
   const healthDeadline = () => new Date(Date.now() + 3000);
   return {
@@ -239,10 +242,14 @@ function ungatedPort(client: Client, taskQueue: string): WorkflowPort {
       const startWorkflowOperation = new WithStartWorkflowOperation(incidentWorkflowType, {
         ...incidentStartOptions(stored, title, taskQueue),
         workflowIdConflictPolicy: 'USE_EXISTING',
+        // Never a new run after a completed one: the route read the row before a close ended the
+        // run, and a run from that stale row would work on a closed incident (decision 202).
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
       });
       try {
         return await client.workflow.executeUpdateWithStart(triageUpdate, { args: [command], startWorkflowOperation });
       } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) throw closedMeanwhile('triaged');
         if (err instanceof WorkflowUpdateFailedError) {
           const message = err.cause?.message ?? err.message;
           // The validator refuses a closed incident; anything else is the analysis failing.
@@ -257,10 +264,12 @@ function ungatedPort(client: Client, taskQueue: string): WorkflowPort {
       const startWorkflowOperation = new WithStartWorkflowOperation(incidentWorkflowType, {
         ...incidentStartOptions(stored, title, taskQueue),
         workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY', // as for triage
       });
       try {
         return await client.workflow.executeUpdateWithStart(startInvestigationUpdate, { args: [command], startWorkflowOperation });
       } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) throw closedMeanwhile('investigated');
         if (err instanceof WorkflowUpdateFailedError) {
           const type = failureTypes(err);
           const message = innermostMessage(err);

@@ -206,7 +206,9 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
         }
         // Moving to `investigating` starts an investigation unless one runs (quota permitting).
         if (request.status === 'investigating' && from !== 'investigating' && state.investigationStatus !== 'running' && !pendingInvestigation && patched('investigate-on-status')) {
-          await beginInvestigation(request.actor, true).catch(() => undefined);
+          const begun = await beginInvestigation(request.actor, true).catch(() => false);
+          // The start cleared the previous conclusion: answer what a read now shows.
+          if (begun && patched('view-after-investigation-start')) return projections.readIncident({ incidentId: state.incidentId, tenantId: state.tenantId });
         }
         return view;
       }),
@@ -259,8 +261,19 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
 
   async function synthesise(request: InvestigationRequest): Promise<void> {
     const seen = contextVersion;
+    /**
+     * A newer run began while this (re-)synthesis of an older one ran (a re-synthesis is not
+     * under the lock): its outcome is not the incident's any more (its write, keyed by run, did
+     * nothing), and taking it would mark the new run completed and propose a remediation from
+     * the old conclusion (decision 202).
+     */
+    const superseded = () => request.run !== state.investigationRun && patched('drop-superseded-synthesis');
     try {
       await synthesis.synthesizeInvestigation({ ...request, reports: reports ?? [], ...(state.alertsReceived ? { alertsSeen: state.alertsReceived } : {}) });
+      if (superseded()) {
+        contextSynthesised = seen; // the newer run reads every context stored so far
+        return;
+      }
       state.investigationStatus = 'completed';
       state.syntheses = (state.syntheses ?? 0) + 1;
       // A conclusion asks for a remediation; one awaiting approval is checked for stale evidence.
@@ -269,6 +282,10 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
         evidenceMayHaveChanged = true;
       }
     } catch (err) {
+      if (superseded()) {
+        contextSynthesised = seen;
+        return;
+      }
       state.investigationStatus = 'failed';
       await investigationRecords.recordInvestigationFailure({ ...request, reason: failureReason(err) });
     }
@@ -356,7 +373,10 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     } catch (err) {
       await remediationStopped(err);
     } finally {
-      remediationRequested = null; // a later conclusion (new context) asks again
+      // The request this remediation consumed was cleared when it was taken. One made while it
+      // ran (a conclusion on new context, a new investigation) is kept: it is proposed once the
+      // incident is back under investigation. Cleared here, it was lost (decision 202).
+      if (!patched('keep-later-remediation-request')) remediationRequested = null;
     }
   }
 
@@ -427,7 +447,9 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
           evidenceMayHaveChanged = false;
           const hash = await remediation.evidenceHash({ incidentId: state.incidentId, tenantId: state.tenantId });
           if (hash !== proposed.evidenceHash && !pending?.decision) break;
-          remediationRequested = null; // same evidence: the proposal stands
+          // Same evidence: the proposal stands. Changed evidence with a decision that came in
+          // meanwhile: the decision is carried out, and the newer conclusion asks again after.
+          if (hash === proposed.evidenceHash || !patched('keep-later-remediation-request')) remediationRequested = null;
         }
         if (!pending?.decision) {
           const reason = closeRequested
@@ -628,7 +650,9 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       const seen = contextVersion;
       if (patched('context-without-reports')) {
         const stored = state.investigationRun === undefined ? await investigationRecords.latestInvestigation({ incidentId: state.incidentId, tenantId: state.tenantId }) : null;
-        if (stored && stored.status !== 'running') {
+        // A run begun while the stored one was read is the incident's now (decision 202).
+        const begunMeanwhile = stored !== null && state.investigationRun !== undefined && patched('drop-superseded-synthesis');
+        if (stored && stored.status !== 'running' && !begunMeanwhile) {
           state.investigationRun = stored.run;
           state.investigationStatus = stored.status === 'failed' ? 'failed' : 'completed';
         }

@@ -358,6 +358,18 @@ describe('GET and PATCH /v1/incidents/{id}', () => {
     expect(await svc.client.workflow.getHandle(incidentId).query(getStateQuery)).toMatchObject({ status: 'investigating', version: 3 });
   });
 
+  it('answers a move to investigating with the incident as the investigation it starts left it', async () => {
+    const { incidentId } = await createIncident();
+    // An earlier conclusion, which starting a new investigation clears.
+    await svc.database.db.update(incidents).set({ rootCause: 'an earlier conclusion' }).where(eq(incidents.id, incidentId));
+    const moved = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.member, body: { status: 'investigating' } });
+    expect(moved.status).toBe(200);
+    expect(moved.body).toMatchObject({ status: 'investigating', rootCause: null });
+    const read = await svc.api('GET', `/v1/incidents/${incidentId}`, { token: tenant.member });
+    expect(read.body.rootCause).toBeNull();
+    expect(await svc.client.workflow.getHandle(incidentId).query(getStateQuery)).toMatchObject({ investigationRun: 1 });
+  });
+
   it('serialises concurrent PATCHes: every one lands once and the projection matches the workflow', async () => {
     const { incidentId } = await createIncident();
     const targets = ['triaging', 'investigating', 'awaiting_approval', 'remediating'] as const;

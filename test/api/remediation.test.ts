@@ -6,6 +6,8 @@ import { incidents } from '../../src/db/schema/incidents.js';
 import { approvals, notifications, remediations, remediationSteps } from '../../src/db/schema/remediation.js';
 import { tenants, type TenantSettings } from '../../src/db/schema/tenants.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
+import { createRemediationActivities } from '../../src/activities/remediation.js';
+import { investigations } from '../../src/db/schema/investigation.js';
 import { expiredApproval, investigateToPendingApproval } from '../helpers/remediation.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
@@ -319,5 +321,27 @@ describe('remediation behind approval', () => {
     expect(late.status).toBe(409);
     expect(late.body.error).toBe('approval_expired');
     expect(late.body.message).toContain('superseded');
+  });
+});
+
+describe('an approval the workflow has not taken in yet', () => {
+  it('is answered 503 to retry, not 404, while the stored approval is pending and within its deadline', async () => {
+    const tenant = await tenantWith({ approvalSeconds: 600 });
+    const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Checkout 5xx', description: 'Payments fail' } });
+    expect(created.status).toBe(201);
+    const incidentId = created.body.incidentId as string;
+    await eventually(async () => (await svc.client.workflow.getHandle(incidentId).describe().catch(() => undefined))?.status.name === 'RUNNING');
+    // Stored as the proposal activity stores it, before the workflow has its result (a worker behind).
+    await svc.database.db.insert(investigations).values({ incidentId, tenantId: tenant.tenantId, status: 'completed', rootCause: 'bad release', recommendedActions: ['Restart checkout-api'] });
+    const acts = createRemediationActivities({ db: svc.database.db, skills: svc.skills });
+    const proposal = await acts.proposeRemediation({ tenantId: tenant.tenantId, incidentId, investigationRun: 1, workflowId: incidentId, requestKey: 'not-taken-in' });
+    const listed = await svc.api('GET', '/v1/approvals?status=pending', { token: tenant.member });
+    expect(listed.body.items.map((i: { approvalId: string }) => i.approvalId)).toContain(proposal.approvalId);
+    const res = await respond(tenant, proposal.approvalId, { decision: 'approve' });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(res.body).toEqual({ error: 'service_unavailable', message: 'The approval is not ready to be answered yet; retry shortly' });
+    const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.id, proposal.approvalId));
+    expect(row).toMatchObject({ status: 'pending', decidedAt: null });
   });
 });

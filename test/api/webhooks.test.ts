@@ -761,6 +761,10 @@ describe('an automated incident closed before the dispatcher started its workflo
 
       // The stale start: the pass goes on with the row it read.
       await isolated.workflows.startIncident(toWorkflowInput(stale!), stale!.title);
+      // So do a triage and an investigation start whose route read the row before the close.
+      const actor = { actor: { type: 'user' as const, id: 'late-reader' } };
+      await expect(isolated.workflows.triageIncident(toWorkflowInput(stale!), stale!.title, actor)).rejects.toMatchObject({ code: 'conflict' });
+      await expect(isolated.workflows.startInvestigation(toWorkflowInput(stale!), stale!.title, actor)).rejects.toMatchObject({ code: 'conflict' });
       const latest = await handle.describe();
       expect(latest.runId).toBe(first.runId);
       expect(latest.status.name).toBe('COMPLETED');

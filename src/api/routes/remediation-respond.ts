@@ -86,9 +86,12 @@ export function registerApprovalRespondRoute(app: OpenAPIHono<AppEnv>, deps: App
           actor: { type: 'user', id: auth.userId, requestId: c.get('requestId') },
         })
         .catch((err: unknown) => {
-          // An approval of an earlier run of the incident's workflow (before a reopen) is not
-          // known to the current run: the stored approval says how it ended.
-          if (err instanceof AppError && err.code === 'approval_not_found' && row.status !== 'pending') throw endedAnswer();
+          // The stored approval is pending and within its deadline (judged above), but the
+          // workflow does not wait on it yet: it has not taken in its own proposal (a worker
+          // behind). Not a 404 for an approval the list shows: retry shortly (decision 202).
+          if (err instanceof AppError && err.code === 'approval_not_found') {
+            throw new AppError('service_unavailable', 'The approval is not ready to be answered yet; retry shortly');
+          }
           throw err;
         });
       if (answered === 'gone') throw endedAnswer(); // the incident's workflow has ended

@@ -1,0 +1,130 @@
+/**
+ * A re-synthesis of a finished investigation runs outside the workflow's lock; a new
+ * investigation can begin while it runs. Its late outcome must not be taken as the new run's.
+ */
+import { eq } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import type { InvestigationRequest } from '../../src/analysis/investigation-types.js';
+import type { StepRequest } from '../../src/analysis/remediation-types.js';
+import { approvals } from '../../src/db/schema/remediation.js';
+import { getStateQuery } from '../../src/workflows/messages.js';
+import { investigateToPendingApproval, tenantWithApprovalTimeout } from '../helpers/remediation.js';
+import { startTestWorker, useWorkerlessService } from '../helpers/workers.js';
+import { eventually } from '../helpers/webhooks.js';
+
+const env = useWorkerlessService();
+
+describe('a re-synthesis that ends after a new investigation began', () => {
+  it('is dropped: the new run stays running, and a second start is refused as already running', async () => {
+    const { svc, connection } = env;
+    const tenant = await svc.newTenant({ plan: 'plan_business' });
+    // The first synthesis runs as it is; the later ones wait until the test lets them go.
+    const held: Array<{ run: number; release: () => void }> = [];
+    let real: ((req: InvestigationRequest) => Promise<unknown>) | undefined;
+    let calls = 0;
+    const worker = await startTestWorker(svc, connection, {
+      synthesizeInvestigation: async (req: InvestigationRequest) => {
+        calls++;
+        if (calls > 1) await new Promise<void>((release) => held.push({ run: req.run, release }));
+        return real!(req);
+      },
+    });
+    real = worker.activities.synthesizeInvestigation as (req: InvestigationRequest) => Promise<unknown>;
+    try {
+      const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Checkout 5xx', description: 'Payments fail since 09:00' } });
+      expect(created.status).toBe(201);
+      const incidentId = created.body.incidentId as string;
+      const handle = svc.client.workflow.getHandle(incidentId);
+      const start = () => svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } });
+      expect((await start()).status).toBe(202);
+      await eventually(async () => {
+        const s = await handle.query(getStateQuery);
+        return s.investigationRun === 1 && s.investigationStatus === 'completed';
+      }, 30_000);
+
+      // Human context: run 1 is re-synthesised, and that synthesis is held.
+      const context = await svc.api('POST', `/v1/investigation/${incidentId}/context`, { token: tenant.member, body: { content: 'The payments provider had an outage at 09:00' } });
+      expect(context.status).toBe(202);
+      await eventually(async () => held.length === 1, 30_000);
+      expect(held[0]!.run).toBe(1);
+
+      // Meanwhile a new investigation begins (run 2).
+      expect((await start()).status).toBe(202);
+      expect(await handle.query(getStateQuery)).toMatchObject({ investigationRun: 2, investigationStatus: 'running' });
+
+      // Run 1's re-synthesis ends; run 2's agents then run and its synthesis is held.
+      held[0]!.release();
+      await eventually(async () => held.length === 2, 30_000);
+      expect(held[1]!.run).toBe(2);
+      // Run 2 is still under way: the late outcome of run 1 did not mark it completed.
+      expect(await handle.query(getStateQuery)).toMatchObject({ investigationRun: 2, investigationStatus: 'running' });
+      const again = await start();
+      expect(again.status).toBe(409);
+      expect(again.body.error).toBe('conflict');
+
+      held[1]!.release();
+      await eventually(async () => {
+        const s = await handle.query(getStateQuery);
+        return s.investigationRun === 2 && s.investigationStatus === 'completed';
+      }, 30_000);
+      // One start counted per run: two, not three.
+      const [used] = await svc.database.sql<{ count: number }[]>`
+        select count from usage_counters where tenant_id = ${tenant.tenantId} and metric = 'investigations'`;
+      expect(Number(used!.count)).toBe(2);
+    } finally {
+      for (const h of held) h.release();
+      await worker.stop();
+    }
+  }, 120_000);
+});
+
+describe('a conclusion reached while a remediation runs', () => {
+  it('is proposed once that remediation has ended and the incident is back under investigation', async () => {
+    const { svc, connection } = env;
+    const tenant = await tenantWithApprovalTimeout(svc, 10);
+    // The first step waits until the test lets it go.
+    let holding: (() => void) | undefined;
+    let realStep: ((req: StepRequest) => Promise<unknown>) | undefined;
+    const worker = await startTestWorker(svc, connection, {
+      executeRemediationStep: async (req: StepRequest) => {
+        if (req.index === 0) await new Promise<void>((release) => (holding = release));
+        return realStep!(req);
+      },
+    });
+    realStep = worker.activities.executeRemediationStep as (req: StepRequest) => Promise<unknown>;
+    try {
+      const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
+      const handle = svc.client.workflow.getHandle(incidentId);
+      await eventually(async () => (await handle.query(getStateQuery)).pendingApprovalId === approval.id, 30_000);
+      const approved = await svc.api('POST', `/v1/notifications/approvals/${approval.id}/respond`, { token: tenant.admin, body: { decision: 'approve' } });
+      expect(approved.status).toBe(200);
+      await eventually(async () => holding !== undefined, 30_000);
+
+      // While the first step runs, human context re-synthesises the investigation.
+      const before = (await handle.query(getStateQuery)).syntheses ?? 0;
+      const context = await svc.api('POST', `/v1/investigation/${incidentId}/context`, { token: tenant.member, body: { content: 'A config push to checkout-api at 03:05' } });
+      expect(context.status).toBe(202);
+      await eventually(async () => ((await handle.query(getStateQuery)).syntheses ?? 0) > before, 30_000);
+
+      // The remediation goes on and ends (its builtin steps only record what to do: failed), the
+      // incident is back under investigation, and the newer conclusion gets its own proposal.
+      holding!();
+      const next = await eventually(async () => {
+        const rows = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
+        return rows.find((r) => r.id !== approval.id && r.status === 'pending');
+      }, 60_000);
+      expect(next.remediationId).not.toBe(approval.remediationId);
+      const [first] = await svc.database.db.select().from(approvals).where(eq(approvals.id, approval.id));
+      expect(first!.status).toBe('approved');
+      // The workflow waits on it (the row is written by the proposal before the workflow has it).
+      const waiting = await eventually(async () => {
+        const s = await handle.query(getStateQuery);
+        return s.pendingApprovalId === next.id && s.status === 'awaiting_approval' ? s : undefined;
+      }, 30_000);
+      expect(waiting).toMatchObject({ pendingApprovalId: next.id, status: 'awaiting_approval', remediationStatus: 'awaiting_approval' });
+    } finally {
+      holding?.();
+      await worker.stop();
+    }
+  }, 120_000);
+});
