@@ -20,16 +20,16 @@ describe('a re-synthesis that ends after a new investigation began', () => {
     const tenant = await svc.newTenant({ plan: 'plan_business' });
     // The first synthesis runs as it is; the later ones wait until the test lets them go.
     const held: Array<{ run: number; release: () => void }> = [];
-    let real: ((req: InvestigationRequest) => Promise<unknown>) | undefined;
+    const real: { synthesise?: (req: InvestigationRequest) => Promise<unknown> } = {};
     let calls = 0;
     const worker = await startTestWorker(svc, connection, {
       synthesizeInvestigation: async (req: InvestigationRequest) => {
         calls++;
         if (calls > 1) await new Promise<void>((release) => held.push({ run: req.run, release }));
-        return real!(req);
+        return real.synthesise!(req);
       },
     });
-    real = worker.activities.synthesizeInvestigation as (req: InvestigationRequest) => Promise<unknown>;
+    real.synthesise = worker.activities.synthesizeInvestigation as (req: InvestigationRequest) => Promise<unknown>;
     try {
       const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Checkout 5xx', description: 'Payments fail since 09:00' } });
       expect(created.status).toBe(201);
@@ -84,14 +84,14 @@ describe('a conclusion reached while a remediation runs', () => {
     const tenant = await tenantWithApprovalTimeout(svc, 10);
     // The first step waits until the test lets it go.
     let holding: (() => void) | undefined;
-    let realStep: ((req: StepRequest) => Promise<unknown>) | undefined;
+    const real: { step?: (req: StepRequest) => Promise<unknown> } = {};
     const worker = await startTestWorker(svc, connection, {
       executeRemediationStep: async (req: StepRequest) => {
         if (req.index === 0) await new Promise<void>((release) => (holding = release));
-        return realStep!(req);
+        return real.step!(req);
       },
     });
-    realStep = worker.activities.executeRemediationStep as (req: StepRequest) => Promise<unknown>;
+    real.step = worker.activities.executeRemediationStep as (req: StepRequest) => Promise<unknown>;
     try {
       const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
       const handle = svc.client.workflow.getHandle(incidentId);
