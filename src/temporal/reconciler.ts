@@ -150,7 +150,7 @@ export async function deliverPendingAlerts(
         isNotNull(ingestedEvents.incidentId),
         isNotNull(incidents.workflowStartedAt),
         quiet.length > 0
-          ? sql`not (${ingestedEvents.incidentId} = any(${quiet}::text[]) and not exists (
+          ? sql`not (${inArray(ingestedEvents.incidentId, quiet)} and not exists (
               select 1 from ingested_events r
               where r.incident_id = ${ingestedEvents.incidentId} and r.delivered_at is null and r.status = 'resolved'))`
           : undefined,

@@ -691,6 +691,45 @@ describe('Temporal unavailable during ingestion', () => {
   });
 });
 
+describe('signals to an incident signalled moments ago', () => {
+  it('hold a firing repeat for the next signal but send a recovery at once', async () => {
+    const isolated = await startTestService({ withoutDispatcher: true });
+    try {
+      const t = await isolated.newTenant({ plan: 'plan_enterprise' });
+      const k = await createKey(isolated, t.admin);
+      const alert = uniqueAlert();
+      const at = (minutes: number) => new Date(Date.UTC(2026, 0, 1, 3, minutes)).toISOString();
+      const post = async (status: 'firing' | 'resolved', minutes: number) => {
+        const res = await postWebhook(isolated, t.tenantId, 'generic', { ...alert, status, startsAt: at(minutes) }, { key: k.key });
+        expect(res.status).toBe(202);
+        return res.body.incidentIds[0] as string;
+      };
+      const live = { db: isolated.database.db, sql: isolated.database.sql, workflows: isolated.workflows, logger: pino({ level: 'silent' }) };
+      const recent = new Map<string, number>();
+      const id = await post('firing', 0);
+      expect(await reconcileIncidents(live)).toBe(1);
+      expect(await post('resolved', 1)).toBe(id);
+      expect(await deliverPendingAlerts(live, recent)).toBe(1); // the recovery
+      expect([...recent.keys()]).toEqual([id]);
+      // Firing again within the interval: it waits for the incident's next signal.
+      expect(await post('firing', 2)).toBe(id);
+      expect(await deliverPendingAlerts(live, recent)).toBe(0);
+      // A recovery goes at once, with the repeat that waited.
+      expect(await post('resolved', 3)).toBe(id);
+      expect(await deliverPendingAlerts(live, recent)).toBe(2);
+      const waiting = await isolated.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.incidentId, id));
+      expect(waiting.filter((e) => e.deliveredAt === null)).toEqual([]);
+      const state = await eventually(async () => {
+        const s = await isolated.client.workflow.getHandle(id).query(getStateQuery);
+        return s.alertsReceived === 3 ? s : undefined;
+      });
+      expect(state.lastAlertStatus).toBe('resolved');
+    } finally {
+      await isolated.stop();
+    }
+  });
+});
+
 describe('a backlog of unstarted incidents', () => {
   it('is started in waves: a failed start ends the pass after its wave, and the next pass starts the rest once', async () => {
     const isolated = await startTestService({ withoutDispatcher: true });
