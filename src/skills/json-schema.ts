@@ -94,13 +94,27 @@ export function checkInputSchema(schema: Record<string, unknown>): SchemaProblem
   if (!ajv.validateSchema(schema)) {
     return toProblems(ajv.errors);
   }
+  let validate: ValidateFunction;
   try {
-    compile(schema);
+    validate = compile(schema);
   } catch (err) {
-    return [{ path: '/', message: (err as Error).message }];
+    return [{ path: '/', message: isEndless(err) ? ENDLESS : (err as Error).message }];
+  }
+  // A `$ref` that leads back to where it started without reading any of the input (`{"$ref":"#"}`)
+  // validates nothing for ever: tried on the plainest inputs, it overflows the stack.
+  try {
+    for (const sample of [{}, [], null, 0, '', true]) validate(sample);
+  } catch (err) {
+    if (isEndless(err)) return [{ path: '/', message: ENDLESS }];
+    throw err;
   }
   return [];
 }
+
+const ENDLESS = 'refers to itself ($ref) without reading the input, so validating would never end';
+
+/** The stack overflow of a validator that recurses without end. */
+const isEndless = (err: unknown) => err instanceof RangeError && /call stack/i.test(err.message);
 
 /** Problems of `input` against the skill's input schema (none when the skill has no schema). */
 export function checkInput(schema: Record<string, unknown> | null, input: unknown): SchemaProblem[] {
@@ -115,7 +129,13 @@ export function checkInput(schema: Record<string, unknown> | null, input: unknow
     // A schema stored before a rule it breaks (such as RE2's patterns) was added.
     return [{ path: '/', message: `the skill's input schema does not compile: ${(err as Error).message}` }];
   }
-  return validate(input) ? [] : toProblems(validate.errors);
+  try {
+    return validate(input) ? [] : toProblems(validate.errors);
+  } catch (err) {
+    // A cycle that only this input's shape reaches (a schema stored before the check above).
+    if (isEndless(err)) return [{ path: '/', message: `the skill's input schema ${ENDLESS}` }];
+    throw err;
+  }
 }
 
 /** One line naming each problem, for messages. */

@@ -143,6 +143,9 @@ describe('POST /api/v1/tenants/{tenantId}/skills', () => {
     ['inputSchema with a remote $ref', { inputSchema: { $ref: 'https://schemas.example.com/x.json' } }, /can't resolve reference/],
     ['inputSchema of an unsupported draft', { inputSchema: { $schema: 'http://json-schema.org/draft-04/schema#' } }, /draft-07 and 2020-12/],
     ['inputSchema not an object', { inputSchema: ['type', 'object'] }, /inputSchema/],
+    ['inputSchema that is a reference to itself', { inputSchema: { $ref: '#' } }, /inputSchema: not a valid JSON Schema: \/ refers to itself \(\$ref\) without reading the input/],
+    ['inputSchema with a self-reference in a branch', { inputSchema: { anyOf: [{ $ref: '#' }] } }, /refers to itself/],
+    ['inputSchema with a reference cycle', { inputSchema: { $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } }, $ref: '#/$defs/a' } }, /refers to itself/],
     ['inputSchema with a lookahead pattern', { inputSchema: { type: 'string', pattern: '^(?=a)a+$' } }, /pattern "\^\(\?=a\)a\+\$" is not supported \(patterns are matched by RE2/],
     ['enabled not a boolean', { enabled: 'yes' }, /enabled/],
     ['an unknown field', { owner: 'me' }, /owner|unrecognized/i],
@@ -498,6 +501,16 @@ describe('POST /api/v1/tenants/{tenantId}/skills/{skillId}/test', () => {
     expect(missing.body.details).toEqual([{ path: 'input', message: "must have required property 'customerId'" }]);
     const extra = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: {}, dryRun: true } });
     expect(extra.status).toBe(400);
+    expect(server.received.length).toBe(before);
+  });
+
+  it('400, not a 500, for a stored input schema that refers to itself (stored before that was refused)', async () => {
+    const { skillId } = await createSkill();
+    await svc.database.db.update(skills).set({ inputSchema: { $ref: '#' } }).where(eq(skills.id, skillId));
+    const before = server.received.length;
+    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: { a: 1 } } });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error: 'validation_error', message: expect.stringMatching(/input schema refers to itself/) });
     expect(server.received.length).toBe(before);
   });
 
