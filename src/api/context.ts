@@ -57,6 +57,11 @@ export interface AppEnv {
     auth?: AuthContext;
     /** A webhook's API key once it matched (for the audit entry of a refused signature). */
     apiKeyId?: string;
+    /**
+     * What is wrong with the raw input of a caller who holds a token (storableText), answered
+     * only once the route's role check passed: a caller without the role gets 403, never 400.
+     */
+    deferredInputError?: AppError;
   };
 }
 
@@ -85,6 +90,8 @@ export function access(role: Extract<Role, 'admin' | 'member'>): { security: Arr
     security: [{ bearerAuth: [role] }],
     middleware: async (c, next) => {
       requireAuth(c, role);
+      const deferred = c.get('deferredInputError');
+      if (deferred) throw deferred;
       await next();
     },
   };

@@ -136,10 +136,58 @@ describe('JWT authentication', () => {
         const outsider = required[0] === 'admin' ? tenant.member : noRole;
         const refused = await svc.api(verb, path, { token: outsider, ...(body ? { body } : {}) });
         expect([refused.status, refused.body.error], `${method} ${template} without the ${required[0]} role`).toEqual([403, 'forbidden']);
+        // Unstorable input too (a NUL in the URL, in the body, a body nested too deep) is judged
+        // only after the role.
+        const unstorable = ['post', 'put', 'patch'].includes(method)
+          ? [{ body: { unexpected: 'a\u0000b' } }, { body: JSON.parse('['.repeat(70) + ']'.repeat(70)) as unknown }]
+          : [{}];
+        for (const input of unstorable) {
+          const late = await svc.api(verb, `${path}&nul=%00`, { token: outsider, ...input });
+          expect([late.status, late.body.error], `${method} ${template} with unstorable input without the role`).toEqual([403, 'forbidden']);
+        }
         checked++;
       }
     }
     expect(checked).toBeGreaterThanOrEqual(54);
+  });
+
+  it('publishes patterns a client can use: each compiles, and the one-line rule matches a plain title', async () => {
+    const patterns: string[] = [];
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk);
+      else if (node && typeof node === 'object') {
+        for (const [key, value] of Object.entries(node)) {
+          if (key === 'pattern' && typeof value === 'string') patterns.push(value);
+          else walk(value);
+        }
+      }
+    };
+    walk((await svc.api('GET', '/openapi.json')).body);
+    expect(patterns.length).toBeGreaterThan(10);
+    for (const pattern of patterns) {
+      expect(() => new RegExp(pattern, 'u'), pattern).not.toThrow();
+      expect(pattern, 'no regex flags left in the pattern').not.toMatch(/\/[a-z]+$/);
+    }
+    const oneLine = patterns.filter((p) => p.includes(String.raw`\u0000`));
+    expect(oneLine.length).toBeGreaterThan(0);
+    for (const pattern of new Set(oneLine)) {
+      expect(new RegExp(pattern, 'u').test('Checkout down — 502s in eu-west-1')).toBe(true);
+      expect(new RegExp(pattern, 'u').test('two\nlines')).toBe(false);
+    }
+  });
+
+  it('still refuses unstorable input to a caller who has the role', async () => {
+    const nul = await svc.api('GET', '/v1/incidents?status=%00', { token: tenant.member });
+    expect(nul.status).toBe(400);
+    expect(nul.body).toMatchObject({ error: 'validation_error', message: 'The URL must not contain a NUL character (%00)' });
+    const body = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'a\u0000b', description: 'NUL in the title' } });
+    expect(body.status).toBe(400);
+    expect(body.body.error).toBe('validation_error');
+    const deep = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: JSON.parse('['.repeat(70) + ']'.repeat(70)) as unknown });
+    expect(deep.status).toBe(400);
+    expect(deep.body.message).toMatch(/nests deeper than 64 levels/);
+    // And to a caller without a token it is 401, as before.
+    expect((await svc.api('GET', '/v1/incidents?status=%00')).status).toBe(401);
   });
 
   it('lets an admin do everything a member can', async () => {

@@ -58,7 +58,7 @@ describe('trigger CRUD', () => {
     const b = await create(t.admin, { name: 'hook', eventType: 'triage.completed', action: 'webhook', actionConfig: { url: `${server.url}/echo` }, enabled: false });
     expect(b.status).toBe(201);
     expect(b.body.signingSecret).toMatch(/^whsec_/);
-    const c = await create(t.admin, { name: 'skill', eventType: 'incident.created', action: 'invoke_skill', actionConfig: { skillId: 'skl_x' } });
+    const c = await create(t.admin, { name: 'skill', eventType: 'incident.created', action: 'invoke_skill', actionConfig: { skillId: 'skl_builtin_recent_deployments' } });
     expect(c.status).toBe(201);
 
     const all = await svc.api('GET', '/v1/triggers', { token: t.member });
@@ -161,6 +161,35 @@ describe('trigger CRUD', () => {
       expect(res.status, url).toBe(400);
       expect(res.body).toMatchObject({ error: 'validation_error', details: [{ path: 'actionConfig.url', message: expect.stringMatching(message) }] });
     }
+  });
+
+  it("invoke_skill names a skill the tenant can call: a builtin or its own; another tenant's or none is 404", async () => {
+    const pro = await svc.newTenant({ plan: 'plan_business', settings: { allowHttpSkills: true } });
+    const otherPro = await svc.newTenant({ plan: 'plan_business', settings: { allowHttpSkills: true } });
+    const skill = (tenant: typeof pro) =>
+      svc.api('POST', `/api/v1/tenants/${tenant.tenantId}/skills`, {
+        token: tenant.admin,
+        body: { name: `lookup_${Math.random().toString(36).slice(2, 8)}`, description: 'Looks things up', type: 'http', config: { url: `${server.url}/echo`, method: 'GET' } },
+      });
+    const own = await skill(pro);
+    const theirs = await skill(otherPro);
+    expect([own.status, theirs.status]).toEqual([201, 201]);
+    const invoke = (skillId: string) => create(pro.admin, { name: 'run it', eventType: 'incident.created', action: 'invoke_skill', actionConfig: { skillId } });
+    expect((await invoke(own.body.skillId)).status).toBe(201);
+    expect((await invoke('skl_builtin_recent_deployments')).status).toBe(201);
+    for (const skillId of [theirs.body.skillId, 'skl_nowhere']) {
+      const refused = await invoke(skillId);
+      expect(refused.status).toBe(404);
+      expect(refused.body).toMatchObject({ error: 'skill_not_found', details: [{ path: 'actionConfig.skillId' }] });
+    }
+    // Nor can a PATCH point a trigger at one.
+    const made = await invoke(own.body.skillId);
+    const moved = await svc.api('PATCH', `/v1/triggers/${made.body.triggerId}`, { token: pro.admin, body: { actionConfig: { skillId: theirs.body.skillId } } });
+    expect(moved.status).toBe(404);
+    const [row] = await svc.database.db.select().from(triggers).where(eq(triggers.id, made.body.triggerId));
+    expect(row!.actionConfig).toEqual({ skillId: own.body.skillId });
+    const stored = await svc.database.db.select().from(triggers).where(eq(triggers.tenantId, pro.tenantId));
+    expect(stored).toHaveLength(3);
   });
 
   it('keeps tenants apart: another tenant’s trigger is not listed and is 404', async () => {
@@ -270,7 +299,10 @@ describe('the trigger dispatcher', () => {
   it('invoke_skill runs the skill once per event; start_investigation without a workflow client records its failure', async () => {
     const tenant = await svc.newTenant();
     const skill = await create(tenant.admin, { name: 'deploys', eventType: 'incident.status_changed', action: 'invoke_skill', actionConfig: { skillId: 'skl_builtin_recent_deployments', input: {} } });
-    const missing = await create(tenant.admin, { name: 'nope', eventType: 'incident.status_changed', action: 'invoke_skill', actionConfig: { skillId: 'skl_missing' } });
+    const missing = await create(tenant.admin, { name: 'nope', eventType: 'incident.status_changed', action: 'invoke_skill', actionConfig: { skillId: 'skl_builtin_recent_deployments' } });
+    expect(missing.status).toBe(201);
+    // Its skill gone since (a deleted skill): the firing fails and says so.
+    await svc.database.db.update(triggers).set({ actionConfig: { skillId: 'skl_missing' } }).where(eq(triggers.id, missing.body.triggerId));
     const investigate = await create(tenant.admin, { name: 'investigate', eventType: 'incident.status_changed', action: 'start_investigation' });
     await emit(tenant.tenantId, 'incident.status_changed', { from: 'open', to: 'investigating' });
     const dispatcher = privateDispatcher(tenant.tenantId, { maxRuns: 1 });

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { AppError } from '../../errors.js';
 import type { AppEnv } from '../context.js';
 
@@ -82,23 +82,34 @@ export function assertStorableJson(text: string, value: unknown): void {
  */
 export function storableText(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    if (/%00/.test(c.req.url)) {
-      throw new AppError('validation_error', 'The URL must not contain a NUL character (%00)', [{ path: 'url', message: 'must not contain %00' }]);
-    }
-    const type = c.req.header('content-type') ?? '';
-    if (!c.req.path.startsWith('/v1/webhooks/') && /^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
-      const text = await c.req.text();
-      assertJsonDepth(text);
-      if (SUSPECT_ESCAPE.test(text)) {
-        let value: unknown;
-        try {
-          value = JSON.parse(text);
-        } catch {
-          return next(); // malformed: the route's validator answers it
-        }
-        assertStorableJson(text, value);
-      }
+    try {
+      await check(c);
+    } catch (err) {
+      // A caller with a token is told once its role is judged (every JWT route's `access`).
+      if (!(err instanceof AppError) || !c.get('auth')) throw err;
+      c.set('deferredInputError', err);
     }
     return next();
   };
+}
+
+/** Throws 400 `validation_error` for a URL holding `%00` or a JSON body with unstorable text. */
+async function check(c: Context<AppEnv>): Promise<void> {
+  if (/%00/.test(c.req.url)) {
+    throw new AppError('validation_error', 'The URL must not contain a NUL character (%00)', [{ path: 'url', message: 'must not contain %00' }]);
+  }
+  const type = c.req.header('content-type') ?? '';
+  if (!c.req.path.startsWith('/v1/webhooks/') && /^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
+    const text = await c.req.text();
+    assertJsonDepth(text);
+    if (SUSPECT_ESCAPE.test(text)) {
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        return; // malformed: the route's validator answers it
+      }
+      assertStorableJson(text, value);
+    }
+  }
 }

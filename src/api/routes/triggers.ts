@@ -6,6 +6,8 @@ import type { Principal } from '../../auth/tokens.js';
 import { appendAudit } from '../../db/repositories/audit.js';
 import type { Db } from '../../db/client.js';
 import { findTenant } from '../../db/repositories/tenants.js';
+import { findSkill } from '../../db/repositories/skills.js';
+import { findBuiltinSkill } from '../../skills/builtins.js';
 import { triggers, type TriggerAction, type TriggerRow } from '../../db/schema/triggers.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -61,6 +63,16 @@ async function checkActionConfig(
     const message = outboundUrlRefusal(new URL(String(parsed.data.url)), { allowHttp: tenant?.settings.allowHttpSkills === true, allowlist: deps.skills.allowlist });
     if (message) throw new AppError('validation_error', `actionConfig.url: ${message}`, [{ path: 'actionConfig.url', message }]);
   }
+  if (action === 'invoke_skill') {
+    // The skill named must be one the tenant can call (a builtin or its own), as an edge's ends
+    // must be its services: another tenant's skill, or none, is 404 (decision 203).
+    const skillId = String(parsed.data.skillId);
+    if (!findBuiltinSkill(skillId) && !(await findSkill(db, tenantId, skillId))) {
+      throw new AppError('skill_not_found', `actionConfig.skillId: no skill of this tenant has the id ${skillId}`, [
+        { path: 'actionConfig.skillId', message: 'no skill of this tenant has this id' },
+      ]);
+    }
+  }
   return parsed.data;
 }
 
@@ -114,7 +126,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       summary: 'Create a trigger (admin); a webhook trigger’s signing secret is returned once',
       ...access('admin'),
       request: { body: { required: true, content: { 'application/json': { schema: CreateTriggerBody } } } },
-      responses: { 201: jsonResponse(CreatedTrigger, 'The new trigger'), ...errorResponses(400, 401, 403) },
+      responses: { 201: jsonResponse(CreatedTrigger, 'The new trigger'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
       const auth = requireAuth(c, 'admin');

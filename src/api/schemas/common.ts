@@ -43,6 +43,9 @@ export const limitParam = (defaultLimit: number, max: number) =>
     .default(defaultLimit)
     .openapi({ param: { name: 'limit', in: 'query' }, type: 'integer', minimum: 1, maximum: max, default: defaultLimit, example: defaultLimit });
 
+// eslint-disable-next-line no-control-regex
+const NO_CONTROL_CHARACTERS = /^[^\u0000-\u001f\u007f-\u009f]*$/;
+
 /**
  * A one-line label (a title, a name, a team): trimmed, 1 to `max` characters, with no control
  * character (C0, DEL, C1: a newline, a tab, an ANSI escape). Such a label is shown in lists,
@@ -54,4 +57,7 @@ export const oneLine = (max: number, requiredMessage?: string) =>
     .trim()
     .min(1, requiredMessage)
     .max(max)
-    .regex(/^\P{Cc}*$/u, 'must be one line without control characters');
+    // No `u` flag: the published OpenAPI pattern is the regex's source, and a flag does not
+    // survive there (`^\P{Cc}*$/u` matched nothing); this class is the same set, C0, DEL and C1.
+    .regex(NO_CONTROL_CHARACTERS, 'must be one line without control characters');
+
