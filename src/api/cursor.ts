@@ -17,12 +17,14 @@ const ROW_ID = /^[A-Za-z0-9_-]{1,128}$/;
 
 export function decodeCursor(value: string, order: 'asc' | 'desc'): KeysetCursor {
   try {
+    if (!/^[A-Za-z0-9_-]+$/.test(value)) throw new Error('not base64url'); // as issued: no padding, no +/
     const parsed: unknown = JSON.parse(Buffer.from(value, 'base64url').toString('utf8'));
     if (Array.isArray(parsed) && parsed.length === 3) {
       const [createdAt, id, cursorOrder] = parsed as unknown[];
       const date = new Date(String(createdAt));
-      // Rows are created after 1970 and before the year 10000 (past it PostgreSQL refuses the text).
-      const storable = date.getTime() >= 0 && date.getTime() < LAST_STORABLE_TIME;
+      // Rows are created after 1970 and before the year 10000 (past it PostgreSQL refuses the text),
+      // and a cursor holds the time as issued: an impossible date (30 February) is not rolled over.
+      const storable = date.getTime() >= 0 && date.getTime() < LAST_STORABLE_TIME && date.toISOString() === createdAt;
       if (typeof id === 'string' && ROW_ID.test(id) && storable && (cursorOrder === 'asc' || cursorOrder === 'desc')) {
         if (cursorOrder !== order) {
           throw new AppError('validation_error', 'cursor was issued for a different sort order');

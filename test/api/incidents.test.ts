@@ -260,12 +260,19 @@ describe('GET /v1/incidents', () => {
       [12345, 'inc_x', 'desc'],
       ['2026-01-01T00:00:00.000Z', 'inc\u0000x', 'desc'],
       ['2026-01-01T00:00:00.000Z', 'i'.repeat(129), 'desc'],
+      ['2024-02-30T00:00:00.000Z', 'inc_x', 'desc'], // no such day: not rolled over to 1 March
+      ['2026-01-01', 'inc_x', 'desc'], // not the time as issued
     ];
     for (const parts of forged) {
       const cursor = Buffer.from(JSON.stringify(parts)).toString('base64url');
       const res = await svc.api('GET', `/v1/incidents?cursor=${cursor}`, { token: listTenant.member });
       expect([res.status, res.body.error], JSON.stringify(parts)).toEqual([400, 'validation_error']);
     }
+    // A cursor as issued works; the same bytes in standard base64 (with + / =) are not one of ours.
+    const issued = Buffer.from(JSON.stringify(['2026-01-01T00:00:00.000Z', 'inc_x', 'desc'])).toString('base64url');
+    expect((await svc.api('GET', `/v1/incidents?cursor=${issued}`, { token: listTenant.member })).status).toBe(200);
+    const standard = encodeURIComponent(`${Buffer.from(JSON.stringify(['2026-01-01T00:00:00.000Z', 'inc_x', 'desc'])).toString('base64')}=`);
+    expect((await svc.api('GET', `/v1/incidents?cursor=${standard}`, { token: listTenant.member })).status).toBe(400);
   });
 
   it('rejects a cursor issued for the other sort order', async () => {
