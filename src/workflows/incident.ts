@@ -361,6 +361,9 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     resolved: ['remediating'],
     investigating: ['awaiting_approval', 'remediating'],
   };
+  /** The status now, unnarrowed (a status check before an await says nothing after it). */
+  const statusNow = (): IncidentStatus => state.status;
+
   async function moveTo(target: IncidentStatus): Promise<void> {
     await exclusive(async () => {
       if (remediationMoves[target]?.includes(state.status)) await transition(target, system);
@@ -489,6 +492,20 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
       state.remediationStatus = 'executing';
       await moveTo('remediating');
       for (let index = 0; index < proposed.steps; index++) {
+        // A person who resolved, closed or moved the incident while the steps run (or alerts that
+        // auto-resolved it) has taken it out of this remediation's hands: the steps not yet run
+        // do not act behind that decision (decision 204).
+        const now = statusNow(); // read afresh: every await above may have let a person move it
+        if ((closeRequested || now !== 'remediating') && patched('stop-steps-when-moved')) {
+          await remediation.completeRemediation({
+            ...remediationBase(),
+            remediationId: proposed.remediationId,
+            ok: false,
+            detail: `Stopped before step ${index + 1} of ${proposed.steps}: the incident was moved to ${now} meanwhile, so the remaining steps did not run`,
+          });
+          state.remediationStatus = 'failed';
+          return; // the status it was moved to stands
+        }
         const outcome = await remediation.executeRemediationStep({ ...remediationBase(), remediationId: proposed.remediationId, index });
         if (!outcome.ok) {
           await remediation.completeRemediation({ ...remediationBase(), remediationId: proposed.remediationId, ok: false, detail: `Step ${index + 1} failed: ${outcome.error ?? 'unknown error'}` });

@@ -6,7 +6,7 @@ import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { InvestigationRequest } from '../../src/analysis/investigation-types.js';
 import type { StepRequest } from '../../src/analysis/remediation-types.js';
-import { approvals } from '../../src/db/schema/remediation.js';
+import { approvals, remediations, remediationSteps } from '../../src/db/schema/remediation.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
 import { investigateToPendingApproval, tenantWithApprovalTimeout } from '../helpers/remediation.js';
 import { startTestWorker, useWorkerlessService } from '../helpers/workers.js';
@@ -122,6 +122,56 @@ describe('a conclusion reached while a remediation runs', () => {
         return s.pendingApprovalId === next.id && s.status === 'awaiting_approval' ? s : undefined;
       }, 30_000);
       expect(waiting).toMatchObject({ pendingApprovalId: next.id, status: 'awaiting_approval', remediationStatus: 'awaiting_approval' });
+    } finally {
+      holding?.();
+      await worker.stop();
+    }
+  }, 120_000);
+});
+
+describe('an incident a person resolves while its remediation runs', () => {
+  it('runs none of the remaining steps, ends the remediation as stopped, and keeps the person\'s status', async () => {
+    const { svc, connection } = env;
+    const tenant = await tenantWithApprovalTimeout(svc, 10);
+    let holding: (() => void) | undefined;
+    const ran: number[] = [];
+    const real: { step?: (req: StepRequest) => Promise<unknown> } = {};
+    const worker = await startTestWorker(svc, connection, {
+      executeRemediationStep: async (req: StepRequest) => {
+        ran.push(req.index);
+        if (req.index === 0) await new Promise<void>((release) => (holding = release));
+        return real.step!(req);
+      },
+    });
+    real.step = worker.activities.executeRemediationStep as (req: StepRequest) => Promise<unknown>;
+    try {
+      const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
+      const handle = svc.client.workflow.getHandle(incidentId);
+      await eventually(async () => (await handle.query(getStateQuery)).pendingApprovalId === approval.id, 30_000);
+      const [planned] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+      expect(planned!.plan.length).toBeGreaterThanOrEqual(2);
+      expect((await svc.api('POST', `/v1/notifications/approvals/${approval.id}/respond`, { token: tenant.admin, body: { decision: 'approve' } })).status).toBe(200);
+      await eventually(async () => holding !== undefined && (await handle.query(getStateQuery)).status === 'remediating', 30_000);
+
+      // Step 1 is running; a person resolves the incident.
+      const resolved = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.admin, body: { status: 'resolved' } });
+      expect(resolved.status).toBe(200);
+      holding!();
+      const stopped = await eventually(async () => {
+        const [row] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+        return row?.status === 'failed' ? row : undefined;
+      }, 30_000);
+      expect(stopped.failure).toMatch(/^Stopped before step 2 of \d+: the incident was moved to resolved meanwhile/);
+      expect(ran).toEqual([0]);
+      const steps = (await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId))).sort((a, b) => a.index - b.index);
+      expect(steps.map((s) => s.status)).toEqual(['succeeded', ...steps.slice(1).map(() => 'skipped')]);
+      const state = await eventually(async () => {
+        const s = await handle.query(getStateQuery);
+        return s.remediationStatus === 'failed' ? s : undefined;
+      }, 30_000);
+      expect(state.status).toBe('resolved');
+      const read = await svc.api('GET', `/v1/incidents/${incidentId}`, { token: tenant.member });
+      expect(read.body.status).toBe('resolved');
     } finally {
       holding?.();
       await worker.stop();
