@@ -685,7 +685,11 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     await condition(() => (drainFirst && hasWork()) || (allHandlersFinished() && !investigationTask && !remediationTask));
     if (drainFirst && hasWork()) continue;
     if (closeRequested && isTerminal(state.status)) return state;
+    const reopened = closeRequested;
     closeRequested = false;
+    // Reopened while the close drained: work held back by the close (a conclusion's remediation
+    // request) is due again, and continuing as new now would drop it (decision 205).
+    if (reopened && hasWork() && patched('work-after-reopen')) continue;
     if (workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof incidentWorkflow>({
         ...input,

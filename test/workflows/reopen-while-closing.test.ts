@@ -1,0 +1,90 @@
+/**
+ * An incident closed while its investigation concludes, and reopened before the run has ended:
+ * the conclusion's remediation request must survive the run continuing as new.
+ */
+import { NativeConnection } from '@temporalio/worker';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { InvestigationRequest } from '../../src/analysis/investigation-types.js';
+import { approvals } from '../../src/db/schema/remediation.js';
+import { resolveTemporalCli, startDevServer, type RunningDevServer } from '../../src/temporal/dev-server.js';
+import { getStateQuery } from '../../src/workflows/messages.js';
+import { freePort } from '../helpers/ports.js';
+import { tenantWithApprovalTimeout } from '../helpers/remediation.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/webhooks.js';
+import { startTestWorker } from '../helpers/workers.js';
+
+// A Temporal server of its own that suggests continuing as new after a few history events, and a
+// service with no worker of its own: the test's worker holds the synthesis.
+let server: RunningDevServer;
+let svc: TestService;
+let connection: NativeConnection;
+
+beforeAll(async () => {
+  server = await startDevServer({
+    cliPath: resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: () => undefined }),
+    port: await freePort(),
+    namespace: 'default',
+    log: () => undefined,
+    dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 10 },
+  });
+  svc = await startTestService({ temporalAddress: server.address, withoutWorker: true, withoutDispatcher: true });
+  connection = await NativeConnection.connect({ address: server.address });
+}, 120_000);
+afterAll(async () => {
+  await connection?.close();
+  await svc?.stop();
+  await server?.stop();
+});
+
+describe('an incident reopened while its close drains', () => {
+  it('proposes the remediation its investigation concluded, though the run continues as new', async () => {
+    const tenant = await tenantWithApprovalTimeout(svc, 10);
+    let release: (() => void) | undefined;
+    const real: { synthesise?: (req: InvestigationRequest) => Promise<unknown> } = {};
+    const worker = await startTestWorker(svc, connection, {
+      synthesizeInvestigation: async (req: InvestigationRequest) => {
+        if (!release) await new Promise<void>((r) => (release = r));
+        return real.synthesise!(req);
+      },
+    });
+    real.synthesise = worker.activities.synthesizeInvestigation as (req: InvestigationRequest) => Promise<unknown>;
+    try {
+      const created = await svc.api('POST', '/v1/incidents/chat', {
+        token: tenant.member,
+        body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
+      });
+      expect(created.status).toBe(201);
+      const incidentId = created.body.incidentId as string;
+      const handle = svc.client.workflow.getHandle(incidentId);
+      expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(202);
+      await eventually(async () => release !== undefined, 30_000); // the synthesis is held
+      const firstRun = (await handle.describe()).runId;
+
+      // Closed while the investigation concludes, then reopened before the run has ended.
+      const closed = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.admin, body: { status: 'closed' } });
+      expect(closed.body.status).toBe('closed');
+      const reopened = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.admin, body: { status: 'investigating' } });
+      expect(reopened.body.status).toBe('investigating');
+      expect((await handle.describe()).runId).toBe(firstRun); // the same run: it was still draining
+
+      // The conclusion lands; its remediation is proposed, not dropped by the continue-as-new.
+      release!();
+      const approval = await eventually(async () => {
+        const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
+        return row?.status === 'pending' ? row : undefined;
+      }, 60_000);
+      const state = await eventually(async () => {
+        const s = await handle.query(getStateQuery);
+        return s.pendingApprovalId === approval.id ? s : undefined;
+      }, 30_000);
+      expect(state.status).toBe('awaiting_approval');
+      const history = await handle.fetchHistory();
+      expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+    } finally {
+      release?.();
+      await worker.stop();
+    }
+  }, 180_000);
+});
