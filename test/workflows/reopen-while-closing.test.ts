@@ -75,11 +75,12 @@ describe('an incident reopened while its close drains', () => {
         const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
         return row?.status === 'pending' ? row : undefined;
       }, 60_000);
+      // The workflow waits on it and has moved the incident (the row is written first).
       const state = await eventually(async () => {
         const s = await handle.query(getStateQuery);
-        return s.pendingApprovalId === approval.id ? s : undefined;
+        return s.pendingApprovalId === approval.id && s.status === 'awaiting_approval' ? s : undefined;
       }, 30_000);
-      expect(state.status).toBe('awaiting_approval');
+      expect(state).toMatchObject({ pendingApprovalId: approval.id, status: 'awaiting_approval', remediationStatus: 'awaiting_approval' });
       const history = await handle.fetchHistory();
       expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
     } finally {
