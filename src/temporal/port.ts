@@ -224,6 +224,10 @@ function ungatedPort(client: Client, taskQueue: string): WorkflowPort {
       const startWorkflowOperation = new WithStartWorkflowOperation(incidentWorkflowType, {
         ...incidentStartOptions(stored, title, taskQueue),
         workflowIdConflictPolicy: 'USE_EXISTING',
+        // A stored `closed` row is a reopen: a new run after the completed one. From any other
+        // row, a completed run means a close landed after the route read it, and a run from the
+        // stale row would hold a status the incident no longer has (decision 202).
+        ...(stored.status === 'closed' ? {} : { workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' as const }),
       });
       try {
         return await client.workflow.executeUpdateWithStart(setStatusUpdate, {
@@ -231,6 +235,9 @@ function ungatedPort(client: Client, taskQueue: string): WorkflowPort {
           startWorkflowOperation,
         });
       } catch (err) {
+        if (err instanceof WorkflowExecutionAlreadyStartedError) {
+          throw new AppError('conflict', 'The incident was closed meanwhile; read it again, and reopen it (PATCH its status) if that is what you mean');
+        }
         if (err instanceof WorkflowUpdateFailedError) {
           throw new AppError('validation_error', err.cause?.message ?? err.message);
         }

@@ -804,6 +804,11 @@ describe('an automated incident closed before the dispatcher started its workflo
       const actor = { actor: { type: 'user' as const, id: 'late-reader' } };
       await expect(isolated.workflows.triageIncident(toWorkflowInput(stale!), stale!.title, actor)).rejects.toMatchObject({ code: 'conflict' });
       await expect(isolated.workflows.startInvestigation(toWorkflowInput(stale!), stale!.title, actor)).rejects.toMatchObject({ code: 'conflict' });
+      // And a status change read before the close (a reopen reads the row as closed).
+      await expect(isolated.workflows.setIncidentStatus(toWorkflowInput(stale!), stale!.title, { status: 'investigating', ...actor })).rejects.toMatchObject({
+        code: 'conflict',
+        message: expect.stringMatching(/^The incident was closed meanwhile/),
+      });
       const latest = await handle.describe();
       expect(latest.runId).toBe(first.runId);
       expect(latest.status.name).toBe('COMPLETED');

@@ -198,7 +198,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
         params: IncidentIdParam,
         body: { required: true, content: { 'application/json': { schema: UpdateIncidentBody } } },
       },
-      responses: { 200: jsonResponse(Incident, 'The incident after the update'), ...errorResponses(400, 401, 403, 404) },
+      responses: { 200: jsonResponse(Incident, 'The incident after the update'), ...errorResponses(400, 401, 403, 404, 409) },
     }),
     async (c) => {
       const auth = requireAuth(c, 'member');
