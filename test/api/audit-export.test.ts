@@ -7,14 +7,13 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createApp } from '../../src/api/app.js';
-import { createTokenVerifier } from '../../src/auth/tokens.js';
 import { auditExports, auditLog } from '../../src/db/schema/audit.js';
 import { events } from '../../src/db/schema/events.js';
 import { signDownloadUrl } from '../../src/exports/signed-url.js';
 import { reconcileExports } from '../../src/temporal/reconciler.js';
 import { csvFields, expectedRows, parseCsv, parseNdjson, seedAuditRows, type ExportRow } from '../helpers/audit-seed.js';
 import { startFakeS3, type FakeS3 } from '../helpers/s3-server.js';
-import { startTestService, TEST_JWT_SECRET, type TestService } from '../helpers/service.js';
+import { startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/webhooks.js';
 
 let svc: TestService;
@@ -372,18 +371,7 @@ describe('an S3 destination', () => {
 describe('a submission while Temporal is unavailable', () => {
   it('still answers 202 and the reconciler starts the workflow later', async () => {
     const tenant = await tenantWithRows(20);
-    const app = createApp({
-      db: svc.database.db,
-      sql: svc.database.sql,
-      relaxedSql: svc.database.relaxedSql,
-      workflows: { ...svc.workflows, startAuditExport: () => Promise.reject(new Error('Temporal is unavailable')) },
-      tokens: createTokenVerifier({ jwtSecret: TEST_JWT_SECRET }),
-      clock: () => new Date(),
-      logger: pino({ level: 'silent' }),
-      config: { publicBaseUrl: 'http://api.test', trustProxy: false, publicRateLimitPerMinute: 10_000, webhookRateLimitPerMinute: 10_000 },
-      skills: svc.skills,
-      exports: { dir: svc.exportDir, urlKey: svc.exportUrlKey },
-    });
+    const app = createApp({ ...svc.appDeps, workflows: { ...svc.workflows, startAuditExport: () => Promise.reject(new Error('Temporal is unavailable')) } });
     const res = await app.request('/v1/audit/export', {
       method: 'POST',
       headers: { authorization: `Bearer ${tenant.admin}`, 'content-type': 'application/json' },

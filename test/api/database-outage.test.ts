@@ -7,11 +7,9 @@ import { IngestBatcher, type IngestRequest } from '../../src/ingest/ingest.js';
 import { findProvider } from '../../src/ingest/providers/index.js';
 import { createTemporalWorkflowPort, TemporalUnavailableError } from '../../src/temporal/port.js';
 import { isDependencyUnavailable, isWorkflowEngineUnavailable } from '../../src/unavailable.js';
-import pino from 'pino';
 import { createApp } from '../../src/api/app.js';
-import { createTokenVerifier } from '../../src/auth/tokens.js';
 import { freePort } from '../helpers/ports.js';
-import { startTestService, TEST_JWT_SECRET, type TestService } from '../helpers/service.js';
+import { startTestService, type TestService } from '../helpers/service.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { createKey, eventually, postWebhook, type WebhookKey } from '../helpers/webhooks.js';
 
@@ -361,18 +359,7 @@ describe('a dependency unavailable', () => {
     const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Checkout down', description: 'Every payment fails' } });
     expect(created.status).toBe(201);
     // An api whose port refuses at once, as its gate does while Temporal does not answer.
-    const app = createApp({
-      db: svc.database.db,
-      sql: svc.database.sql,
-      relaxedSql: svc.database.relaxedSql,
-      workflows: { ...svc.workflows, setIncidentStatus: () => Promise.reject(new TemporalUnavailableError()) },
-      tokens: createTokenVerifier({ jwtSecret: TEST_JWT_SECRET }),
-      clock: () => new Date(),
-      logger: pino({ level: 'silent' }),
-      config: { publicBaseUrl: 'http://api.test', trustProxy: false, publicRateLimitPerMinute: 10_000, webhookRateLimitPerMinute: 10_000 },
-      skills: svc.skills,
-      exports: { dir: svc.exportDir, urlKey: svc.exportUrlKey },
-    });
+    const app = createApp({ ...svc.appDeps, workflows: { ...svc.workflows, setIncidentStatus: () => Promise.reject(new TemporalUnavailableError()) } });
     const res = await app.request(`/v1/incidents/${created.body.incidentId}`, {
       method: 'PATCH',
       headers: { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json' },

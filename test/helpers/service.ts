@@ -70,6 +70,8 @@ export interface TestService {
   workflows: WorkflowPort;
   /** The api's event stream hub (closed at stop), for its subscriber count. */
   realtimeHub: RealtimeHub;
+  /** The app's dependencies, for a second app with some of them replaced (a failing port, say). */
+  appDeps: AppDeps;
   taskQueue: string;
   worker: Worker | undefined;
   dispatcher: Dispatcher | undefined;
@@ -227,6 +229,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     client,
     workflows,
     realtimeHub,
+    appDeps: deps,
     taskQueue,
     worker,
     dispatcher,

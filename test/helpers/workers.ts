@@ -9,12 +9,34 @@ import { afterAll, beforeAll, inject } from 'vitest';
 import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
 import { createSkillRuntime } from '../../src/skills/invoke.js';
+import { resolveTemporalCli, startDevServer, type RunningDevServer } from '../../src/temporal/dev-server.js';
+import { freePort } from './ports.js';
 import { startTestService, type TestService, type TestServiceOptions } from './service.js';
 
+/**
+ * A Temporal dev server of its own that suggests continuing as new after ten history events, so
+ * an incident's workflow runs its whole life with the suggestion on.
+ */
+export async function startContinueAsNewServer(): Promise<RunningDevServer> {
+  return startDevServer({
+    cliPath: resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: () => undefined }),
+    port: await freePort(),
+    namespace: 'default',
+    log: () => undefined,
+    dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 10 },
+  });
+}
+
+type Activities = ReturnType<typeof createActivities>;
+
+/**
+ * `overrides` replace activities by name; given as a function, it receives the real ones, so an
+ * override can hold or observe a call and then run the real activity.
+ */
 export async function startTestWorker(
   svc: TestService,
   connection: NativeConnection,
-  overrides: Record<string, unknown> = {},
+  overrides: Record<string, unknown> | ((real: Activities) => Record<string, unknown>) = {},
   options: { exports?: Partial<NonNullable<ActivityDeps['exports']>> } = {},
 ) {
   const activities = createActivities({
@@ -27,7 +49,7 @@ export async function startTestWorker(
     namespace: 'default',
     taskQueue: svc.taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
-    activities: { ...activities, ...overrides },
+    activities: { ...activities, ...(typeof overrides === 'function' ? overrides(activities) : overrides) },
     shutdownGraceTime: '100 milliseconds',
   });
   const running = worker.run();

@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvals } from '../../src/db/schema/remediation.js';
 import { tenants } from '../../src/db/schema/tenants.js';
 import { alertsReceivedSignal, getStateQuery, type IncidentWorkflowInput } from '../../src/workflows/messages.js';
-import { resolveTemporalCli, startDevServer, type RunningDevServer } from '../../src/temporal/dev-server.js';
-import { freePort } from '../helpers/ports.js';
+import type { RunningDevServer } from '../../src/temporal/dev-server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
+import { startContinueAsNewServer } from '../helpers/workers.js';
 
 // A Temporal server of its own that suggests continuing as new after a few history events, so an
 // incident's workflow runs its whole life with the suggestion on.
@@ -14,13 +14,7 @@ let server: RunningDevServer;
 let svc: TestService;
 
 beforeAll(async () => {
-  server = await startDevServer({
-    cliPath: resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: () => undefined }),
-    port: await freePort(),
-    namespace: 'default',
-    log: () => undefined,
-    dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 10 },
-  });
+  server = await startContinueAsNewServer();
   svc = await startTestService({ temporalAddress: server.address });
 }, 120_000);
 afterAll(async () => {

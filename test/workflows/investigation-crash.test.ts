@@ -71,19 +71,16 @@ describe('two investigation starts that pass their checks together', () => {
     // The first start is slow, so the POST's check passes while it is in flight.
     let slowed = false;
     let begins = 0;
-    const probe = await startTestWorker(svc, connection);
-    const realBegin = probe.activities.beginInvestigation;
-    await probe.stop();
-    const worker = await startTestWorker(svc, connection, {
-      beginInvestigation: async (req: Parameters<typeof realBegin>[0]) => {
+    const worker = await startTestWorker(svc, connection, (real) => ({
+      beginInvestigation: async (req: Parameters<typeof real.beginInvestigation>[0]) => {
         begins++;
         if (!slowed) {
           slowed = true;
           await new Promise((r) => setTimeout(r, 1500));
         }
-        return realBegin(req);
+        return real.beginInvestigation(req);
       },
-    });
+    }));
     try {
       const manual = await svc.api('POST', '/v1/incidents/chat', {
         token: tenant.member,

@@ -44,18 +44,15 @@ describe('a worker killed between two remediation steps', () => {
 
     // The crashing worker hangs in step 2 (index 1), after step 1 has run.
     let hung = false;
-    const first = await startTestWorker(svc, connection);
-    const realStep = first.activities.executeRemediationStep;
-    await first.stop();
-    const crashing = await startTestWorker(svc, connection, {
+    const crashing = await startTestWorker(svc, connection, (real) => ({
       executeRemediationStep: async (req: StepRequest) => {
         if (req.index === 1) {
           hung = true;
           for (;;) await Context.current().sleep(100); // cut off when the worker shuts down
         }
-        return realStep(req);
+        return real.executeRemediationStep(req);
       },
-    });
+    }));
 
     const { approval } = await investigateToPendingApproval(svc, tenant);
     // Simulated steps only (the workflow runs as many as were proposed; at least two here).

@@ -5,15 +5,14 @@
 import { NativeConnection } from '@temporalio/worker';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InvestigationRequest } from '../../src/analysis/investigation-types.js';
+import type { SynthesisRequest } from '../../src/analysis/investigation-types.js';
 import { approvals } from '../../src/db/schema/remediation.js';
-import { resolveTemporalCli, startDevServer, type RunningDevServer } from '../../src/temporal/dev-server.js';
+import type { RunningDevServer } from '../../src/temporal/dev-server.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
-import { freePort } from '../helpers/ports.js';
 import { tenantWithApprovalTimeout } from '../helpers/remediation.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/webhooks.js';
-import { startTestWorker } from '../helpers/workers.js';
+import { startContinueAsNewServer, startTestWorker } from '../helpers/workers.js';
 
 // A Temporal server of its own that suggests continuing as new after a few history events, and a
 // service with no worker of its own: the test's worker holds the synthesis.
@@ -22,13 +21,7 @@ let svc: TestService;
 let connection: NativeConnection;
 
 beforeAll(async () => {
-  server = await startDevServer({
-    cliPath: resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: () => undefined }),
-    port: await freePort(),
-    namespace: 'default',
-    log: () => undefined,
-    dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 10 },
-  });
+  server = await startContinueAsNewServer();
   svc = await startTestService({ temporalAddress: server.address, withoutWorker: true, withoutDispatcher: true });
   connection = await NativeConnection.connect({ address: server.address });
 }, 120_000);
@@ -42,14 +35,12 @@ describe('an incident reopened while its close drains', () => {
   it('proposes the remediation its investigation concluded, though the run continues as new', async () => {
     const tenant = await tenantWithApprovalTimeout(svc, 10);
     let release: (() => void) | undefined;
-    const real: { synthesise?: (req: InvestigationRequest) => Promise<unknown> } = {};
-    const worker = await startTestWorker(svc, connection, {
-      synthesizeInvestigation: async (req: InvestigationRequest) => {
+    const worker = await startTestWorker(svc, connection, (real) => ({
+      synthesizeInvestigation: async (req: SynthesisRequest) => {
         if (!release) await new Promise<void>((r) => (release = r));
-        return real.synthesise!(req);
+        return real.synthesizeInvestigation(req);
       },
-    });
-    real.synthesise = worker.activities.synthesizeInvestigation as (req: InvestigationRequest) => Promise<unknown>;
+    }));
     try {
       const created = await svc.api('POST', '/v1/incidents/chat', {
         token: tenant.member,

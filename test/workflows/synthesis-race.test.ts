@@ -4,7 +4,7 @@
  */
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import type { InvestigationRequest } from '../../src/analysis/investigation-types.js';
+import type { SynthesisRequest } from '../../src/analysis/investigation-types.js';
 import type { StepRequest } from '../../src/analysis/remediation-types.js';
 import { approvals, remediations, remediationSteps } from '../../src/db/schema/remediation.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
@@ -20,16 +20,14 @@ describe('a re-synthesis that ends after a new investigation began', () => {
     const tenant = await svc.newTenant({ plan: 'plan_business' });
     // The first synthesis runs as it is; the later ones wait until the test lets them go.
     const held: Array<{ run: number; release: () => void }> = [];
-    const real: { synthesise?: (req: InvestigationRequest) => Promise<unknown> } = {};
     let calls = 0;
-    const worker = await startTestWorker(svc, connection, {
-      synthesizeInvestigation: async (req: InvestigationRequest) => {
+    const worker = await startTestWorker(svc, connection, (real) => ({
+      synthesizeInvestigation: async (req: SynthesisRequest) => {
         calls++;
         if (calls > 1) await new Promise<void>((release) => held.push({ run: req.run, release }));
-        return real.synthesise!(req);
+        return real.synthesizeInvestigation(req);
       },
-    });
-    real.synthesise = worker.activities.synthesizeInvestigation as (req: InvestigationRequest) => Promise<unknown>;
+    }));
     try {
       const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Checkout 5xx', description: 'Payments fail since 09:00' } });
       expect(created.status).toBe(201);
@@ -78,27 +76,39 @@ describe('a re-synthesis that ends after a new investigation began', () => {
   }, 120_000);
 });
 
+/** A worker whose remediation steps run for real, the first one only once `held.release()` is called. */
+async function holdingFirstStep() {
+  const { svc, connection } = env;
+  const held: { ran: number[]; release?: () => void } = { ran: [] };
+  const worker = await startTestWorker(svc, connection, (real) => ({
+    executeRemediationStep: async (req: StepRequest) => {
+      held.ran.push(req.index);
+      if (req.index === 0) await new Promise<void>((release) => (held.release = release));
+      return real.executeRemediationStep(req);
+    },
+  }));
+  return { worker, held };
+}
+
+/** An incident investigated to a proposal that an admin approves: its first step is then held running. */
+async function approvedWithFirstStepHeld(tenant: Awaited<ReturnType<typeof tenantWithApprovalTimeout>>, held: { release?: () => void }) {
+  const { svc } = env;
+  const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
+  const handle = svc.client.workflow.getHandle(incidentId);
+  await eventually(async () => (await handle.query(getStateQuery)).pendingApprovalId === approval.id, 30_000);
+  const approved = await svc.api('POST', `/v1/notifications/approvals/${approval.id}/respond`, { token: tenant.admin, body: { decision: 'approve' } });
+  expect(approved.status).toBe(200);
+  await eventually(async () => held.release !== undefined && (await handle.query(getStateQuery)).status === 'remediating', 30_000);
+  return { incidentId, approval, handle };
+}
+
 describe('a conclusion reached while a remediation runs', () => {
   it('is proposed once that remediation has ended and the incident is back under investigation', async () => {
-    const { svc, connection } = env;
+    const { svc } = env;
     const tenant = await tenantWithApprovalTimeout(svc, 10);
-    // The first step waits until the test lets it go.
-    let holding: (() => void) | undefined;
-    const real: { step?: (req: StepRequest) => Promise<unknown> } = {};
-    const worker = await startTestWorker(svc, connection, {
-      executeRemediationStep: async (req: StepRequest) => {
-        if (req.index === 0) await new Promise<void>((release) => (holding = release));
-        return real.step!(req);
-      },
-    });
-    real.step = worker.activities.executeRemediationStep as (req: StepRequest) => Promise<unknown>;
+    const { worker, held } = await holdingFirstStep();
     try {
-      const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
-      const handle = svc.client.workflow.getHandle(incidentId);
-      await eventually(async () => (await handle.query(getStateQuery)).pendingApprovalId === approval.id, 30_000);
-      const approved = await svc.api('POST', `/v1/notifications/approvals/${approval.id}/respond`, { token: tenant.admin, body: { decision: 'approve' } });
-      expect(approved.status).toBe(200);
-      await eventually(async () => holding !== undefined, 30_000);
+      const { incidentId, approval, handle } = await approvedWithFirstStepHeld(tenant, held);
 
       // While the first step runs, human context re-synthesises the investigation.
       const before = (await handle.query(getStateQuery)).syntheses ?? 0;
@@ -108,7 +118,7 @@ describe('a conclusion reached while a remediation runs', () => {
 
       // The remediation goes on and ends (its builtin steps only record what to do: failed), the
       // incident is back under investigation, and the newer conclusion gets its own proposal.
-      holding!();
+      held.release!();
       const next = await eventually(async () => {
         const rows = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
         return rows.find((r) => r.id !== approval.id && r.status === 'pending');
@@ -123,7 +133,7 @@ describe('a conclusion reached while a remediation runs', () => {
       }, 30_000);
       expect(waiting).toMatchObject({ pendingApprovalId: next.id, status: 'awaiting_approval', remediationStatus: 'awaiting_approval' });
     } finally {
-      holding?.();
+      held.release?.();
       await worker.stop();
     }
   }, 120_000);
@@ -131,38 +141,24 @@ describe('a conclusion reached while a remediation runs', () => {
 
 describe('an incident a person resolves while its remediation runs', () => {
   it('runs none of the remaining steps, ends the remediation as stopped, and keeps the person\'s status', async () => {
-    const { svc, connection } = env;
+    const { svc } = env;
     const tenant = await tenantWithApprovalTimeout(svc, 10);
-    let holding: (() => void) | undefined;
-    const ran: number[] = [];
-    const real: { step?: (req: StepRequest) => Promise<unknown> } = {};
-    const worker = await startTestWorker(svc, connection, {
-      executeRemediationStep: async (req: StepRequest) => {
-        ran.push(req.index);
-        if (req.index === 0) await new Promise<void>((release) => (holding = release));
-        return real.step!(req);
-      },
-    });
-    real.step = worker.activities.executeRemediationStep as (req: StepRequest) => Promise<unknown>;
+    const { worker, held } = await holdingFirstStep();
     try {
-      const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
-      const handle = svc.client.workflow.getHandle(incidentId);
-      await eventually(async () => (await handle.query(getStateQuery)).pendingApprovalId === approval.id, 30_000);
+      const { incidentId, approval, handle } = await approvedWithFirstStepHeld(tenant, held);
       const [planned] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
       expect(planned!.plan.length).toBeGreaterThanOrEqual(2);
-      expect((await svc.api('POST', `/v1/notifications/approvals/${approval.id}/respond`, { token: tenant.admin, body: { decision: 'approve' } })).status).toBe(200);
-      await eventually(async () => holding !== undefined && (await handle.query(getStateQuery)).status === 'remediating', 30_000);
 
       // Step 1 is running; a person resolves the incident.
       const resolved = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.admin, body: { status: 'resolved' } });
       expect(resolved.status).toBe(200);
-      holding!();
+      held.release!();
       const stopped = await eventually(async () => {
         const [row] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
         return row?.status === 'failed' ? row : undefined;
       }, 30_000);
       expect(stopped.failure).toMatch(/^Stopped before step 2 of \d+: the incident was moved to resolved meanwhile/);
-      expect(ran).toEqual([0]);
+      expect(held.ran).toEqual([0]);
       const steps = (await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId))).sort((a, b) => a.index - b.index);
       expect(steps.map((s) => s.status)).toEqual(['succeeded', ...steps.slice(1).map(() => 'skipped')]);
       const state = await eventually(async () => {
@@ -173,7 +169,7 @@ describe('an incident a person resolves while its remediation runs', () => {
       const read = await svc.api('GET', `/v1/incidents/${incidentId}`, { token: tenant.member });
       expect(read.body.status).toBe('resolved');
     } finally {
-      holding?.();
+      held.release?.();
       await worker.stop();
     }
   }, 120_000);
