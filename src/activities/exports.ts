@@ -31,6 +31,7 @@ import { auditExports, type AuditExportRow } from '../db/schema/audit.js';
 import { createObjectStore, objectLocation, ObjectStoreError, parseObjectLocation } from '../exports/object-store.js';
 import { DOWNLOAD_URL_TTL_MS } from '../exports/signed-url.js';
 import type { AuditExportInput, AuditExportPlan, ExportFailure, ExportProgress, WrittenExport } from '../exports/types.js';
+import { whileBeating } from './heartbeat.js';
 
 const gzip = promisify(gzipCallback);
 
@@ -221,24 +222,23 @@ export function createExportActivities(deps: ExportActivityDeps) {
     /** Uploads the finished file to the export's destination, then removes the local copy. */
     async uploadAuditExport(input: AuditExportInput): Promise<{ location: string }> {
       const row = await loadJob(input);
-      if (!row.destination) return { location: row.location ?? '' };
-      const key = exportObjectKey(row.destination.prefix, row);
-      const remote = objectLocation(row.destination.bucket, key);
+      const { destination } = row;
+      if (!destination) return { location: row.location ?? '' };
+      const key = exportObjectKey(destination.prefix, row);
+      const remote = objectLocation(destination.bucket, key);
       if (row.location === remote) return { location: remote };
       if (!store) throw ApplicationFailure.nonRetryable('object storage (S3_*) is not configured on this worker', 'ObjectStoreNotConfigured');
       if (!row.location) throw ApplicationFailure.nonRetryable('the export file was not written', 'ExportFileMissing');
       const localPath = path.join(deps.exportDir, row.location);
       const bytes = (await sizeOf(localPath)) ?? 0;
-      const ctx = Context.current();
-      const beat = setInterval(() => ctx.heartbeat(), Math.min(5_000, Math.max(500, (ctx.info.heartbeatTimeoutMs ?? 15_000) / 3)));
       try {
         // A minute, plus a second per MiB (a slow store still finishes; a stuck one is cut off).
-        await store.putFile(row.destination.bucket, key, localPath, { contentType: 'application/gzip', timeoutMs: 60_000 + Math.ceil(bytes / 1024 / 1024) * 1000 });
+        await whileBeating(() =>
+          store.putFile(destination.bucket, key, localPath, { contentType: 'application/gzip', timeoutMs: 60_000 + Math.ceil(bytes / 1024 / 1024) * 1000 }),
+        );
       } catch (err) {
         if (err instanceof ObjectStoreError && !err.retryable) throw ApplicationFailure.nonRetryable(err.message, 'ObjectStoreRefused');
         throw err;
-      } finally {
-        clearInterval(beat);
       }
       await deps.db.update(auditExports).set({ location: remote }).where(eq(auditExports.id, row.id));
       await unlink(localPath).catch(() => undefined);

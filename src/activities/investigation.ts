@@ -40,6 +40,7 @@ import { newId } from '../ids.js';
 import { withoutMarkdownFences } from '../ingest/providers/datadog.js';
 import { bindSkillInput, findingText, skillRoles, skillsForRole, tellingLine, type AgentSkill, type SkillRole } from '../skills/agent-skills.js';
 import type { SkillInvoker } from '../skills/invoke.js';
+import { whileBeating } from './heartbeat.js';
 
 type EvidenceSeverity = (typeof evidenceSeverities)[number];
 
@@ -59,8 +60,6 @@ const MAX_ITEMS_PER_AGENT = 25;
 const SHARED_READ_TTL_MS = 30_000;
 /** The window a logs or metrics skill is asked about: this long before the first alert, until now. */
 export const SIGNAL_LOOKBACK_MS = 60 * 60 * 1000;
-/** An agent waiting on its skills heartbeats this often (its heartbeat timeout is 20 s). */
-const SKILL_HEARTBEAT_MS = 5_000;
 /** Skill findings the synthesis reads, per incident. */
 const MAX_SKILL_FINDINGS = 24;
 
@@ -427,42 +426,42 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       since: new Date(scene.firstAlertAt.getTime() - lookbackMs),
       until: new Date(),
     };
-    const beat = setInterval(() => heartbeat({ step: 'skills' }), SKILL_HEARTBEAT_MS);
-    try {
-      const results = await Promise.all(
-        chosen.map(async (skill): Promise<{ note: string; draft?: EvidenceDraft }> => {
-          const bound = bindSkillInput(skill.inputSchema, facts);
-          if (!bound.ok) return { note: `${skill.name} not called (it requires ${bound.missing.join(', ')}, which the agent cannot fill)` };
-          const outcome = await invoker.invoke({
-            tenantId: req.tenantId,
-            skillId: skill.id,
-            input: bound.input,
-            idempotencyKey: `investigation:${req.incidentId}:${req.run}:${role}:${skill.id}`,
-          });
-          if (!outcome.ok) return { note: `${skill.name} failed (${outcome.error.code}: ${clip(oneLine(outcome.error.message), 160)})` };
-          const text = findingText(outcome.output);
-          if (text === '') return { note: `${skill.name} returned nothing` };
-          const { line, alarming } = tellingLine(text);
-          const summary = `${skill.name}${scene.service ? ` for ${scene.service}` : ''}: ${oneLine(line)}`;
-          const draft: EvidenceDraft = {
-            sourceId: `skill:${skill.id}:${req.run}`,
-            type,
-            source: `skill:${skill.name}`,
-            summary,
-            severity: alarming ? 'high' : 'info',
-            occurredAt: new Date(),
-            rawSnippet: text,
-          };
-          return { note: clip(summary, 240), draft };
-        }),
-      );
-      return {
-        drafts: results.flatMap((r) => (r.draft ? [r.draft] : [])),
-        notes: results.map((r) => r.note),
-      };
-    } finally {
-      clearInterval(beat);
-    }
+    // Heartbeats while the skills run (the agents' heartbeat timeout is 20 s).
+    const results = await whileBeating(
+      () =>
+        Promise.all(
+          chosen.map(async (skill): Promise<{ note: string; draft?: EvidenceDraft }> => {
+            const bound = bindSkillInput(skill.inputSchema, facts);
+            if (!bound.ok) return { note: `${skill.name} not called (it requires ${bound.missing.join(', ')}, which the agent cannot fill)` };
+            const outcome = await invoker.invoke({
+              tenantId: req.tenantId,
+              skillId: skill.id,
+              input: bound.input,
+              idempotencyKey: `investigation:${req.incidentId}:${req.run}:${role}:${skill.id}`,
+            });
+            if (!outcome.ok) return { note: `${skill.name} failed (${outcome.error.code}: ${clip(oneLine(outcome.error.message), 160)})` };
+            const text = findingText(outcome.output);
+            if (text === '') return { note: `${skill.name} returned nothing` };
+            const { line, alarming } = tellingLine(text);
+            const summary = `${skill.name}${scene.service ? ` for ${scene.service}` : ''}: ${oneLine(line)}`;
+            const draft: EvidenceDraft = {
+              sourceId: `skill:${skill.id}:${req.run}`,
+              type,
+              source: `skill:${skill.name}`,
+              summary,
+              severity: alarming ? 'high' : 'info',
+              occurredAt: new Date(),
+              rawSnippet: text,
+            };
+            return { note: clip(summary, 240), draft };
+          }),
+        ),
+      () => ({ step: 'skills' }),
+    );
+    return {
+      drafts: results.flatMap((r) => (r.draft ? [r.draft] : [])),
+      notes: results.map((r) => r.note),
+    };
   }
   /** The agent's findings with what its skills said appended. */
   const withSkillNotes = (content: string, notes: string[]) => (notes.length > 0 ? `${content} Skills: ${notes.join(' | ')}.` : content);
@@ -1249,7 +1248,8 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     topologyAgent,
     knowledgeAgent,
     runbookAgent,
-    synthesizeInvestigation,
+    // Heartbeats while it waits on the model (the workflow gives it a heartbeat timeout).
+    synthesizeInvestigation: (req: SynthesisRequest) => whileBeating(() => synthesizeInvestigation(req)),
     recordInvestigationFailure,
   };
 }

@@ -26,6 +26,7 @@ import { approvals, notifications, remediations, remediationSteps, users, type R
 import { skills, type SkillRow } from '../db/schema/skills.js';
 import { newId } from '../ids.js';
 import { createSkillInvoker, type SkillRuntime } from '../skills/invoke.js';
+import { whileBeating } from './heartbeat.js';
 
 export const DEFAULT_APPROVAL_TIMEOUT_MINUTES = 60;
 
@@ -636,7 +637,8 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
     proposeRemediation,
     recordApprovalDecision,
     expireApproval,
-    executeRemediationStep,
+    // Heartbeats while a step's skill runs (the workflow gives steps a heartbeat timeout).
+    executeRemediationStep: (req) => whileBeating(() => executeRemediationStep(req)),
     verifyRemediation,
     completeRemediation,
     evidenceHash: (req) => currentHash(req.incidentId, req.tenantId),

@@ -12,6 +12,7 @@ import { ingestedEvents } from '../db/schema/ingestion.js';
 import { runbooks, triageResults } from '../db/schema/investigation.js';
 import { serviceEdges, services } from '../db/schema/topology.js';
 import type { Actor } from '../workflows/messages.js';
+import { whileBeating } from './heartbeat.js';
 
 export interface TriageRequest {
   incidentId: string;
@@ -237,5 +238,6 @@ export function createTriageActivities(deps: { db: Db; model: ModelProvider }) {
     });
   }
 
-  return { triageIncident, recordTriageFailure };
+  // Heartbeats while it waits on the model (the workflow gives it a heartbeat timeout).
+  return { triageIncident: (request: TriageRequest) => whileBeating(() => triageIncident(request)), recordTriageFailure };
 }

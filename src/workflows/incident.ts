@@ -53,9 +53,14 @@ const projections = proxyActivities<IncidentActivities>({
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
+// An activity that waits on a model or a skill heartbeats while it waits (decision 206): a
+// worker that dies is noticed after this long, not after the whole start-to-close timeout.
+const WAITING_HEARTBEAT_TIMEOUT = '15 seconds';
+
 // Triage calls a model (the built-in analyzer by default, or an LLM with its own timeout).
 const analysis = proxyActivities<IncidentActivities>({
   startToCloseTimeout: '60 seconds',
+  heartbeatTimeout: WAITING_HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
 });
 
@@ -79,6 +84,7 @@ const agents = proxyActivities<InvestigationActivities>({
 // Synthesis may call a model with its own timeout, and falls back to the built-in analyzer.
 const synthesis = proxyActivities<InvestigationActivities>({
   startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: WAITING_HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
 });
 
@@ -93,9 +99,13 @@ const learning = proxyActivities<IncidentActivities>({
 // retrying the activity is safe; a step's own failure is an outcome, not a thrown error. They
 // retry without limit: a database outage longer than a few minutes must delay a remediation, not
 // end it halfway (decision 165).
-const remediation = proxyActivities<RemediationActivities>({
+const remediationRetry = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
+const remediation = proxyActivities<RemediationActivities>({ startToCloseTimeout: '2 minutes', retry: remediationRetry });
+// A step may call a skill, and heartbeats while it runs.
+const remediationSteps = proxyActivities<RemediationActivities>({
   startToCloseTimeout: '2 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+  heartbeatTimeout: WAITING_HEARTBEAT_TIMEOUT,
+  retry: remediationRetry,
 });
 
 const failureReason = (err: unknown): string =>
@@ -506,7 +516,7 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
           state.remediationStatus = 'failed';
           return; // the status it was moved to stands
         }
-        const outcome = await remediation.executeRemediationStep({ ...remediationBase(), remediationId: proposed.remediationId, index });
+        const outcome = await remediationSteps.executeRemediationStep({ ...remediationBase(), remediationId: proposed.remediationId, index });
         if (!outcome.ok) {
           await remediation.completeRemediation({ ...remediationBase(), remediationId: proposed.remediationId, ok: false, detail: `Step ${index + 1} failed: ${outcome.error ?? 'unknown error'}` });
           state.remediationStatus = 'failed';

@@ -3,15 +3,14 @@
  * resumes on another worker from its last heartbeat, after the bytes the dead attempt left
  * behind are cut off, and completes with every row exactly once.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { Context } from '@temporalio/activity';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { eq } from 'drizzle-orm';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
 import { auditExports } from '../../src/db/schema/audit.js';
 import type { AuditExportInput, ExportProgress } from '../../src/exports/types.js';
@@ -19,7 +18,7 @@ import { createSkillCipher } from '../../src/skills/crypto.js';
 import { createSkillRuntime } from '../../src/skills/invoke.js';
 import { csvFields, expectedRows, parseCsv, seedAuditRows } from '../helpers/audit-seed.js';
 import { eventually } from '../helpers/webhooks.js';
-import { startTestWorker, useWorkerlessService } from '../helpers/workers.js';
+import { startTestWorker, startWorkerProcess, useWorkerlessService } from '../helpers/workers.js';
 
 const ROWS = 50_000;
 const BATCH_ROWS = 2_000;
@@ -34,42 +33,19 @@ afterAll(() => {
   child?.kill('SIGKILL'); // after hooks run last-registered first: before the service stops
 });
 
-/** Starts the worker process and resolves once it polls; `lines` collects what it prints. */
-async function startWorkerProcess(lines: string[]): Promise<ChildProcess> {
-  const databaseUrl = (env.svc.database.sql.options as unknown as { host: string[]; port: number[]; database: string; user: string; pass: string | null });
-  const url = `postgres://${encodeURIComponent(databaseUrl.user)}${databaseUrl.pass ? `:${encodeURIComponent(databaseUrl.pass)}` : ''}@${databaseUrl.host[0]}:${databaseUrl.port[0]}/${databaseUrl.database}`;
-  const script = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'helpers', 'export-worker-process.ts');
-  const proc = spawn(process.execPath, ['--import', 'tsx', script], {
-    env: {
-      ...process.env,
-      DATABASE_URL: url,
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TASK_QUEUE: env.svc.taskQueue,
-      WORKFLOW_BUNDLE: inject('workflowBundlePath'),
-      EXPORT_DIR: env.svc.exportDir,
-      HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
-      BATCH_ROWS: String(BATCH_ROWS),
-      HANG_AFTER_ROWS: String(HANG_AFTER_ROWS),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let buffered = '';
-  proc.stdout!.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString('utf8');
-    const parts = buffered.split('\n');
-    buffered = parts.pop()!;
-    lines.push(...parts);
-  });
-  await eventually(async () => lines.includes('READY') || (proc.exitCode !== null ? Promise.reject(new Error(`worker process exited ${proc.exitCode}`)) : false), 30_000);
-  return proc;
-}
-
 describe('a worker killed during a large export', () => {
   it('completes on another worker from the last heartbeat, every row exactly once', async () => {
     const { svc, connection } = env;
     const tenant = await svc.newTenant({ plan: 'plan_business' });
     const lines: string[] = [];
-    [child] = await Promise.all([startWorkerProcess(lines), seedAuditRows(svc.database.sql, tenant.tenantId, ROWS)]);
+    [child] = await Promise.all([
+      startWorkerProcess(
+        svc,
+        { EXPORT_DIR: svc.exportDir, HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS), BATCH_ROWS: String(BATCH_ROWS), HANG_AFTER_ROWS: String(HANG_AFTER_ROWS) },
+        lines,
+      ),
+      seedAuditRows(svc.database.sql, tenant.tenantId, ROWS),
+    ]);
 
     const to = new Date(Date.now() + 60_000);
     const from = new Date(to.getTime() - 24 * 3_600_000);

@@ -54,7 +54,7 @@ describe('a worker killed between two remediation steps', () => {
       },
     }));
 
-    const { approval } = await investigateToPendingApproval(svc, tenant);
+    const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
     // Simulated steps only (the workflow runs as many as were proposed; at least two here).
     const [proposed] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
     const count = proposed!.plan.length;
@@ -85,6 +85,20 @@ describe('a worker killed between two remediation steps', () => {
       // Verification: the steps only recorded what to do and no alert recovered here.
       expect(done.status).toBe('failed');
       expect(done.failure).toMatch(/^Nothing confirms a recovery/);
+      // Steps, like synthesis and triage, heartbeat with a 15 s timeout: a worker that dies in one
+      // has it retried elsewhere after that, not after the 2-minute start-to-close (decision 206).
+      const history = await svc.client.workflow.getHandle(incidentId).fetchHistory();
+      const heartbeatTimeouts = new Map<string, Set<string>>();
+      for (const e of history.events ?? []) {
+        const scheduled = e.activityTaskScheduledEventAttributes;
+        if (!scheduled) continue;
+        const name = scheduled.activityType!.name!;
+        heartbeatTimeouts.set(name, (heartbeatTimeouts.get(name) ?? new Set()).add(String(scheduled.heartbeatTimeout?.seconds ?? 0)));
+      }
+      expect(heartbeatTimeouts.get('executeRemediationStep')).toEqual(new Set(['15']));
+      expect(heartbeatTimeouts.get('synthesizeInvestigation')).toEqual(new Set(['15']));
+      expect(heartbeatTimeouts.get('triageIncident')).toEqual(new Set(['15']));
+      expect(heartbeatTimeouts.get('completeRemediation')).toEqual(new Set(['0'])); // quick bookkeeping: no heartbeat timeout
     } finally {
       await healthy.stop();
     }
