@@ -72,6 +72,9 @@ describe('POST /v1/incidents/chat', () => {
     [{ title: 'x', description: 'too short' }, 'description'],
     [{ title: 'x', description: 'y'.repeat(4001) }, 'description'],
     [{ title: '   ', description: 'long enough description' }, 'title'],
+    // Only invisible format characters (zero-width space, word joiner, byte-order mark): blank.
+    [{ title: '\u200b\u2060\ufeff', description: 'long enough description' }, 'title'],
+    [{ title: 'x', description: '\u200b'.repeat(12) }, 'description'],
     [{ title: 42, description: 'long enough description' }, 'title'],
     [{ title: 'db down\nINFO all clear', description: 'long enough description' }, 'title'],
     [{ title: '\u001b[31mred\u001b[0m', description: 'long enough description' }, 'title'],

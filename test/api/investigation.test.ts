@@ -186,7 +186,7 @@ describe('POST /v1/investigation/{incidentId}/context', () => {
 
   it('validates the content and the incident', async () => {
     const id = await manualIncident();
-    for (const body of [{}, { content: '' }, { content: '   ' }, { content: 'x'.repeat(4001) }]) {
+    for (const body of [{}, { content: '' }, { content: '   ' }, { content: '\u200b \u200d' }, { content: 'x'.repeat(4001) }]) {
       const res = await svc.api('POST', `/v1/investigation/${id}/context`, { token: tenant.member, body });
       expect(res.status).toBe(400);
       expect(res.body.error).toBe('validation_error');

@@ -299,7 +299,7 @@ describe('POST /v1/knowledge/feedback', () => {
     const service = freshService();
     const id = await manualIncident(service);
     await concluded(id, tenant.tenantId, 'bad_deploy', 'Deployment 42 broke it');
-    for (const comment of [undefined, '', '   ']) {
+    for (const comment of [undefined, '', '   ', '\u200b\u200c']) {
       const res = await feedbackPost({ incidentId: id, type: 'correct_rca', ...(comment !== undefined ? { comment } : {}) });
       expect(res.status).toBe(400);
       expect(res.body.error).toBe('comment_required');

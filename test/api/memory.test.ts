@@ -146,6 +146,7 @@ describe('assistant chat api', () => {
       {},
       { message: '' },
       { message: '   \n ' },
+      { message: '\u200b\u2060' },
       { message: 'x'.repeat(4001) },
       { message: 42 },
       { message: 'hi', sessionId: '' },

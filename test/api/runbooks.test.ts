@@ -131,6 +131,8 @@ describe('runbooks: validation', () => {
   it.each([
     ['title', { content: '1. step' }],
     ['title', { ...valid, title: '   ' }],
+    ['title', { ...valid, title: '\u200b' }],
+    ['content', { ...valid, content: '\u200b\n\u00ad' }],
     ['title', { ...valid, title: 't'.repeat(201) }],
     ['title', { ...valid, title: 42 }],
     ['service', { ...valid, service: '' }],

@@ -114,6 +114,7 @@ describe('POST /api/v1/tenants/{tenantId}/skills', () => {
     ['name over 64 characters', { name: longName }, /snake_case/],
     ['description missing', { description: undefined }, /description/],
     ['description empty', { description: '  ' }, /description is required/],
+    ['description of zero-width characters', { description: '\u200b\u200b' }, /description must not be blank/],
     ['description over 500 characters', { description: 'd'.repeat(501) }, /at most 500/],
     ['type builtin', { type: 'builtin' }, /builtin skills ship with the service and cannot be created/],
     ['type unknown', { type: 'lambda' }, /type/],

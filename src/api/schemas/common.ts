@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { hasVisibleText } from '../../domain/text.js';
 
 export const ErrorSchema = z
   .object({
@@ -59,5 +60,9 @@ export const oneLine = (max: number, requiredMessage?: string) =>
     .max(max)
     // No `u` flag: the published OpenAPI pattern is the regex's source, and a flag does not
     // survive there (`^\P{Cc}*$/u` matched nothing); this class is the same set, C0, DEL and C1.
-    .regex(NO_CONTROL_CHARACTERS, 'must be one line without control characters');
+    .regex(NO_CONTROL_CHARACTERS, 'must be one line without control characters')
+    .refine(visibleOrEmpty, requiredMessage ?? 'must not be blank');
+
+/** For a refinement after a length check: empty text is that check's to refuse. */
+export const visibleOrEmpty = (text: string): boolean => text.length === 0 || hasVisibleText(text);
 

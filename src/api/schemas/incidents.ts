@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { incidentSources, incidentStatuses, severities } from '../../db/schema/incidents.js';
-import { limitParam, oneLine } from './common.js';
+import { limitParam, oneLine, visibleOrEmpty } from './common.js';
 
 export const SeveritySchema = z.enum(severities);
 export const IncidentStatusSchema = z.enum(incidentStatuses);
@@ -13,6 +13,7 @@ export const CreateIncidentBody = z
       .trim()
       .min(10, 'description must be 10 to 4000 characters')
       .max(4000, 'description must be 10 to 4000 characters')
+      .refine(visibleOrEmpty, 'description must not be blank')
       .openapi({ example: 'p99 latency of the checkout api rose after the 14:02 deploy' }),
     service: oneLine(200)
       .optional()

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { visibleOrEmpty } from './common.js';
 
 export const StartInvestigationBody = z
   .object({ incidentId: z.string().min(1).max(64).openapi({ example: 'inc_01jd...' }) })
@@ -16,6 +17,7 @@ export const InvestigationContextBody = z
       .trim()
       .min(1, 'content must be 1 to 4000 characters')
       .max(4000, 'content must be 1 to 4000 characters')
+      .refine(visibleOrEmpty, 'content must not be blank')
       .openapi({ example: 'We rotated the DNS provider at 03:00 UTC' }),
   })
   .strict()

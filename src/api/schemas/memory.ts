@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { chatSourceTypes } from '../../analysis/types.js';
+import { hasVisibleText } from '../../domain/text.js';
 import { limitParam } from './common.js';
 
 export const MAX_CHAT_MESSAGE = 4000;
@@ -9,7 +10,7 @@ export const ChatBody = z
     message: z
       .string({ error: 'message is required' })
       .max(MAX_CHAT_MESSAGE, `message must be at most ${MAX_CHAT_MESSAGE} characters`)
-      .refine((s) => s.trim().length > 0, 'message must not be empty')
+      .refine(hasVisibleText, 'message must not be empty')
       .openapi({ example: 'What caused the last checkout outage?' }),
     sessionId: z.string().min(1).max(64).optional().openapi({ description: 'Continue this conversation (one of yours); a new one starts when omitted', example: 'sess_01j…' }),
     incidentId: z.string().min(1).max(64).optional().openapi({ description: 'Anchor the conversation to this incident', example: 'inc_01j…' }),

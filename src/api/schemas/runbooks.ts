@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { hasVisibleText } from '../../domain/text.js';
 import { limitParam, oneLine } from './common.js';
 
 export const MAX_RUNBOOK_TAGS = 20;
@@ -22,7 +23,7 @@ const Content = z
   .string()
   .min(1, 'content is required')
   .max(MAX_RUNBOOK_CONTENT, `content must be at most ${MAX_RUNBOOK_CONTENT} characters`)
-  .refine((s) => s.trim().length > 0, 'content must not be blank')
+  .refine(hasVisibleText, 'content must not be blank')
   .openapi({
     description: 'Markdown. Its steps are `## Step N …` headings, else numbered items, else bullet items (see `steps`)',
     example: '1. Check `pg_stat_activity` for idle connections\n2. Restart the pgbouncer pool\n3. Scale checkout-api down to 4 replicas',

@@ -3,7 +3,7 @@ import { integrationCatalog } from '../../domain/catalog.js';
 import { skillTypes } from '../../db/schema/skills.js';
 import { httpMethods } from '../../skills/http.js';
 import { checkInputSchema } from '../../skills/json-schema.js';
-import { limitParam } from './common.js';
+import { limitParam, visibleOrEmpty } from './common.js';
 
 export const MAX_SKILL_HEADERS = 20;
 export const MAX_HEADER_VALUE_LENGTH = 4096;
@@ -27,6 +27,7 @@ const Description = z
   .trim()
   .min(1, 'description is required')
   .max(500, 'description must be at most 500 characters')
+  .refine(visibleOrEmpty, 'description must not be blank')
   .openapi({ description: 'Used by the AI to decide when to invoke the skill', example: 'Looks up a customer account by id' });
 
 const InputSchema = z

@@ -10,6 +10,7 @@
  */
 import { and, eq, sql } from 'drizzle-orm';
 import { actionsInText, categorizeText, type PatternSignature } from '../../domain/patterns.js';
+import { hasVisibleText } from '../../domain/text.js';
 import { AppError } from '../../errors.js';
 import { newId, ulid } from '../../ids.js';
 import type { Db } from '../client.js';
@@ -125,7 +126,7 @@ async function writeVerdict(
  * 404 `not_found` for an unknown incident or pattern (another tenant's is unknown).
  */
 export async function submitFeedback(db: Db, input: FeedbackInput): Promise<{ record: FeedbackRecord; changed: boolean }> {
-  const comment = input.comment?.trim() ? input.comment.trim() : null;
+  const comment = input.comment !== undefined && hasVisibleText(input.comment) ? input.comment.trim() : null;
   if (input.type === 'correct_rca' && !comment) throw new AppError('comment_required', 'correct_rca needs a comment: the corrected root cause');
   const actor: KnowledgeActor = { type: 'user', id: input.userId, requestId: input.requestId ?? null };
 
