@@ -273,6 +273,63 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     expect(withBom.body.incidentIds).toHaveLength(1);
   });
 
+  it('stores a Sentry issue alert retried with a new Request-ID once: the event id is the delivery', async () => {
+    // Sentry makes a new Request-ID for every send, its retries (3, five minutes apart) included.
+    const alert = JSON.parse(fixture('sentry-event-alert.json'));
+    const issueId = `${Date.now()}${counter}`;
+    alert.data.event.issue_id = issueId;
+    alert.data.event.event_id = createHash('sha256').update(issueId).digest('hex').slice(0, 32);
+    const send = (requestId: string) =>
+      postWebhook(svc, tenant.tenantId, 'sentry', alert, { key: key.key, headers: { 'sentry-hook-resource': 'event_alert', 'request-id': requestId } });
+    const first = await send(createHash('md5').update('first').digest('hex'));
+    expect(first.status).toBe(202);
+    const retry = await send(createHash('md5').update('retry').digest('hex'));
+    expect(retry.status).toBe(202);
+    expect(retry.body).toEqual(first.body);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    expect(await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.fingerprint, `sentry:${issueId}`))).toHaveLength(1);
+    expect((await incidentRow(first.body.incidentIds[0])).occurrenceCount).toBe(1);
+    // Another event of the same issue is another delivery, attached to the same incident.
+    const next = await postWebhook(
+      svc,
+      tenant.tenantId,
+      'sentry',
+      { ...alert, data: { ...alert.data, event: { ...alert.data.event, event_id: createHash('sha256').update(`${issueId}-2`).digest('hex').slice(0, 32) } } },
+      { key: key.key, headers: { 'sentry-hook-resource': 'event_alert' } },
+    );
+    expect(next.headers.get('idempotent-replayed')).toBeNull();
+    expect(next.body).toMatchObject({ incidentIds: first.body.incidentIds, deduplicated: true });
+    expect((await incidentRow(first.body.incidentIds[0])).occurrenceCount).toBe(2);
+  });
+
+  it('takes a Datadog delivery encoded as a form ("Encode as form"): the template keys as fields', async () => {
+    const aggregKey = `ddk-${Date.now()}-${counter}`;
+    const form = (transition: string) =>
+      new URLSearchParams({
+        id: String(Date.now()),
+        title: `[${transition} on {host:db-1}] Disk almost full`,
+        alert_transition: transition,
+        alert_priority: 'P1',
+        aggreg_key: aggregKey,
+        alert_id: '5',
+        date: String(Date.now()),
+        tags: 'host:db-1, service:storage',
+      }).toString();
+    const deliver = (raw: string) =>
+      svc.api('POST', `/v1/webhooks/${tenant.tenantId}/datadog`, { rawBody: raw, headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/x-www-form-urlencoded' } });
+    const triggered = await deliver(form('Triggered'));
+    expect(triggered.status).toBe(202);
+    const incident = await incidentRow(triggered.body.incidentIds[0]);
+    expect(incident).toMatchObject({ fingerprint: `datadog:${aggregKey}`, severity: 'critical', service: 'storage', source: 'automated', recoveredAt: null });
+    const recovered = await deliver(form('Recovered'));
+    expect(recovered.status).toBe(202);
+    expect(recovered.body.incidentIds).toEqual([incident.id]);
+    expect((await incidentRow(incident.id)).recoveredAt).not.toBeNull();
+    // A form with no field the template fills is still a payload error.
+    const empty = await deliver('');
+    expect([empty.status, empty.body.error]).toEqual([400, 'validation_error']);
+  });
+
   it('treats the same body after the 10-minute window as a new delivery', async () => {
     const alert = uniqueAlert();
     const first = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
@@ -413,7 +414,11 @@ describe('sentry', () => {
       'Sentry-Hook-Resource': 'event_alert',
       'Request-ID': 'f3b8a2c1-7d6e-4f5a-9b8c-1d2e3f4a5b6c',
     });
-    expect(delivery.deliveryId).toBe('f3b8a2c1-7d6e-4f5a-9b8c-1d2e3f4a5b6c');
+    // The delivery id is the event and the rule, not Sentry's Request-ID (new on every retry).
+    const ruleKey = createHash('sha256').update('Checkout: new unhandled errors in production').digest('hex').slice(0, 16);
+    expect(delivery.deliveryId).toBe(`event:9c4e1f7ab2d34e5f8a6b0c1d2e3f4a5b:${ruleKey}`);
+    const retried = parse(sentryProvider, eventAlert, { 'Sentry-Hook-Resource': 'event_alert', 'Request-ID': '0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a' });
+    expect(retried.deliveryId).toBe(delivery.deliveryId);
     expect(delivery.events).toHaveLength(1);
     const alert = at(alertsOf(delivery), 0);
     expect(alert).toMatchObject({
@@ -450,7 +455,7 @@ describe('sentry', () => {
 
   it('maps a legacy webhook plugin payload', () => {
     const delivery = parse(sentryProvider, legacy);
-    expect(delivery.deliveryId).toBeUndefined();
+    expect(delivery.deliveryId).toBe('event:3b7d2e9c1a4f4b6d8e0f2a4c6e8b0d1f');
     const alert = at(alertsOf(delivery), 0);
     expect(alert).toMatchObject({
       kind: 'alert',
@@ -482,7 +487,26 @@ describe('sentry', () => {
 
   it('ignores other integration-platform resources', () => {
     const delivery = parse(sentryProvider, { action: 'created', data: {} }, { 'sentry-hook-resource': 'installation', 'request-id': 'abc' });
-    expect(delivery).toEqual({ events: [], ignored: 'sentry resource installation is not used', deliveryId: 'abc' });
+    expect(delivery).toEqual({ events: [], ignored: 'sentry resource installation is not used' });
+  });
+
+  it('reads the title of a Sentry 8 or 9 legacy payload from event.metadata.title, else the message', () => {
+    // The shape of the plugin's callbacks in Sentry 8 and 9: no event.title.
+    const old = {
+      project: 'alerta5',
+      project_slug: 'alerta5',
+      culprit: 'raven.scripts.runner in main',
+      url: 'https://sentry.io/alertaio/alerta5/issues/541485531/',
+      level: 'error',
+      message: 'This is an example Python exception',
+      id: '541485531',
+      event: { event_id: '0476a4a2ad8c4bd5a0d5a1b7f6f7a3d1', tags: [['level', 'error']], metadata: { title: 'ExampleError: an example Python exception' } },
+    };
+    const alert = at(alertsOf(parse(sentryProvider, old)), 0);
+    expect(alert).toMatchObject({ fingerprint: 'sentry:541485531', alertName: 'ExampleError: an example Python exception', service: 'alerta5', severity: 'high' });
+    const noMetadata = structuredClone(old) as Record<string, any>;
+    delete noMetadata.event.metadata;
+    expect(at(alertsOf(parse(sentryProvider, noMetadata)), 0).alertName).toBe('This is an example Python exception');
   });
 
   it('rejects payloads without an event title or issue id', () => {
@@ -494,8 +518,10 @@ describe('sentry', () => {
 
     const b = structuredClone(legacy);
     delete b.id;
-    delete b.event.title;
-    expect(paths(payloadError(() => sentryProvider.parse(b, headers())))).toEqual(expect.arrayContaining(['id', 'event.title']));
+    expect(paths(payloadError(() => sentryProvider.parse(b, headers())))).toEqual(['id']);
+    const c = structuredClone(legacy);
+    delete c.event.title; // and its message is empty, its metadata has no title
+    expect(paths(payloadError(() => sentryProvider.parse(c, headers())))).toEqual(['event.title']);
   });
 });
 

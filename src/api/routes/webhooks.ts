@@ -11,7 +11,7 @@ import type { AppDeps, AppEnv } from '../context.js';
 import { clientAddress } from '../middleware/auth.js';
 import { createKeyFailureGuard } from '../middleware/key-failures.js';
 import { applyRateLimit } from '../middleware/rate-limit.js';
-import { assertJsonDepth, assertStorableJson } from '../middleware/storable-text.js';
+import { assertJsonDepth, assertStorableJson, findUnstorableText } from '../middleware/storable-text.js';
 import { withOneLineLabels } from '../../ingest/normalize.js';
 import { errorResponses } from '../schemas/common.js';
 
@@ -139,22 +139,9 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
 
 /** The raw body as the provider's payload; a 400 `validation_error` saying what is wrong. */
 function parsePayload(provider: WebhookProvider, rawBody: Uint8Array, header: HeaderReader) {
-  let body: unknown;
   // A UTF-8 byte-order mark, which some senders write first, is not part of the JSON text.
-  let text = Buffer.from(rawBody).toString('utf8').replace(/^\uFEFF/, '');
-  // GitHub's default content type: the JSON payload in a `payload` form field.
-  if (/^application\/x-www-form-urlencoded\s*(;|$)/i.test(header('content-type') ?? '')) {
-    const payload = new URLSearchParams(text).get('payload');
-    if (payload === null) throw new AppError('validation_error', 'A form-encoded delivery must carry its JSON in a payload field', [{ path: 'payload', message: 'is required' }]);
-    text = payload;
-  }
-  assertJsonDepth(text);
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new AppError('validation_error', 'Malformed JSON in request body');
-  }
-  assertStorableJson(text, body);
+  const text = Buffer.from(rawBody).toString('utf8').replace(/^\uFEFF/, '');
+  const body = /^application\/x-www-form-urlencoded\s*(;|$)/i.test(header('content-type') ?? '') ? formPayload(text) : jsonPayload(text);
   try {
     const parsed = provider.parse(body, header);
     return { ...parsed, events: withOneLineLabels(parsed.events) };
@@ -162,4 +149,38 @@ function parsePayload(provider: WebhookProvider, rawBody: Uint8Array, header: He
     if (err instanceof PayloadError) throw new AppError('validation_error', err.message, err.details);
     throw err;
   }
+}
+
+function jsonPayload(text: string): unknown {
+  assertJsonDepth(text);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new AppError('validation_error', 'Malformed JSON in request body');
+  }
+  assertStorableJson(text, body);
+  return body;
+}
+
+/**
+ * A form-encoded body: GitHub's default content type carries the JSON payload in a `payload`
+ * field; Datadog's "Encode as form" sends the payload template's keys as fields of their own
+ * (a field sent twice becomes a list of its values).
+ */
+function formPayload(text: string): unknown {
+  const fields = new URLSearchParams(text);
+  const payload = fields.get('payload');
+  if (payload !== null) return jsonPayload(payload);
+  const body: Record<string, string | string[]> = {};
+  for (const [name, value] of fields) {
+    const seen = body[name];
+    body[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
+  }
+  if (Object.keys(body).length === 0) {
+    throw new AppError('validation_error', 'A form-encoded delivery must carry its fields, or its JSON in a payload field', [{ path: 'payload', message: 'is required' }]);
+  }
+  const unstorable = findUnstorableText(body);
+  if (unstorable) throw new AppError('validation_error', `${unstorable.path}: ${unstorable.message}`, [unstorable]);
+  return body;
 }

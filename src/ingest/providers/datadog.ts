@@ -84,7 +84,8 @@ const datadogPayloadSchema = z
     hostname: text,
     tags: z.union([z.string(), z.array(z.string())]).nullish(),
     link: text,
-    org: z.looseObject({ id: text, name: text }).nullish(),
+    // Not read; a form-encoded delivery ("Encode as form") may carry it as a string.
+    org: z.union([z.looseObject({ id: text, name: text }), z.string()]).nullish(),
   })
   .superRefine((payload, ctx) => {
     if (!nonEmpty(payload.title) && !nonEmpty(payload.alert_title)) {

@@ -18,8 +18,14 @@
  * severity from the event level (fatal → critical, error → high, warning → medium, info/debug → low;
  * none → high, Sentry's default level is error); labels = the event tags; fingerprint =
  * `sentry:<issue id>`, else a hash of title and service only (tags such as browser or user change
- * from event to event). Delivery id = the `request-id` header when present.
+ * from event to event). Delivery id = `event:<event id>` (and the rule, for format (a)), not the
+ * `Request-ID` header: Sentry makes a new one for every send, retries included (its webhook
+ * tasks retry three times, five minutes apart, after a timeout of one second), so a retry would
+ * be stored again; the event id is the same in every retry of a notification. Without an event
+ * id, the body hash (10 minutes) applies. Sentry 8 and 9's legacy plugin sends no `event.title`:
+ * the title is then `event.metadata.title`, else the top-level `message`.
  */
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import {
   hashFingerprint,
@@ -63,26 +69,39 @@ const eventAlertSchema = z.looseObject({
   }),
 });
 
-const legacySchema = z.looseObject({
-  id,
-  project: z.string().nullish(),
-  project_name: z.string().nullish(),
-  project_slug: z.string().nullish(),
-  culprit: z.string().nullish(),
-  level: z.string().nullish(),
-  message: z.string().nullish(),
-  url: z.string().nullish(),
-  triggering_rules: z.array(z.string()).nullish(),
-  event: z.looseObject({
-    event_id: z.string().nullish(),
-    title,
-    level: z.string().nullish(),
+const legacySchema = z
+  .looseObject({
+    id,
+    project: z.string().nullish(),
+    project_name: z.string().nullish(),
+    project_slug: z.string().nullish(),
     culprit: z.string().nullish(),
-    tags: tagsSchema.nullish(),
-    timestamp: time,
-    datetime: time,
-  }),
-});
+    level: z.string().nullish(),
+    message: z.string().nullish(),
+    url: z.string().nullish(),
+    triggering_rules: z.array(z.string()).nullish(),
+    event: z.looseObject({
+      event_id: z.string().nullish(),
+      title: z.string().nullish(),
+      metadata: z.looseObject({ title: z.string().nullish() }).nullish(),
+      level: z.string().nullish(),
+      culprit: z.string().nullish(),
+      tags: tagsSchema.nullish(),
+      timestamp: time,
+      datetime: time,
+    }),
+  })
+  .superRefine((payload, ctx) => {
+    if (!legacyTitle(payload)) ctx.addIssue({ code: 'custom', path: ['event', 'title'], message: 'the event title is required (event.title, event.metadata.title or message)' });
+  });
+
+/** Sentry 8 and 9 send the title only in `event.metadata.title` (and the message at the top). */
+function legacyTitle(payload: {
+  message?: string | null | undefined;
+  event: { title?: string | null | undefined; metadata?: { title?: string | null | undefined } | null | undefined };
+}): string | undefined {
+  return nonEmpty(payload.event.title?.trim()) ?? nonEmpty(payload.event.metadata?.title?.trim()) ?? nonEmpty(payload.message?.trim());
+}
 
 function tagsToLabels(tags: z.output<typeof tagsSchema> | null | undefined): Record<string, string> {
   const labels: Record<string, string> = {};
@@ -144,11 +163,12 @@ function toAlert(input: SentryAlertInput): NormalizedAlert {
   };
 }
 
-function parseEventAlert(body: unknown): NormalizedAlert {
+function parseEventAlert(body: unknown): { alert: NormalizedAlert; deliveryId: string | undefined } {
   const payload = parseWith(eventAlertSchema, body, 'sentry');
   const event = payload.data.event;
   const rule = nonEmpty(payload.data.triggered_rule);
-  return toAlert({
+  const eventId = nonEmpty(event.event_id);
+  const alert = toAlert({
     title: event.title,
     issueId: nonEmpty(event.issue_id),
     projectSlug: projectSlugFromUrl(event.url),
@@ -161,13 +181,18 @@ function parseEventAlert(body: unknown): NormalizedAlert {
     labels: tagsToLabels(event.tags),
     raw: body,
   });
+  return { alert, deliveryId: eventId && `event:${eventId}${rule ? `:${ruleKey(rule)}` : ''}` };
 }
 
-function parseLegacy(body: unknown): NormalizedAlert {
+/** A rule's name in a delivery id (1–200 visible ASCII characters): a short hash of it. */
+const ruleKey = (rule: string) => createHash('sha256').update(rule).digest('hex').slice(0, 16);
+
+function parseLegacy(body: unknown): { alert: NormalizedAlert; deliveryId: string | undefined } {
   const payload = parseWith(legacySchema, body, 'sentry');
   const event = payload.event;
-  return toAlert({
-    title: event.title,
+  const eventId = nonEmpty(event.event_id);
+  const alert = toAlert({
+    title: legacyTitle(payload)!,
     issueId: nonEmpty(payload.id),
     projectSlug: nonEmpty(payload.project_slug) ?? nonEmpty(payload.project),
     level: nonEmpty(event.level) ?? nonEmpty(payload.level),
@@ -179,21 +204,19 @@ function parseLegacy(body: unknown): NormalizedAlert {
     labels: tagsToLabels(event.tags),
     raw: body,
   });
+  return { alert, deliveryId: eventId && `event:${eventId}` };
 }
 
 export const sentryProvider: WebhookProvider = {
   name: 'sentry',
   parse(body, header): ParsedDelivery {
-    const deliveryId = nonEmpty(header('request-id'));
     const resource = nonEmpty(header('sentry-hook-resource'));
-    const withId = (delivery: ParsedDelivery): ParsedDelivery =>
-      deliveryId ? { ...delivery, deliveryId } : delivery;
     if (resource !== undefined && resource !== 'event_alert') {
-      return withId({ events: [], ignored: `sentry resource ${resource} is not used` });
+      return { events: [], ignored: `sentry resource ${resource} is not used` };
     }
     const looksIntegrationPlatform =
       typeof body === 'object' && body !== null && ('data' in body || 'action' in body);
-    const alert = resource === 'event_alert' || looksIntegrationPlatform ? parseEventAlert(body) : parseLegacy(body);
-    return withId({ events: [alert] });
+    const { alert, deliveryId } = resource === 'event_alert' || looksIntegrationPlatform ? parseEventAlert(body) : parseLegacy(body);
+    return deliveryId ? { events: [alert], deliveryId } : { events: [alert] };
   },
 };
