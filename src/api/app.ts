@@ -10,6 +10,7 @@ import { AppError, type ErrorBody } from '../errors.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { authenticate, clientAddress } from './middleware/auth.js';
 import { bodyLimit } from './middleware/body-limit.js';
+import { refusedWebhookWindow } from './middleware/key-failures.js';
 import { requestContext } from './middleware/request-context.js';
 import { storableText } from './middleware/storable-text.js';
 import { registerHealthRoutes } from './routes/health.js';
@@ -27,7 +28,7 @@ import { registerSkillRoutes } from './routes/skills.js';
 import { registerInvestigationRoutes } from './routes/investigation.js';
 import { registerApprovalRespondRoute } from './routes/remediation-respond.js';
 import { registerTriageRoutes } from './routes/triage.js';
-import { registerWebhookRoutes } from './routes/webhooks.js';
+import { createWebhookKeyFailureGuard, registerWebhookRoutes } from './routes/webhooks.js';
 import { registerStreamRoutes } from './routes/stream.js';
 import { registerMemoryRoutes } from './routes/memory.js';
 import { registerAuditExportRoutes } from './routes/audit-export.js';
@@ -106,9 +107,13 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     },
   });
 
+  const webhookKeyFailures = createWebhookKeyFailureGuard(deps);
   app.use('*', requestContext(deps));
-  app.use('*', bodyLimit(MAX_BODY_BYTES, 'The request body exceeds 1 MiB'));
+  // Every answer carries the X-RateLimit headers (a webhook's refused ones its address's window,
+  // an oversized body the caller's window): both come before the body limit.
+  app.use('/v1/webhooks/*', refusedWebhookWindow(webhookKeyFailures, (c) => clientAddress(c, deps.config.trustProxy)));
   app.use('*', authenticate(deps));
+  app.use('*', bodyLimit(MAX_BODY_BYTES, 'The request body exceeds 1 MiB'));
   app.use('*', storableText());
 
   registerHealthRoutes(app, deps);
@@ -116,7 +121,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerIncidentRoutes(app, deps);
   registerTenantRoutes(app, deps);
   registerApiKeyRoutes(app, deps);
-  registerWebhookRoutes(app, deps);
+  registerWebhookRoutes(app, deps, webhookKeyFailures);
   registerTriageRoutes(app, deps);
   registerInvestigationRoutes(app, deps);
   registerApprovalRespondRoute(app, deps);

@@ -1,3 +1,4 @@
+import { get, type IncomingMessage } from 'node:http';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -39,6 +40,47 @@ describe('rate limits', () => {
     const proRes = await svc.api('GET', '/v1/incidents', { token: pro.member });
     expect(proRes.headers.get('x-ratelimit-limit')).toBe('500');
     expect(proRes.headers.get('x-ratelimit-remaining')).toBe('499');
+  });
+
+  it('puts them on the event stream, on a 413, and on webhooks refused before a key is judged (the address window of refused keys)', async () => {
+    await awayFromWindowEdge();
+    const tenant = await svc.newTenant({ plan: 'plan_starter' });
+    const stream = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = get(`${svc.baseUrl}/v1/notifications/stream`, { headers: { authorization: `Bearer ${tenant.member}` } }, resolve);
+      req.on('error', reject);
+    });
+    stream.destroy();
+    expect(stream.statusCode).toBe(200);
+    expect(stream.headers['content-type']).toBe('text/event-stream; charset=utf-8');
+    expect([stream.headers['x-ratelimit-limit'], stream.headers['x-ratelimit-remaining']]).toEqual(['100', '99']);
+    expect(Number(stream.headers['x-ratelimit-reset']) % 60).toBe(0);
+    expect(stream.headers['x-request-id']).toMatch(/^req_/);
+    // A body over 1 MiB on a JWT route is counted in the tenant's window, like any answer.
+    const tooLarge = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      rawBody: JSON.stringify({ title: 'x', description: 'y'.repeat(1024 * 1024) }),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(tooLarge.status).toBe(413);
+    expect([tooLarge.headers.get('x-ratelimit-limit'), tooLarge.headers.get('x-ratelimit-remaining')]).toEqual(['100', '98']);
+
+    // Webhooks refused before a key's tenant window is read carry their address's window of
+    // refused keys (4 a minute here): a missing key is not counted, a refused one is.
+    const from = { 'x-forwarded-for': '198.51.100.90' };
+    const window = (res: { headers: Headers }) => [res.headers.get('x-ratelimit-limit'), res.headers.get('x-ratelimit-remaining')];
+    const noKey = await postWebhook(svc, tenant.tenantId, 'generic', { name: 'NoKey' }, { headers: from });
+    expect([noKey.status, ...window(noKey)]).toEqual([401, '4', '4']);
+    expect(Number(noKey.headers.get('x-ratelimit-reset')) % 60).toBe(0);
+    const badKey = await postWebhook(svc, tenant.tenantId, 'generic', { name: 'BadKey' }, { key: `flo_${'K'.repeat(43)}`, headers: from });
+    expect([badKey.status, ...window(badKey)]).toEqual([401, '4', '3']);
+    const unknownProvider = await postWebhook(svc, tenant.tenantId, 'nagios', { name: 'x' }, { key: `flo_${'K'.repeat(43)}`, headers: from });
+    expect([unknownProvider.status, ...window(unknownProvider)]).toEqual([404, '4', '3']);
+    const oversized = await postWebhook(svc, tenant.tenantId, 'generic', { name: 'Big', summary: 's'.repeat(1024 * 1024) }, { headers: from });
+    expect([oversized.status, ...window(oversized)]).toEqual([413, '4', '3']);
+    // A delivery whose key is judged carries its tenant's webhook window instead (3 a minute here).
+    const key = await createKey(svc, tenant.admin);
+    const accepted = await postWebhook(svc, tenant.tenantId, 'generic', { name: 'Accepted' }, { key: key.key, headers: from });
+    expect([accepted.status, ...window(accepted)]).toEqual([202, '3', '2']);
   });
 
   it('answers 429 rate_limit_exceeded past the plan limit, naming the retry time', async () => {

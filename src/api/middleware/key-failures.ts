@@ -1,3 +1,6 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import type { AppEnv } from '../context.js';
+
 /**
  * Webhook requests whose API key is refused, counted per client address in fixed one-minute
  * windows on this api process (decision 182). A webhook's key is judged inside an ingestion
@@ -14,6 +17,8 @@ export interface KeyFailureGuard {
   refused(address: string, keyHash: string): void;
   /** A request with `keyHash` was accepted. */
   accepted(keyHash: string): void;
+  /** `address`'s current window: the limit, what is left of it, and its end (Unix seconds). */
+  window(address: string): { limit: number; remaining: number; resetAt: number };
 }
 
 const WINDOW_MS = 60_000;
@@ -58,5 +63,28 @@ export function createKeyFailureGuard(options: { limitPerMinute: number; clock: 
       trusted.add(keyHash);
       dropOldest(trusted, maxTrustedKeys);
     },
+    window(address) {
+      const { start } = windowStart();
+      const window = windows.get(address);
+      const used = window && window.start === start ? window.count : 0;
+      return { limit: options.limitPerMinute, remaining: Math.max(0, options.limitPerMinute - used), resetAt: (start + WINDOW_MS) / 1000 };
+    },
+  };
+}
+
+/**
+ * The X-RateLimit headers of a webhook answered before its key's tenant window was read (no key,
+ * a refused key or signature, an unknown provider, a body over 1 MiB): the limit that applies to
+ * such requests is this guard's, per address. Registered before the body limit, so its 413 gets
+ * them too; an answer that already carries the tenant's window keeps it.
+ */
+export function refusedWebhookWindow(guard: KeyFailureGuard, addressOf: (c: Context<AppEnv>) => string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    await next();
+    if (c.res.headers.has('X-RateLimit-Limit')) return;
+    const { limit, remaining, resetAt } = guard.window(addressOf(c));
+    c.res.headers.set('X-RateLimit-Limit', String(limit));
+    c.res.headers.set('X-RateLimit-Remaining', String(remaining));
+    c.res.headers.set('X-RateLimit-Reset', String(resetAt));
   };
 }

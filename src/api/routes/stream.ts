@@ -110,14 +110,12 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
         release();
         throw err;
       });
-      return new Response(body, {
-        status: 200,
-        headers: {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache, no-transform',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-        },
+      // Through the context, so the headers set before (X-RateLimit-*, X-Request-Id) go out too.
+      return c.body(body, 200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
       });
     },
   );

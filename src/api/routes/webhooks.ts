@@ -9,7 +9,7 @@ import { findProvider, providers } from '../../ingest/providers/index.js';
 import { PayloadError, type HeaderReader, type WebhookProvider } from '../../ingest/types.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { clientAddress } from '../middleware/auth.js';
-import { createKeyFailureGuard } from '../middleware/key-failures.js';
+import { createKeyFailureGuard, type KeyFailureGuard } from '../middleware/key-failures.js';
 import { applyRateLimit } from '../middleware/rate-limit.js';
 import { assertJsonDepth, assertStorableJson, findUnstorableText } from '../middleware/storable-text.js';
 import { withOneLineLabels } from '../../ingest/normalize.js';
@@ -29,11 +29,15 @@ const deliveryIdPattern = /^[\x21-\x7e]{1,200}$/;
 /** Webhook requests with a refused key one address may send a minute before it is refused at once (decision 182). */
 const DEFAULT_KEY_FAILURES_PER_MINUTE = 600;
 
-export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+/** The per-address guard against floods of refused keys (decision 182), one per api process. */
+export function createWebhookKeyFailureGuard(deps: AppDeps): KeyFailureGuard {
+  return createKeyFailureGuard({ limitPerMinute: deps.config.webhookKeyFailuresPerMinute ?? DEFAULT_KEY_FAILURES_PER_MINUTE, clock: deps.clock });
+}
+
+export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, keyFailures: KeyFailureGuard): void {
   const batcher = new IngestBatcher(deps.sql, deps.clock, deps.ingest);
   // Only for a payload that is refused before it reaches a batch (which judges keys itself).
   const credentials = new Coalescer((lookups: Array<{ tenantId: string; keyHash: string }>) => findWebhookCredentials(deps.relaxedSql, lookups));
-  const keyFailures = createKeyFailureGuard({ limitPerMinute: deps.config.webhookKeyFailuresPerMinute ?? DEFAULT_KEY_FAILURES_PER_MINUTE, clock: deps.clock });
   app.openapi(
     createRoute({
       method: 'post',
