@@ -10,6 +10,13 @@ import { projectRoot } from '../src/config.js';
 import { embeddedDatabaseUrl } from '../src/db/embedded.js';
 import { freePort } from '../test/helpers/ports.js';
 
+export interface StackPorts {
+  api: number;
+  pg: number;
+  temporal: number;
+  temporalUi: number;
+}
+
 export interface Stack {
   baseUrl: string;
   tenantId: string;
@@ -21,7 +28,9 @@ export interface Stack {
   pid: number;
   /** Its data folder (generated secrets, for more processes against the same stack). */
   dataDir: string;
-  stop(): Promise<void>;
+  ports: StackPorts;
+  /** Stops the service (SIGTERM) and removes its data folder unless `keepData`. */
+  stop(options?: { keepData?: boolean }): Promise<void>;
 }
 
 /** Node flags for a CPU profile of a service process, into BENCH_PROFILE's folder when it is set. */
@@ -42,19 +51,18 @@ function ownSession(child: ChildProcess): void {
   }
 }
 
-export async function startStack(env: Record<string, string> = {}): Promise<Stack> {
-  const dataDir = mkdtempSync(path.join(tmpdir(), 'iis-bench-'));
-  const pgPort = await freePort();
-  const port = await freePort();
-  const temporalPort = await freePort();
+/** `reuse`: the data folder and ports of an earlier stack, to start the service again on them. */
+export async function startStack(env: Record<string, string> = {}, reuse?: { dataDir: string; ports: StackPorts }): Promise<Stack> {
+  const dataDir = reuse?.dataDir ?? mkdtempSync(path.join(tmpdir(), 'iis-bench-'));
+  const ports: StackPorts = reuse?.ports ?? { pg: await freePort(), api: await freePort(), temporal: await freePort(), temporalUi: await freePort() };
   const child = spawn(process.execPath, [...profileFlags(), '--import', 'tsx', path.join(projectRoot, 'src/start.ts')], {
     env: {
       ...process.env,
       DATA_DIR: dataDir,
-      PORT: String(port),
-      PG_PORT: String(pgPort),
-      TEMPORAL_PORT: String(temporalPort),
-      TEMPORAL_UI_PORT: String(await freePort()),
+      PORT: String(ports.api),
+      PG_PORT: String(ports.pg),
+      TEMPORAL_PORT: String(ports.temporal),
+      TEMPORAL_UI_PORT: String(ports.temporalUi),
       LOG_LEVEL: 'warn',
       JWT_TTL_SECONDS: '7200',
       ...env,
@@ -77,14 +85,15 @@ export async function startStack(env: Record<string, string> = {}): Promise<Stac
     baseUrl: field('API'),
     tenantId: field('Demo tenant'),
     token: field('Admin token'),
-    databaseUrl: embeddedDatabaseUrl(dataDir, pgPort)!,
-    temporalAddress: `127.0.0.1:${temporalPort}`,
+    databaseUrl: embeddedDatabaseUrl(dataDir, ports.pg)!,
+    temporalAddress: `127.0.0.1:${ports.temporal}`,
     pid: child.pid ?? 0,
     dataDir,
-    async stop() {
+    ports,
+    async stop(options = {}) {
       child.kill('SIGTERM');
       await exited;
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!options.keepData) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
@@ -163,6 +172,25 @@ export async function startApi(stack: Stack): Promise<{ pid: number; baseUrl: st
     await new Promise((r) => setTimeout(r, 100));
   }
   return { pid: child.pid!, baseUrl, stop: () => child.kill('SIGTERM') };
+}
+
+/** bench/floor-server.ts in a session of its own, as the api is; resolves once it listens. */
+export async function startFloorServer(): Promise<{ baseUrl: string; stop(): void }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'bench/floor-server.ts')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    detached: true,
+  });
+  ownSession(child);
+  const port = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = out.match(/listening (\d+)/);
+      if (match) resolve(match[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`the floor server exited with ${code}`)));
+  });
+  return { baseUrl: `http://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
 }
 
 /**

@@ -71,7 +71,7 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
   });
   let server: ServerType;
   try {
-    server = await listen(app, config.host, config.port);
+    server = drainable(await listen(app, config.host, config.port));
   } catch (err) {
     await connection.close();
     await database.close();
@@ -83,14 +83,59 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
     async stop() {
       // Open streams would keep server.close() waiting: end them first.
       await hub.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        if ('closeIdleConnections' in server) server.closeIdleConnections();
-      });
+      await drain(server, API_DRAIN_MS);
       await connection.close();
       await database.close();
     },
   };
+}
+
+/** How long a stopping api goes on answering the requests it has (then it cuts the rest off). */
+export const API_DRAIN_MS = 10_000;
+
+type Answer = { headersSent: boolean; setHeader(name: string, value: string): unknown; once(event: 'close', listener: () => void): unknown };
+
+/** Keeps the answers not yet finished of `server`, for `drain`. */
+function trackAnswers(server: ServerType): Set<Answer> {
+  const open = new Set<Answer>();
+  server.on('request', (_req: unknown, res: Answer) => {
+    open.add(res);
+    res.once('close', () => open.delete(res));
+  });
+  return open;
+}
+
+/**
+ * Stops accepting connections and lets the requests in flight finish. Every answer not yet sent,
+ * those in flight included, says `Connection: close`, so the server closes each connection right
+ * after its answer and clients that keep connections alive (load balancers, most webhook
+ * senders) reconnect to another process instead of keeping this one serving; no connection is
+ * closed under a request the client is sending. Connections idle at the start are closed at once,
+ * the others after their answer. Past `boundMs`, what is left is cut off.
+ */
+export function drain(server: ServerType, boundMs: number, answers = answersOf.get(server)): Promise<void> {
+  const http = server as ServerType & { closeIdleConnections?: () => void; closeAllConnections?: () => void };
+  return new Promise<void>((resolve) => {
+    const close = (res: Answer) => {
+      if (!res.headersSent) res.setHeader('connection', 'close');
+    };
+    for (const res of answers ?? []) close(res);
+    server.prependListener('request', (_req: unknown, res: Answer) => close(res));
+    const cut = setTimeout(() => http.closeAllConnections?.(), boundMs);
+    server.close(() => {
+      clearTimeout(cut);
+      resolve();
+    });
+    http.closeIdleConnections?.();
+  });
+}
+
+const answersOf = new WeakMap<ServerType, Set<Answer>>();
+
+/** Tracks `server`'s answers in flight, so that `drain` can mark them too. */
+export function drainable(server: ServerType): ServerType {
+  answersOf.set(server, trackAnswers(server));
+  return server;
 }
 
 export async function startWorker(config: Config, settings: RuntimeSettings, logger: Logger): Promise<Stoppable> {

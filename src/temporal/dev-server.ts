@@ -58,11 +58,18 @@ export interface DevServerOptions {
   log: Log;
   /** Server dynamic configuration (`--dynamic-config-value key=<JSON>`), e.g. a lower history limit for a test. */
   dynamicConfig?: Record<string, unknown>;
+  /**
+   * Runs the server in a process group of its own, so a terminal's Ctrl-C (sent to the whole
+   * foreground group) reaches only the launcher, which stops it after the worker (decision 210).
+   */
+  ownProcessGroup?: boolean;
 }
 
 export interface RunningDevServer {
   address: string;
   uiUrl: string | null;
+  /** The server process (none when the SDK's download runs it). */
+  pid: number | undefined;
   stop(): Promise<void>;
 }
 
@@ -111,6 +118,7 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
     return {
       address,
       uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : null,
+      pid: undefined,
       stop: () => env.teardown(),
     };
   }
@@ -132,7 +140,7 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
   ];
   if (options.dbFilename) mkdirSync(path.dirname(options.dbFilename), { recursive: true });
   const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
-  const child = spawn(options.cliPath, args, { stdio: ['ignore', out, out] });
+  const child = spawn(options.cliPath, args, { stdio: ['ignore', out, out], detached: options.ownProcessGroup === true });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
     await waitForServer(address, options.namespace, child, 60_000);
@@ -143,8 +151,9 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
   return {
     address,
     uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : null,
+    pid: child.pid,
     async stop() {
-      if (child.exitCode !== null) return;
+      if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;

@@ -12,6 +12,10 @@ export function installTemporalRuntimeLogger(logger: Logger, level: LogLevel = '
   installed = true;
   const sdkLogger = logger.child({ component: 'temporal-sdk' });
   Runtime.install({
+    // Not the SDK's own SIGINT/SIGTERM hook, which shuts the worker down the moment the signal
+    // comes: the launchers stop their parts in order (the api first, so requests waiting on a
+    // workflow are answered, then the worker; decision 210).
+    shutdownSignals: [],
     logger: new DefaultLogger(level, (entry) => {
       const method = entry.level === 'ERROR' ? 'error' : entry.level === 'WARN' ? 'warn' : entry.level === 'INFO' ? 'info' : 'debug';
       sdkLogger[method](entry.meta ?? {}, entry.message);

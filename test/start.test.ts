@@ -1,0 +1,84 @@
+/**
+ * `npm start` (src/start.ts) as an operator runs it: killed with SIGKILL, it leaves its embedded
+ * PostgreSQL and Temporal dev server running; the next start on the same data folder stops them
+ * and comes up with the data kept, a second start beside a running one is refused, and a
+ * SIGTERM stops everything and removes the pid files (decision 210).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startStack, type Stack } from '../bench/stack.js';
+import { projectRoot } from '../src/config.js';
+import { isRunning, pidFromFile } from '../src/leftovers.js';
+import { eventually } from './helpers/webhooks.js';
+
+const started: Stack[] = [];
+afterAll(async () => {
+  for (const stack of started.reverse()) await stack.stop({ keepData: true }).catch(() => undefined);
+  for (const stack of started) {
+    for (const file of [path.join(stack.dataDir, 'postgres', 'postmaster.pid'), path.join(stack.dataDir, 'temporal.pid')]) {
+      const pid = pidFromFile(file);
+      if (pid !== undefined && isRunning(pid, [stack.dataDir])) process.kill(pid, 'SIGKILL');
+    }
+    rmSync(stack.dataDir, { recursive: true, force: true });
+  }
+});
+
+const api = async (stack: Stack, method: string, route: string, body?: unknown, key?: string) => {
+  const res = await fetch(`${stack.baseUrl}${route}`, {
+    method,
+    headers: { authorization: `Bearer ${key ?? stack.token}`, 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json().catch(() => null)) as Record<string, any> };
+};
+
+describe('npm start after it was killed', () => {
+  it('stops what the killed start left running, comes up on the same data folder, and refuses a second start beside it', async () => {
+    const first = await startStack();
+    started.push(first);
+    const key = await api(first, 'POST', '/v1/api-keys', { name: 'restart' });
+    expect(key.status).toBe(201);
+    const posted = await api(first, 'POST', `/v1/webhooks/${first.tenantId}/generic`, { name: 'BeforeTheKill', severity: 'high', service: 'checkout' }, key.body.key);
+    expect(posted.status).toBe(202);
+    const incidentId = posted.body.incidentIds[0] as string;
+
+    const postgresPid = pidFromFile(path.join(first.dataDir, 'postgres', 'postmaster.pid'));
+    const temporalPid = pidFromFile(path.join(first.dataDir, 'temporal.pid'));
+    expect(postgresPid).toBeDefined();
+    expect(temporalPid).toBeDefined();
+    process.kill(first.pid, 'SIGKILL');
+    await eventually(async () => !isRunning(first.pid, []));
+    // What a killed start leaves: its PostgreSQL and Temporal dev server, holding their ports.
+    expect(isRunning(postgresPid!, [first.dataDir])).toBe(true);
+    expect(isRunning(temporalPid!, ['start-dev', first.dataDir])).toBe(true);
+
+    const second = await startStack({}, { dataDir: first.dataDir, ports: first.ports });
+    started.push(second);
+    expect(isRunning(postgresPid!, [first.dataDir])).toBe(false);
+    expect(isRunning(temporalPid!, ['start-dev'])).toBe(false);
+    // The same demo tenant and its data, on a fresh PostgreSQL and Temporal.
+    expect(second.tenantId).toBe(first.tenantId);
+    const kept = await api(second, 'GET', `/v1/incidents/${incidentId}`);
+    expect([kept.status, kept.body.incidentId]).toEqual([200, incidentId]);
+
+    // A second start on the same data folder while this one runs is refused, and harms nothing.
+    const beside = spawnSync(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/start.ts')], {
+      env: { ...process.env, DATA_DIR: second.dataDir, PORT: '45001', PG_PORT: '45002', TEMPORAL_PORT: '45003', TEMPORAL_UI_PORT: '45004', LOG_LEVEL: 'warn' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(beside.status).toBe(1);
+    expect(beside.stderr).toContain(`Another npm start (pid ${second.pid}) is running on ${second.dataDir}`);
+    expect((await api(second, 'GET', `/v1/incidents/${incidentId}`)).status).toBe(200);
+
+    // A SIGTERM stops it all and clears its pid files.
+    const secondTemporal = pidFromFile(path.join(second.dataDir, 'temporal.pid'))!;
+    await second.stop({ keepData: true });
+    expect(isRunning(secondTemporal, ['start-dev'])).toBe(false);
+    expect(existsSync(path.join(second.dataDir, 'temporal.pid'))).toBe(false);
+    expect(existsSync(path.join(second.dataDir, 'launcher.pid'))).toBe(false);
+    expect(existsSync(path.join(second.dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+  }, 240_000);
+});
