@@ -41,10 +41,97 @@ const linearRegExp: RegExpEngine = Object.assign(
   { code: 'linearRegExp' },
 );
 
+/** A string check that gives up on text longer than `max` (numbers and other types pass through). */
+function bounded(max: number, test: (text: string) => boolean): (value: unknown) => boolean {
+  return (value) => typeof value !== 'string' || (value.length <= max && test(value));
+}
+
+/** `source` matched by RE2 (linear in the input). */
+function re2(source: string, flags = ''): (text: string) => boolean {
+  const re = RE2JS.compile(source, flags.includes('i') ? RE2JS.CASE_INSENSITIVE : 0);
+  return (text) => re.test(text);
+}
+
+/** An absolute URL the WHATWG parser reads (linear in its length), with one of `schemes` when given. */
+function parsedUrl(schemes?: string[]): (text: string) => boolean {
+  return (text) => {
+    // eslint-disable-next-line no-control-regex -- control characters are what it refuses
+    if (/[\s\u0000-\u001f\u007f]|%(?![0-9a-f]{2})/i.test(text) || !/^[a-z][a-z0-9+.-]*:/i.test(text)) return false;
+    try {
+      const url = new URL(text);
+      return !schemes || (schemes.includes(url.protocol) && url.hostname !== '');
+    } catch {
+      return false;
+    }
+  };
+}
+
+/**
+ * The string formats of ajv-formats, each in time linear in its input, or bounded to the longest
+ * value the format allows. ajv-formats matches with backtracking regular expressions, and some
+ * take quadratic time on crafted text: a 120 KB `url` held the event loop 13 s, for every tenant
+ * of the process (decision 211). Here: the formats RE2 can run go through RE2; `url` and `uri`
+ * are read by the WHATWG URL parser; the rest (with lookarounds) get at most the length their
+ * values can have (a hostname 253 characters, a date-time 64), so even a quadratic check is
+ * short. Numeric formats are unchanged.
+ */
+function addLinearFormats(ajv: Ajv): void {
+  formats.default(ajv);
+  const known = ajv.formats as Record<string, unknown>;
+  const redefine = (name: string, validate: (value: unknown) => boolean) => {
+    const current = known[name];
+    const compare = current && typeof current === 'object' && 'compare' in current ? (current as { compare: unknown }).compare : undefined;
+    ajv.addFormat(name, compare ? ({ validate, compare } as never) : validate);
+  };
+  for (const [name, format] of Object.entries(known)) {
+    const regexp = format instanceof RegExp ? format : format && typeof format === 'object' && (format as { validate?: unknown }).validate instanceof RegExp ? ((format as { validate: RegExp }).validate) : undefined;
+    if (!regexp) continue;
+    try {
+      redefine(name, bounded(MAX_INPUT_BYTES, re2(regexp.source, regexp.flags)));
+    } catch {
+      // Lookarounds: RE2 cannot run it; the original, on at most what such a value can hold.
+      const original = regexp;
+      redefine(name, bounded(name === 'hostname' ? 253 : 256, (text) => original.test(text)));
+    }
+  }
+  const call = (name: string) => {
+    const format = known[name];
+    const fn = typeof format === 'function' ? format : (format as { validate: (text: string) => boolean }).validate;
+    return (text: string) => fn(text);
+  };
+  for (const name of ['date', 'time', 'date-time', 'iso-time', 'iso-date-time']) redefine(name, bounded(64, call(name)));
+  redefine('regex', bounded(4096, call('regex')));
+  redefine('byte', bounded(MAX_INPUT_BYTES, re2('^(?:[a-z0-9+/]{4})*(?:[a-z0-9+/]{2}==|[a-z0-9+/]{3}=)?$', 'i')));
+  redefine('url', bounded(MAX_INPUT_BYTES, parsedUrl(['http:', 'https:', 'ftp:'])));
+  redefine('uri', bounded(MAX_INPUT_BYTES, parsedUrl()));
+}
+
+/**
+ * `uniqueItems` compares every pair of items when they are objects or arrays: 20,000 of them
+ * took 4 s. A schema that asks for it must bound the array with `maxItems` (decision 211).
+ */
+export const MAX_UNIQUE_ITEMS = 1000;
+
+/** Keywords whose value maps names to schemas (the map itself is not a schema). */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', 'definitions', '$defs', 'dependentSchemas', 'dependencies']);
+
+function unboundedUniqueItems(schema: unknown, at = '', isMap = false): SchemaProblem | undefined {
+  if (schema === null || typeof schema !== 'object') return undefined;
+  const node = schema as Record<string, unknown>;
+  if (!isMap && !Array.isArray(schema) && node.uniqueItems === true && !(typeof node.maxItems === 'number' && node.maxItems <= MAX_UNIQUE_ITEMS)) {
+    return { path: at || '/', message: `uniqueItems needs maxItems of at most ${MAX_UNIQUE_ITEMS} (checking uniqueness compares every pair of items)` };
+  }
+  for (const [key, child] of Object.entries(node)) {
+    const found = unboundedUniqueItems(child, `${at}/${key}`, !isMap && !Array.isArray(schema) && SCHEMA_MAPS.has(key));
+    if (found) return found;
+  }
+  return undefined;
+}
+
 function newAjv(schema: AnySchemaObject): Ajv {
   const options = { allErrors: true, strict: true, strictTypes: false, strictTuples: false, logger: false, code: { regExp: linearRegExp } } as const;
   const ajv = typeof schema.$schema === 'string' && DRAFT_2020.test(schema.$schema) ? new Ajv2020(options) : new Ajv(options);
-  formats.default(ajv);
+  addLinearFormats(ajv);
   return ajv;
 }
 
@@ -72,6 +159,8 @@ function compile(schema: AnySchemaObject): ValidateFunction {
   const text = JSON.stringify(schema);
   const cached = cache.get(text);
   if (cached) return cached;
+  const unbounded = unboundedUniqueItems(schema);
+  if (unbounded) throw new Error(`${unbounded.path} ${unbounded.message}`);
   // One ajv instance per schema: `$id`s registered by one tenant's schema never meet another's.
   const validate = newAjv(schema).compile(schema);
   if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
@@ -94,6 +183,8 @@ export function checkInputSchema(schema: Record<string, unknown>): SchemaProblem
   if (!ajv.validateSchema(schema)) {
     return toProblems(ajv.errors);
   }
+  const unbounded = unboundedUniqueItems(schema);
+  if (unbounded) return [unbounded];
   let validate: ValidateFunction;
   try {
     validate = compile(schema);

@@ -147,6 +147,8 @@ describe('POST /api/v1/tenants/{tenantId}/skills', () => {
     ['inputSchema that is a reference to itself', { inputSchema: { $ref: '#' } }, /inputSchema: not a valid JSON Schema: \/ refers to itself \(\$ref\) without reading the input/],
     ['inputSchema with a self-reference in a branch', { inputSchema: { anyOf: [{ $ref: '#' }] } }, /refers to itself/],
     ['inputSchema with a reference cycle', { inputSchema: { $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } }, $ref: '#/$defs/a' } }, /refers to itself/],
+    ['inputSchema with uniqueItems and no maxItems', { inputSchema: { type: 'object', properties: { ids: { type: 'array', uniqueItems: true } } } }, /\/properties\/ids uniqueItems needs maxItems of at most 1000/],
+    ['inputSchema with uniqueItems past 1000 items', { inputSchema: { type: 'array', uniqueItems: true, maxItems: 1001 } }, /uniqueItems needs maxItems of at most 1000/],
     ['inputSchema with a lookahead pattern', { inputSchema: { type: 'string', pattern: '^(?=a)a+$' } }, /pattern "\^\(\?=a\)a\+\$" is not supported \(patterns are matched by RE2/],
     ['enabled not a boolean', { enabled: 'yes' }, /enabled/],
     ['an unknown field', { owner: 'me' }, /owner|unrecognized/i],
@@ -541,6 +543,20 @@ describe('POST /api/v1/tenants/{tenantId}/skills/{skillId}/test', () => {
     expect(server.received.length).toBe(before);
     const ok = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: { customerId: 'aaaa' } } });
     expect(ok.body).toMatchObject({ ok: true, output: { query: { customerId: 'aaaa' } } });
+    responses.pop(); // the echo carries the header back
+  });
+
+  it('checks string formats in linear time: a crafted url answers at once, and holds no other tenant back', async () => {
+    // ajv-formats' url expression takes quadratic time on this: 13 s for the process, every tenant included.
+    const { skillId } = await createSkill(httpSkill({ inputSchema: { type: 'object', properties: { u: { type: 'string', format: 'url' } } } }));
+    const crafted = `http://${':@'.repeat(60_000)}`;
+    const started = performance.now();
+    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: { u: crafted } } });
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(res.status).toBe(400);
+    expect(res.body.details).toEqual([{ path: 'input/u', message: 'must match format "url"' }]);
+    const ok = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: { u: 'https://status.example.com/a?b=c' } } });
+    expect(ok.body).toMatchObject({ ok: true });
     responses.pop(); // the echo carries the header back
   });
 
