@@ -6,10 +6,12 @@ export const MASKED = '***';
 /**
  * An outbound URL (a skill's, a trigger webhook's) as `viewer` may see it. Credentials in the
  * URL itself are refused when it is written (decision 177), but tools often take a token as a
- * query parameter; header values are the place for secrets (stored sealed, never returned), so
- * the query is kept whole only for admins, who write these URLs. Anyone else sees each query
- * parameter's name with its value masked, and a fragment masked: a member can tell which
- * endpoint a skill calls, not call it with the tenant's credential.
+ * query parameter, and chat webhooks (Slack, Teams, Discord) carry theirs in the path; header
+ * values are the place for secrets (stored sealed, never returned), so the URL is kept whole
+ * only for admins, who write these URLs. Anyone else sees the scheme and host, each path
+ * segment masked, each query parameter's name with its value masked, and a fragment masked: a
+ * member can tell which service a skill calls, not call it with the tenant's credential
+ * (decisions 183 and 212).
  */
 export function urlForViewer(url: string, viewer: Pick<Principal, 'roles'>): string {
   if (viewer.roles.includes('admin')) return url;
@@ -19,6 +21,10 @@ export function urlForViewer(url: string, viewer: Pick<Principal, 'roles'>): str
   } catch {
     return MASKED; // stored before it was validated: show nothing of it
   }
+  parsed.pathname = parsed.pathname
+    .split('/')
+    .map((segment) => (segment === '' ? segment : MASKED))
+    .join('/');
   if (parsed.search) {
     const names = [...parsed.searchParams.keys()];
     parsed.search = names.map((name) => `${encodeURIComponent(name)}=${MASKED}`).join('&');

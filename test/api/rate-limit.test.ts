@@ -83,6 +83,17 @@ describe('rate limits', () => {
     expect([accepted.status, ...window(accepted)]).toEqual([202, '3', '2']);
   });
 
+  it("counts a suspended tenant's requests in its window: 403 with the headers, 429 past the limit", async () => {
+    await awayFromWindowEdge();
+    const tenant = await svc.newTenant({ plan: 'plan_starter' });
+    await svc.database.db.execute(sql`update tenants set status = 'suspended' where id = ${tenant.tenantId}`);
+    const first = await svc.api('GET', '/v1/incidents', { token: tenant.member });
+    expect([first.status, first.body.error, first.headers.get('x-ratelimit-limit'), first.headers.get('x-ratelimit-remaining')]).toEqual([403, 'forbidden', '100', '99']);
+    for (let i = 0; i < 99; i++) await svc.api('GET', '/v1/incidents', { token: tenant.member });
+    const limited = await svc.api('GET', '/v1/incidents', { token: tenant.member });
+    expect([limited.status, limited.body.error, limited.headers.get('x-ratelimit-remaining')]).toEqual([429, 'rate_limit_exceeded', '0']);
+  });
+
   it('answers 429 rate_limit_exceeded past the plan limit, naming the retry time', async () => {
     await awayFromWindowEdge();
     const starter = await svc.newTenant({ plan: 'plan_starter' });

@@ -316,7 +316,7 @@ describe('GET list and one', () => {
       name: 'fresh_0',
       description: 'Looks up a customer account by id',
       type: 'http',
-      config: { url: `${server.url}/echo`, method: 'GET', headerNames: ['Authorization'] },
+      config: { url: `${server.url}/***`, method: 'GET', headerNames: ['Authorization'] }, // a member sees the path masked
       inputSchema: { type: 'object', properties: { customerId: { type: 'string' } }, required: ['customerId'] },
       enabled: true,
       createdAt: expect.any(String),
@@ -329,22 +329,22 @@ describe('GET list and one', () => {
   it('gets one skill with header names only, and a builtin by its id', async () => {
     const { skillId } = await createSkill(httpSkill({ config: { url: `${server.url}/echo`, method: 'POST', headers: { Authorization: SECRET, 'X-Api-Key': OTHER_SECRET } } }));
     const res = await call('GET', `${base(tenant.tenantId)}/${skillId}`, { token: tenant.member });
-    expect(res.body.config).toEqual({ url: `${server.url}/echo`, method: 'POST', headerNames: ['Authorization', 'X-Api-Key'] });
+    expect(res.body.config).toEqual({ url: `${server.url}/***`, method: 'POST', headerNames: ['Authorization', 'X-Api-Key'] }); // a member's view
     const builtin = await call('GET', `${base(tenant.tenantId)}/skl_builtin_blast_radius`, { token: tenant.member });
     expect(builtin.status).toBe(200);
     expect(builtin.body).toMatchObject({ name: 'blast_radius', type: 'builtin', enabled: true, description: expect.stringMatching(/depend/) });
   });
-  it('shows members an http skill URL with its query values masked; admins see it whole', async () => {
+  it('shows members an http skill URL with its path and query values masked; admins see it whole', async () => {
     const url = `${server.url}/search?q=errors&api_key=qtok-9f8e7d-query-value#frag`;
     const { skillId } = await createSkill(httpSkill({ config: { url, method: 'GET' } }));
     const asAdmin = await call('GET', `${base(tenant.tenantId)}/${skillId}`, { token: tenant.admin });
     expect(asAdmin.body.config.url).toBe(url);
     const asMember = await call('GET', `${base(tenant.tenantId)}/${skillId}`, { token: tenant.member });
     expect(asMember.status).toBe(200);
-    expect(asMember.body.config.url).toBe(`${server.url}/search?q=***&api_key=***#***`);
+    expect(asMember.body.config.url).toBe(`${server.url}/***?q=***&api_key=***#***`);
     const list = await call('GET', `${base(tenant.tenantId)}?limit=200`, { token: tenant.member });
     const listed = list.body.items.find((i: { skillId: string }) => i.skillId === skillId);
-    expect(listed.config.url).toBe(`${server.url}/search?q=***&api_key=***#***`);
+    expect(listed.config.url).toBe(`${server.url}/***?q=***&api_key=***#***`);
     expect(JSON.stringify(list.body)).not.toContain('qtok-9f8e7d-query-value');
     const adminList = await call('GET', `${base(tenant.tenantId)}?limit=200`, { token: tenant.admin });
     expect(adminList.body.items.find((i: { skillId: string }) => i.skillId === skillId).config.url).toBe(url);

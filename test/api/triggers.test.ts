@@ -96,15 +96,15 @@ describe('trigger CRUD', () => {
     for (const id of [b.body.triggerId, c.body.triggerId]) await svc.api('DELETE', `/v1/triggers/${id}`, { token: t.admin });
   });
 
-  it('shows members a webhook URL with its query values masked; admins see it whole', async () => {
-    const url = 'https://hooks.example.com/notify?channel=ops&token=s3cr3t-value';
+  it('shows members a webhook URL with its path and query values masked; admins see it whole', async () => {
+    const url = 'https://hooks.example.com/services/T000/B000/s3cr3t-path?channel=ops&token=s3cr3t-value';
     const hook = await create(t.admin, { name: 'masked hook', eventType: 'incident.created', action: 'webhook', actionConfig: { url } });
     expect(hook.status).toBe(201);
     expect(hook.body.actionConfig.url).toBe(url);
     const asMember = await svc.api('GET', '/v1/triggers', { token: t.member });
     const seen = asMember.body.items.find((i: { triggerId: string }) => i.triggerId === hook.body.triggerId);
-    expect(seen.actionConfig).toEqual({ url: 'https://hooks.example.com/notify?channel=***&token=***' });
-    expect(JSON.stringify(asMember.body)).not.toContain('s3cr3t-value');
+    expect(seen.actionConfig).toEqual({ url: 'https://hooks.example.com/***/***/***/***?channel=***&token=***' });
+    expect(JSON.stringify(asMember.body)).not.toContain('s3cr3t');
     const asAdmin = await svc.api('GET', '/v1/triggers', { token: t.admin });
     expect(asAdmin.body.items.find((i: { triggerId: string }) => i.triggerId === hook.body.triggerId).actionConfig.url).toBe(url);
     expect((await svc.api('DELETE', `/v1/triggers/${hook.body.triggerId}`, { token: t.admin })).status).toBe(204);
