@@ -196,6 +196,11 @@ export async function openEventStream(args: {
         const page = await hub.readEvents(tenantId, sentSeq, replayPage);
         for (const event of page) send(event);
         if (page.length < replayPage || ended) break;
+        // The next page only once the client has taken this one below the bound: a client that
+        // does not read holds one page past the bound until it is dropped, not the whole
+        // history (decision 213).
+        while (!ended && (controller.desiredSize ?? 0) < 0) await new Promise((r) => setTimeout(r, 20));
+        if (ended) break;
       }
     } catch (err) {
       logger.error({ err, tenantId }, 'replaying events failed');

@@ -366,6 +366,28 @@ describe('GET /v1/notifications/stream', () => {
     expect(fast.isEnded()).toBe(false);
   });
 
+  it('replays a long history page by page as the client reads: one that does not read holds one page, then is dropped', async () => {
+    const { tenantId, member } = await svc.newTenant();
+    // 1,500 events of 16 KiB (24 MiB, past what loopback socket buffers hold): two replay pages.
+    await append(tenantId, 'investigation.evidence_added', { big: 'x'.repeat(16 * 1024) }, 1500);
+    const hub = svc.realtimeHub;
+    const readEvents = hub.readEvents.bind(hub);
+    let pagesRead = 0;
+    hub.readEvents = (...args: Parameters<typeof readEvents>) => {
+      if (args[0] === tenantId) pagesRead++;
+      return readEvents(...args);
+    };
+    try {
+      const client = await stream('/v1/notifications/stream', { ...auth(member), 'last-event-id': '0' });
+      client.pause();
+      await Promise.race([client.ended, sleep(defaultStreamSettings.drainGraceMs + 8_000)]);
+      expect(client.isEnded()).toBe(true); // dropped
+      expect(pagesRead).toBe(1); // the second page was never read for it
+    } finally {
+      hub.readEvents = readEvents;
+    }
+  }, 60_000);
+
   it('keeps a client that reads when one commit brings more than the bound at once', async () => {
     const { tenantId, member } = await svc.newTenant();
     const client = await stream('/v1/notifications/stream', auth(member));
