@@ -209,11 +209,13 @@ export function lowerWorkerPriority(stack: Stack, nice: number): void {
   }
   for (const pid of [stack.pid, ...temporal]) {
     for (const tid of readdirSync(`/proc/${pid}/task`)) setPriority(Number(tid), nice);
-  }
-  try {
-    writeFileSync(`/proc/${stack.pid}/autogroup`, String(nice));
-  } catch {
-    // No autogroup scheduling on this kernel: the threads' nice values are all there is.
+    // The dev server shares the service's session (one scheduling group); written for each in
+    // case a launcher gives it a session of its own.
+    try {
+      writeFileSync(`/proc/${pid}/autogroup`, String(nice));
+    } catch {
+      // No autogroup scheduling on this kernel: the threads' nice values are all there is.
+    }
   }
 }
 

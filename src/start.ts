@@ -109,7 +109,6 @@ async function main() {
       namespace: config.temporal.namespace,
       logFile: path.join(config.dataDir, 'temporal.log'),
       log: say,
-      ownProcessGroup: true,
     });
     if (server.pid) writeFileSync(temporalPidFile, `${server.pid}\n`);
     parts.push(

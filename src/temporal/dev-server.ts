@@ -58,11 +58,6 @@ export interface DevServerOptions {
   log: Log;
   /** Server dynamic configuration (`--dynamic-config-value key=<JSON>`), e.g. a lower history limit for a test. */
   dynamicConfig?: Record<string, unknown>;
-  /**
-   * Runs the server in a process group of its own, so a terminal's Ctrl-C (sent to the whole
-   * foreground group) reaches only the launcher, which stops it after the worker (decision 210).
-   */
-  ownProcessGroup?: boolean;
 }
 
 export interface RunningDevServer {
@@ -140,7 +135,7 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
   ];
   if (options.dbFilename) mkdirSync(path.dirname(options.dbFilename), { recursive: true });
   const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
-  const child = spawn(options.cliPath, args, { stdio: ['ignore', out, out], detached: options.ownProcessGroup === true });
+  const child = spawn(options.cliPath, args, { stdio: ['ignore', out, out] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
     await waitForServer(address, options.namespace, child, 60_000);
