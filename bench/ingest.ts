@@ -17,13 +17,15 @@
  * service's (postgres.js, 20 connections), and the ratio of the two. Prints figures only, with
  * the machine's CPU split during ingestion (this machine's host steals some of it).
  * Options: BENCH_SECONDS (30), BENCH_CONCURRENCY (32), BENCH_DISTINCT_ALERTS (1000),
- * BENCH_WORKER_NICE (19), BENCH_WORKER_STOP, BENCH_PROFILE (a folder for the api's and service's CPU profiles).
+ * BENCH_WORKER_NICE (19), BENCH_WORKER_STOP, BENCH_PROFILE (a folder for the api's and service's CPU profiles),
+ * BENCH_FLOOR (1; 0 skips the floor: bench/floor-server.ts, a handler that only parses and answers 202,
+ * measured for 10 s with the same load generator after the raw inserts).
  * Targets (issue 3): ≥ 1,500 events/s, p99 ≤ 50 ms, ≥ 40 % of the raw insert rate.
  */
 import { Agent, request } from 'node:http';
 import { cpus } from 'node:os';
 import postgres from 'postgres';
-import { cpuWindow, lowerWorkerPriority, measure, runBenchmark, startApi, startStack } from './stack.js';
+import { cpuWindow, lowerWorkerPriority, measure, runBenchmark, startApi, startFloorServer, startStack } from './stack.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 30);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -31,6 +33,7 @@ const distinct = Number(process.env.BENCH_DISTINCT_ALERTS ?? 1000);
 const sharedProcess = process.env.BENCH_API === 'start';
 const workerNice = sharedProcess ? 0 : Number(process.env.BENCH_WORKER_NICE ?? 19);
 const stopWorker = !sharedProcess && process.env.BENCH_WORKER_STOP === '1';
+const floor = process.env.BENCH_FLOOR !== '0';
 
 const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
 
@@ -107,13 +110,25 @@ async function main() {
     return { ok: true };
   });
   await pool`drop table bench_raw_insert`;
+  // The floor: the same load generator against a Hono handler that only parses the body and
+  // answers 202, with the service still running beside it (the worker catching up, as above).
+  let floorRate: number | undefined;
+  if (floor) {
+    const bare = await startFloorServer();
+    const bareUrl = new URL(`${bare.baseUrl}/v1/webhooks/${stack.tenantId}/generic`);
+    const body = (i: number) => JSON.stringify({ name: `BenchAlert${i % distinct}`, severity: 'high', service: 'bench', summary: 'floor', startsAt: new Date(1_800_000_000_000 + i).toISOString() });
+    await measure('floor warm-up', { durationMs: 2000, parallel: concurrency }, (i) => post(bareUrl, headers, body(i)));
+    floorRate = (await measure('floor: Hono handler, parse and 202 only', { durationMs: 10_000, parallel: concurrency }, (i) => post(bareUrl, headers, body(i)))).perSecond;
+    bare.stop();
+  }
   const [stored] = await pool<{ events: string; incidents: string }[]>`
     select (select count(*) from ingested_events) as events, (select count(*) from incidents) as incidents`;
   await pool.end();
   console.log(`stored: ${stored!.events} events, ${stored!.incidents} incidents`);
   console.log(
     `result: ${ingest.perSecond.toFixed(0)} events/s (target ≥ 1500), p50 ${ingest.p50.toFixed(1)} ms, p99 ${ingest.p99.toFixed(1)} ms (target ≤ 50), ` +
-      `${(100 * (ingest.perSecond / raw.perSecond)).toFixed(0)} % of the raw insert rate ${raw.perSecond.toFixed(0)}/s (target ≥ 40 %)`,
+      `${(100 * (ingest.perSecond / raw.perSecond)).toFixed(0)} % of the raw insert rate ${raw.perSecond.toFixed(0)}/s (target ≥ 40 %)` +
+      (floorRate ? `; the floor answered ${floorRate.toFixed(0)}/s, ${(100 * (ingest.perSecond / floorRate)).toFixed(0)} % of it` : ''),
   );
   agent.destroy();
   api.stop();
