@@ -4,7 +4,7 @@
  * remote `$ref`s, bounded in size and depth, their `pattern`s matched in linear time. Compiled
  * validators are cached by schema text.
  */
-import { Ajv, type AnySchemaObject, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type AnySchemaObject, type ErrorObject, type Format, type ValidateFunction } from 'ajv';
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
@@ -75,13 +75,15 @@ function parsedUrl(schemes?: string[]): (text: string) => boolean {
  * values can have (a hostname 253 characters, a date-time 64), so even a quadratic check is
  * short. Numeric formats are unchanged.
  */
-function addLinearFormats(ajv: Ajv): void {
-  formats.default(ajv);
-  const known = ajv.formats as Record<string, unknown>;
+function linearFormatTable(): Record<string, Format> {
+  const scratch = new Ajv();
+  formats.default(scratch);
+  const known = scratch.formats as Record<string, unknown>;
+  const table: Record<string, Format> = {};
   const redefine = (name: string, validate: (value: unknown) => boolean) => {
     const current = known[name];
     const compare = current && typeof current === 'object' && 'compare' in current ? (current as { compare: unknown }).compare : undefined;
-    ajv.addFormat(name, compare ? ({ validate, compare } as never) : validate);
+    table[name] = compare ? ({ validate, compare } as never) : validate;
   };
   for (const [name, format] of Object.entries(known)) {
     const regexp = format instanceof RegExp ? format : format && typeof format === 'object' && (format as { validate?: unknown }).validate instanceof RegExp ? ((format as { validate: RegExp }).validate) : undefined;
@@ -90,8 +92,7 @@ function addLinearFormats(ajv: Ajv): void {
       redefine(name, bounded(MAX_INPUT_BYTES, re2(regexp.source, regexp.flags)));
     } catch {
       // Lookarounds: RE2 cannot run it; the original, on at most what such a value can hold.
-      const original = regexp;
-      redefine(name, bounded(name === 'hostname' ? 253 : 256, (text) => original.test(text)));
+      redefine(name, bounded(name === 'hostname' ? 253 : 256, (text) => regexp.test(text)));
     }
   }
   const call = (name: string) => {
@@ -104,6 +105,16 @@ function addLinearFormats(ajv: Ajv): void {
   redefine('byte', bounded(MAX_INPUT_BYTES, re2('^(?:[a-z0-9+/]{4})*(?:[a-z0-9+/]{2}==|[a-z0-9+/]{3}=)?$', 'i')));
   redefine('url', bounded(MAX_INPUT_BYTES, parsedUrl(['http:', 'https:', 'ftp:'])));
   redefine('uri', bounded(MAX_INPUT_BYTES, parsedUrl()));
+  return table;
+}
+
+/** Built once per process (RE2 compiles each expression), then given to every schema's ajv. */
+let linearFormats: Record<string, Format> | undefined;
+
+function addLinearFormats(ajv: Ajv): void {
+  formats.default(ajv);
+  linearFormats ??= linearFormatTable();
+  for (const [name, format] of Object.entries(linearFormats)) ajv.addFormat(name, format);
 }
 
 /**

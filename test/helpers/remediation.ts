@@ -5,13 +5,19 @@ import { tenants } from '../../src/db/schema/tenants.js';
 import type { TestService } from './service.js';
 import { eventually } from './webhooks.js';
 
-/** A manual incident investigated to a conclusion, with its remediation approval pending. */
-export async function investigateToPendingApproval(svc: TestService, tenant: { member: string }) {
+/** A manual incident about checkout errors on `checkout-api` (201 checked); its id. */
+export async function checkoutIncident(svc: TestService, token: string): Promise<string> {
   const created = await svc.api('POST', '/v1/incidents/chat', {
-    token: tenant.member,
+    token,
     body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
   });
-  const incidentId = created.body.incidentId as string;
+  expect(created.status).toBe(201);
+  return created.body.incidentId as string;
+}
+
+/** A manual incident investigated to a conclusion, with its remediation approval pending. */
+export async function investigateToPendingApproval(svc: TestService, tenant: { member: string }) {
+  const incidentId = await checkoutIncident(svc, tenant.member);
   expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(202);
   const approval = await eventually(async () => {
     const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { checkoutIncident } from '../helpers/remediation.js';
 import { startTestWorker, useWorkerlessService } from '../helpers/workers.js';
 
 // No worker polls this service's task queue until the test starts one.
@@ -8,12 +9,7 @@ describe('a request that waits for a workflow while no worker runs', () => {
   it('is answered 503 at its deadline instead of hanging, and the workflow answers once a worker runs', async () => {
     const { svc, connection } = env;
     const tenant = await svc.newTenant({ plan: 'plan_business' });
-    const created = await svc.api('POST', '/v1/incidents/chat', {
-      token: tenant.member,
-      body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
-    });
-    expect(created.status).toBe(201);
-    const id = created.body.incidentId as string;
+    const id = await checkoutIncident(svc, tenant.member);
     for (const [method, path, body] of [
       ['PATCH', `/v1/incidents/${id}`, { status: 'resolved' }],
       ['POST', `/v1/triage/${id}`, {}],

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { evidenceItems, investigations } from '../../src/db/schema/investigation.js';
 import { events } from '../../src/db/schema/events.js';
 import { usageCounters } from '../../src/db/schema/limits.js';
+import { checkoutIncident } from '../helpers/remediation.js';
 import { startTestWorker, useWorkerlessService } from '../helpers/workers.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 
@@ -26,11 +27,7 @@ describe('a worker killed in the middle of an investigation', () => {
         }
       },
     });
-    const manual = await svc.api('POST', '/v1/incidents/chat', {
-      token: tenant.member,
-      body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
-    });
-    const id = manual.body.incidentId as string;
+    const id = await checkoutIncident(svc, tenant.member);
     await postWebhook(svc, tenant.tenantId, 'generic', { name: 'CheckoutErrors', severity: 'high', service: 'checkout-api', summary: '5xx above 5%' }, { key: key.key });
     const started = await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: id } });
     expect(started.status).toBe(202);
@@ -82,11 +79,7 @@ describe('two investigation starts that pass their checks together', () => {
       },
     }));
     try {
-      const manual = await svc.api('POST', '/v1/incidents/chat', {
-        token: tenant.member,
-        body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
-      });
-      const id = manual.body.incidentId as string;
+      const id = await checkoutIncident(svc, tenant.member);
       const patch = svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'investigating' } });
       await eventually(async () => slowed);
       const post = await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: id } });

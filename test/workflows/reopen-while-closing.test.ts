@@ -9,7 +9,7 @@ import type { SynthesisRequest } from '../../src/analysis/investigation-types.js
 import { approvals } from '../../src/db/schema/remediation.js';
 import type { RunningDevServer } from '../../src/temporal/dev-server.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
-import { tenantWithApprovalTimeout } from '../helpers/remediation.js';
+import { checkoutIncident, tenantWithApprovalTimeout } from '../helpers/remediation.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/webhooks.js';
 import { startContinueAsNewServer, startTestWorker } from '../helpers/workers.js';
@@ -42,12 +42,7 @@ describe('an incident reopened while its close drains', () => {
       },
     }));
     try {
-      const created = await svc.api('POST', '/v1/incidents/chat', {
-        token: tenant.member,
-        body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
-      });
-      expect(created.status).toBe(201);
-      const incidentId = created.body.incidentId as string;
+      const incidentId = await checkoutIncident(svc, tenant.member);
       const handle = svc.client.workflow.getHandle(incidentId);
       expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(202);
       await eventually(async () => release !== undefined, 30_000); // the synthesis is held

@@ -12,6 +12,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createOpenAiCompatibleProvider } from '../../src/analysis/providers.js';
 import { triageResults } from '../../src/db/schema/investigation.js';
+import { checkoutIncident } from '../helpers/remediation.js';
 import { eventually } from '../helpers/webhooks.js';
 import { startTestWorker, startWorkerProcess, useWorkerlessService } from '../helpers/workers.js';
 
@@ -52,12 +53,7 @@ describe('a worker killed while triage waits on the model', () => {
     const lines: string[] = [];
     child = await startWorkerProcess(svc, { LLM_BASE_URL: baseUrl }, lines);
     const tenant = await svc.newTenant({ plan: 'plan_business' });
-    const created = await svc.api('POST', '/v1/incidents/chat', {
-      token: tenant.member,
-      body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
-    });
-    expect(created.status).toBe(201);
-    const id = created.body.incidentId as string;
+    const id = await checkoutIncident(svc, tenant.member);
     const triaged = svc.api('POST', `/v1/triage/${id}`, { token: tenant.member });
     triaged.catch(() => undefined); // awaited below; not an unhandled rejection if the test fails first
 

@@ -121,16 +121,13 @@ export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
       throw err;
     }
     const { principal, tenant, urlToken } = identified;
-    // A suspended tenant's requests count in its window too (with the headers, 429 past it):
-    // each still costs a token check and a lookup (decision 212).
-    if (tenant.status !== 'active') {
-      applyRateLimit(c, await countRequest(deps.relaxedSql, `tenant:${tenant.id}`, rateLimitPerMinute(tenant)), deps.clock());
-      throw new AppError('forbidden', 'This tenant is suspended');
-    }
+    // Counted first: a suspended tenant's requests count in its window too (with the headers,
+    // 429 past it), since each still costs a token check and a lookup (decision 212).
+    applyRateLimit(c, await countRequest(deps.relaxedSql, `tenant:${tenant.id}`, rateLimitPerMinute(tenant)), deps.clock());
+    if (tenant.status !== 'active') throw new AppError('forbidden', 'This tenant is suspended');
     c.set('auth', { ...principal, tenant });
     // A stream token carries no email; its user was recorded when the token was issued.
     if (!urlToken) await recordUser(principal, c.get('logger') ?? deps.logger);
-    applyRateLimit(c, await countRequest(deps.relaxedSql, `tenant:${tenant.id}`, rateLimitPerMinute(tenant)), deps.clock());
     return next();
   };
 
