@@ -71,6 +71,57 @@ describe('real payloads of every provider, end to end', () => {
     expect(b!.fingerprint).toMatch(/^sentry:/);
   });
 
+  it('sentry: an issue resolved in Sentry resolves its issue alert\'s incident (autoResolve); other issue actions are ignored', async () => {
+    const auto = await svc.newTenant();
+    const autoKey = await createKey(svc, auto.admin);
+    expect((await svc.api('PATCH', `/v1/tenants/${auto.tenantId}`, { token: auto.admin, body: { settings: { autoResolve: true } } })).status).toBe(200);
+    const opened = await postWebhook(svc, auto.tenantId, 'sentry', fixture('sentry-event-alert.json'), {
+      key: autoKey.key,
+      headers: { 'sentry-hook-resource': 'event_alert' },
+    });
+    expect(opened.status).toBe(202);
+    const [incidentId] = opened.body.incidentIds;
+    const resolvedBody = JSON.parse(fixture('sentry-issue-resolved.json'));
+    const assigned = await postWebhook(svc, auto.tenantId, 'sentry', JSON.stringify({ ...resolvedBody, action: 'assigned' }), {
+      key: autoKey.key,
+      headers: { 'sentry-hook-resource': 'issue' },
+    });
+    expect(assigned.status).toBe(202);
+    expect(assigned.body).toMatchObject({ eventIds: [], incidentIds: [], ignored: 'sentry issue action assigned is not used' });
+    const resolved = await postWebhook(svc, auto.tenantId, 'sentry', fixture('sentry-issue-resolved.json'), {
+      key: autoKey.key,
+      headers: { 'sentry-hook-resource': 'issue' },
+    });
+    expect(resolved.status).toBe(202);
+    expect(resolved.body).toMatchObject({ incidentIds: [incidentId], deduplicated: true });
+    const [stored] = await svc.database.db.select().from(ingestedEvents).where(inArray(ingestedEvents.id, resolved.body.eventIds));
+    expect(stored).toMatchObject({ status: 'resolved', incidentId });
+    const incident = await eventually(async () => {
+      const [row] = await incidentsOf([incidentId]);
+      return row?.status === 'resolved' ? row : undefined;
+    });
+    expect(incident.recoveredAt).not.toBeNull();
+    expect(incident.occurrenceCount).toBe(1);
+  });
+
+  it('sentry: a metric alert opens an incident on critical, attaches on warning and records the recovery', async () => {
+    const critical = JSON.parse(fixture('sentry-metric-alert-critical.json'));
+    critical.data.metric_alert.alert_rule.id = `rule-${Date.now()}`;
+    const send = (action: string) =>
+      postWebhook(svc, tenant.tenantId, 'sentry', JSON.stringify({ ...critical, action }), { key: key.key, headers: { 'sentry-hook-resource': 'metric_alert' } });
+    const fired = await send('critical');
+    expect(fired.status).toBe(202);
+    expect(fired.body).toMatchObject({ deduplicated: false });
+    const [incidentId] = fired.body.incidentIds;
+    const [opened] = await incidentsOf([incidentId]);
+    expect(opened).toMatchObject({ source: 'automated', severity: 'critical', service: 'checkout', fingerprint: `sentry:metric:${critical.data.metric_alert.alert_rule.id}` });
+    expect((await send('warning')).body).toMatchObject({ incidentIds: [incidentId], deduplicated: true });
+    expect((await send('resolved')).body).toMatchObject({ incidentIds: [incidentId], deduplicated: true });
+    const [after] = await incidentsOf([incidentId]);
+    expect(after).toMatchObject({ occurrenceCount: 2 });
+    expect(after!.recoveredAt).not.toBeNull();
+  });
+
   it('github: deployment_status and push are recorded as deployment and code-change events, not incidents', async () => {
     const deployment = await postWebhook(svc, tenant.tenantId, 'github', fixture('github-deployment-status.json'), {
       key: key.key,

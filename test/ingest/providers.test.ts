@@ -490,6 +490,88 @@ describe('sentry', () => {
     expect(delivery).toEqual({ events: [], ignored: 'sentry resource installation is not used' });
   });
 
+  it('records an issue resolved in Sentry as the recovery of its issue alert', () => {
+    const issueResolved = fixture('sentry-issue-resolved.json');
+    const delivery = parse(sentryProvider, issueResolved, { 'sentry-hook-resource': 'issue', 'sentry-hook-timestamp': '1715681400' });
+    // No delivery id: Sentry's retries are answered by the body hash.
+    expect(delivery.deliveryId).toBeUndefined();
+    const [alert, ...rest] = alertsOf(delivery);
+    expect(rest).toEqual([]);
+    expect(alert).toMatchObject({
+      status: 'resolved',
+      // The fingerprint of the issue's alerts (the event-alert fixture is the same issue).
+      fingerprint: at(alertsOf(parse(sentryProvider, eventAlert)), 0).fingerprint,
+      alertName: 'PaymentGatewayTimeout: Timed out calling payments-gateway after 10s',
+      service: 'checkout',
+    });
+    expect(alert!.occurredAt.toISOString()).toBe('2024-05-14T10:10:00.000Z');
+    expect(alert!.description).toContain('Resolved in Sentry.');
+    expect(alert!.description).toContain('Link: https://acme-shop.sentry.io/issues/4512398765/');
+    // Told by its shape without the header; the time is then the time of receipt.
+    const before = Date.now();
+    const byShape = at(alertsOf(parse(sentryProvider, issueResolved)), 0);
+    expect(byShape).toMatchObject({ status: 'resolved', fingerprint: 'sentry:4512398765' });
+    expect(byShape.occurredAt.getTime()).toBeGreaterThanOrEqual(before);
+  });
+
+  it('ignores the other issue actions, and refuses a resolved issue without an id', () => {
+    const issueResolved = fixture('sentry-issue-resolved.json');
+    for (const action of ['created', 'assigned', 'archived', 'unresolved', 'ignored']) {
+      expect(parse(sentryProvider, { ...issueResolved, action }, { 'sentry-hook-resource': 'issue' })).toEqual({
+        events: [],
+        ignored: `sentry issue action ${action} is not used`,
+      });
+    }
+    const noId = structuredClone(issueResolved);
+    delete noId.data.issue.id;
+    expect(paths(payloadError(() => sentryProvider.parse(noId, headers({ 'sentry-hook-resource': 'issue' }))))).toEqual(['data.issue.id']);
+    expect(paths(payloadError(() => sentryProvider.parse({ action: 5, data: {} }, headers({ 'sentry-hook-resource': 'issue' }))))).toEqual(['action', 'data.issue']);
+  });
+
+  it('maps a metric alert: critical and warning fire, resolved recovers, one fingerprint per rule', () => {
+    const critical = fixture('sentry-metric-alert-critical.json');
+    const fired = at(alertsOf(parse(sentryProvider, critical, { 'sentry-hook-resource': 'metric_alert' })), 0);
+    expect(fired).toMatchObject({
+      status: 'firing',
+      fingerprint: 'sentry:metric:88',
+      alertName: 'Checkout error volume',
+      service: 'checkout',
+      severity: 'critical',
+      title: '[Checkout error volume] Critical: Checkout error volume',
+      labels: { environment: 'production', projects: 'checkout' },
+    });
+    expect(fired.occurredAt.toISOString()).toBe('2024-05-14T09:30:00.000Z');
+    expect(fired.description).toContain('1204 events in the last 10 minutes');
+    expect(fired.description).toContain('Metric: count() where level:error');
+    expect(fired.description).toContain('Link: https://acme-shop.sentry.io/alerts/rules/details/88/?alert=1207');
+
+    const warning = at(alertsOf(parse(sentryProvider, { ...critical, action: 'warning' })), 0);
+    expect(warning).toMatchObject({ status: 'firing', fingerprint: 'sentry:metric:88', severity: 'medium' });
+
+    const closed = structuredClone(critical);
+    closed.action = 'resolved';
+    closed.data.metric_alert.date_closed = '2024-05-14T09:52:00.000000Z';
+    closed.data.metric_alert.alert_rule.projects = ['checkout', 'payments'];
+    const resolved = at(alertsOf(parse(sentryProvider, closed, { 'sentry-hook-resource': 'metric_alert' })), 0);
+    expect(resolved).toMatchObject({ status: 'resolved', fingerprint: 'sentry:metric:88', service: null, labels: { projects: 'checkout,payments' } });
+    expect(resolved.occurredAt.toISOString()).toBe('2024-05-14T09:52:00.000Z');
+  });
+
+  it('refuses a metric alert with an unknown action, without a rule id, or without any name', () => {
+    const critical = fixture('sentry-metric-alert-critical.json');
+    const hdrs = headers({ 'sentry-hook-resource': 'metric_alert' });
+    expect(paths(payloadError(() => sentryProvider.parse({ ...critical, action: 'triggered' }, hdrs)))).toEqual(['action']);
+    const noRule = structuredClone(critical);
+    delete noRule.data.metric_alert.alert_rule.id;
+    expect(paths(payloadError(() => sentryProvider.parse(noRule, hdrs)))).toEqual(['data.metric_alert.alert_rule.id']);
+    const unnamed = structuredClone(critical);
+    delete unnamed.data.metric_alert.alert_rule.name;
+    delete unnamed.data.metric_alert.title;
+    expect(at(alertsOf(parse(sentryProvider, unnamed, { 'sentry-hook-resource': 'metric_alert' })), 0).alertName).toBe('Critical: Checkout error volume');
+    delete unnamed.data.description_title;
+    expect(paths(payloadError(() => sentryProvider.parse(unnamed, hdrs)))).toEqual(['data.metric_alert.alert_rule.name']);
+  });
+
   it('reads the title of a Sentry 8 or 9 legacy payload from event.metadata.title, else the message', () => {
     // The shape of the plugin's callbacks in Sentry 8 and 9: no event.title.
     const old = {

@@ -8,12 +8,18 @@
  *     `url`, `triggering_rules`, the event under `event`).
  *     Documented on Sentry's legacy "Webhook Plugin" docs page (getsentry/sentry-docs).
  *
- * The format is told by the `sentry-hook-resource` header when present (other integration-platform
- * resources, e.g. `installation` or `metric_alert`, are acknowledged and ignored), else by shape:
- * a body with `action` / `data` is (a), anything else (b).
+ * Two more integration-platform resources are read (decision 215):
+ * (c) `issue` (an internal integration subscribed to issues): `action: "resolved"` is the recovery
+ *     of the issue's alert (same fingerprint); `created`, `assigned`, `archived`, `unresolved` are
+ *     acknowledged and ignored, since the issue alert rules decide what opens an incident.
+ * (d) `metric_alert` (a metric alert rule's action): `critical` and `warning` fire, `resolved`
+ *     recovers; fingerprint `sentry:metric:<alert rule id>`.
  *
- * Mapping: issue alerts are always firing (Sentry sends nothing when an issue resolves through this
- * hook). alertName = the event title; service = the project slug (format (a) carries only the
+ * The format is told by the `sentry-hook-resource` header when present (other resources, e.g.
+ * `installation` or `comment`, are acknowledged and ignored), else by shape: `data.metric_alert`
+ * is (d), `data.issue` (c), any other body with `action` / `data` (a), anything else (b).
+ *
+ * Mapping: issue alerts are always firing (their resolution comes as (c)). alertName = the event title; service = the project slug (format (a) carries only the
  * numeric project id, so the slug is read from the event's API URL), else the `service` tag;
  * severity from the event level (fatal → critical, error → high, warning → medium, info/debug → low;
  * none → high, Sentry's default level is error); labels = the event tags; fingerprint =
@@ -37,7 +43,7 @@ import {
   parseWith,
   toolFingerprint,
 } from '../normalize.js';
-import { type NormalizedAlert, type ParsedDelivery, type WebhookProvider } from '../types.js';
+import { type HeaderReader, type NormalizedAlert, type ParsedDelivery, type WebhookProvider } from '../types.js';
 
 const id = z.union([z.string(), z.number()]).transform((value) => String(value));
 const tagValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
@@ -207,16 +213,153 @@ function parseLegacy(body: unknown): { alert: NormalizedAlert; deliveryId: strin
   return { alert, deliveryId: eventId && `event:${eventId}` };
 }
 
+/** Lifecycle actions of the `issue` resource; only `resolved` is recorded (a recovery). */
+const issueSchema = z.looseObject({
+  action: z.string({ error: 'action is required' }),
+  data: z.looseObject({
+    issue: z.looseObject({
+      id,
+      title: z.string().nullish(),
+      metadata: z.looseObject({ title: z.string().nullish() }).nullish(),
+      culprit: z.string().nullish(),
+      level: z.string().nullish(),
+      web_url: z.string().nullish(),
+      permalink: z.string().nullish(),
+      project: z.looseObject({ slug: z.string().nullish() }).nullish(),
+    }),
+  }),
+});
+
+/**
+ * An issue resolved in Sentry (integration-platform `issue` resource): the recovery of the
+ * issue's alert (`sentry:<issue id>`, the fingerprint of its issue alerts). Sentry sends no
+ * resolution time, so it is the hook's timestamp, else now. No delivery id: the body hash
+ * (10 minutes) answers Sentry's retries.
+ */
+function parseIssue(body: unknown, header: HeaderReader): ParsedDelivery {
+  const action = typeof body === 'object' && body !== null ? (body as { action?: unknown }).action : undefined;
+  if (typeof action === 'string' && action !== 'resolved') {
+    return { events: [], ignored: `sentry issue action ${action} is not used` };
+  }
+  const payload = parseWith(issueSchema, body, 'sentry');
+  const issue = payload.data.issue;
+  const alertName = nonEmpty(issue.title) ?? nonEmpty(issue.metadata?.title) ?? `Sentry issue ${issue.id}`;
+  const resolved = toAlert({
+    title: alertName,
+    issueId: issue.id,
+    projectSlug: nonEmpty(issue.project?.slug),
+    level: nonEmpty(issue.level),
+    culprit: nonEmpty(issue.culprit),
+    message: 'Resolved in Sentry.',
+    rules: [],
+    link: nonEmpty(issue.web_url) ?? nonEmpty(issue.permalink),
+    time: header('sentry-hook-timestamp'),
+    labels: {},
+    raw: body,
+  });
+  return { events: [{ ...resolved, status: 'resolved' }] };
+}
+
+const metricAlertSchema = z
+  .looseObject({
+    action: z.enum(['critical', 'warning', 'resolved'], { error: 'action must be "critical", "warning" or "resolved" for a metric alert' }),
+    data: z.looseObject({
+      description_title: z.string().nullish(),
+      description_text: z.string().nullish(),
+      web_url: z.string().nullish(),
+      metric_alert: z.looseObject({
+        id: id.nullish(),
+        title: z.string().nullish(),
+        date_started: time,
+        date_detected: time,
+        date_closed: time,
+        alert_rule: z.looseObject({
+          id,
+          name: z.string().nullish(),
+          projects: z.array(z.string()).nullish(),
+          environment: z.string().nullish(),
+          query: z.string().nullish(),
+          aggregate: z.string().nullish(),
+        }),
+      }),
+    }),
+  })
+  .superRefine((payload, ctx) => {
+    if (!metricAlertName(payload.data)) {
+      ctx.addIssue({ code: 'custom', path: ['data', 'metric_alert', 'alert_rule', 'name'], message: 'the alert rule name is required (or the metric alert title)' });
+    }
+  });
+
+function metricAlertName(data: { description_title?: string | null | undefined; metric_alert: { title?: string | null | undefined; alert_rule: { name?: string | null | undefined } } }): string | undefined {
+  return nonEmpty(data.metric_alert.alert_rule.name) ?? nonEmpty(data.metric_alert.title) ?? nonEmpty(data.description_title);
+}
+
+/**
+ * A metric alert (integration-platform `metric_alert` resource): `critical` and `warning` fire,
+ * `resolved` recovers. One fingerprint per alert rule (`sentry:metric:<rule id>`), so a rule that
+ * breaches again while its incident is open attaches to it, as a repeated Alertmanager alert does.
+ */
+function parseMetricAlert(body: unknown): ParsedDelivery {
+  const payload = parseWith(metricAlertSchema, body, 'sentry');
+  const { data } = payload;
+  const incident = data.metric_alert;
+  const rule = incident.alert_rule;
+  const alertName = metricAlertName(data)!;
+  const labels: Record<string, string> = {};
+  if (nonEmpty(rule.environment)) labels.environment = rule.environment!.trim();
+  const projects = (rule.projects ?? []).map((project) => project.trim()).filter((project) => project !== '');
+  if (projects.length > 0) labels.projects = projects.join(',');
+  const firing = payload.action !== 'resolved';
+  const alert: NormalizedAlert = {
+    kind: 'alert',
+    status: firing ? 'firing' : 'resolved',
+    fingerprint: toolFingerprint('sentry', `metric:${rule.id}`),
+    alertName,
+    service: projects.length === 1 ? projects[0]! : null,
+    severity: payload.action === 'critical' ? 'critical' : 'medium',
+    title: makeTitle(alertName, nonEmpty(data.description_title)),
+    description: makeDescription(
+      [
+        nonEmpty(data.description_text),
+        `Metric alert: ${payload.action}`,
+        nonEmpty(rule.aggregate) && `Metric: ${rule.aggregate!.trim()}${nonEmpty(rule.query) ? ` where ${rule.query!.trim()}` : ''}`,
+        nonEmpty(data.web_url) && `Link: ${data.web_url!.trim()}`,
+      ],
+      labels,
+    ),
+    labels,
+    occurredAt: parseTime(firing ? (incident.date_detected ?? incident.date_started) : incident.date_closed, new Date()),
+    raw: body,
+  };
+  return { events: [alert] };
+}
+
+/** The integration-platform resources this provider reads; others are acknowledged and ignored. */
+const resources = ['event_alert', 'issue', 'metric_alert'] as const;
+type Resource = (typeof resources)[number];
+
+/** A body's resource when Sentry's header is absent: told by what `data` holds. */
+function resourceByShape(body: unknown): Resource | 'legacy' {
+  if (typeof body !== 'object' || body === null || !('data' in body || 'action' in body)) return 'legacy';
+  const data = (body as { data?: unknown }).data;
+  if (typeof data === 'object' && data !== null && !('event' in data)) {
+    if ('metric_alert' in data) return 'metric_alert';
+    if ('issue' in data) return 'issue';
+  }
+  return 'event_alert';
+}
+
 export const sentryProvider: WebhookProvider = {
   name: 'sentry',
   parse(body, header): ParsedDelivery {
-    const resource = nonEmpty(header('sentry-hook-resource'));
-    if (resource !== undefined && resource !== 'event_alert') {
-      return { events: [], ignored: `sentry resource ${resource} is not used` };
+    const named = nonEmpty(header('sentry-hook-resource'));
+    if (named !== undefined && !(resources as readonly string[]).includes(named)) {
+      return { events: [], ignored: `sentry resource ${named} is not used` };
     }
-    const looksIntegrationPlatform =
-      typeof body === 'object' && body !== null && ('data' in body || 'action' in body);
-    const { alert, deliveryId } = resource === 'event_alert' || looksIntegrationPlatform ? parseEventAlert(body) : parseLegacy(body);
+    const resource = (named as Resource | undefined) ?? resourceByShape(body);
+    if (resource === 'issue') return parseIssue(body, header);
+    if (resource === 'metric_alert') return parseMetricAlert(body);
+    const { alert, deliveryId } = resource === 'event_alert' ? parseEventAlert(body) : parseLegacy(body);
     return deliveryId ? { events: [alert], deliveryId } : { events: [alert] };
   },
 };
