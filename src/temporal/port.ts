@@ -105,6 +105,16 @@ async function timed<T>(probe: () => Promise<T>): Promise<{ value?: T; latencyMs
 /** How long the gate's probe of a Temporal server that stopped answering waits. */
 export const TEMPORAL_PROBE_MS = 2000;
 
+/**
+ * How long a call waits before the server is probed, and how often after that. A server that
+ * holds its connections but answers nothing (frozen, behind a partition) fails the probe, and
+ * the call is answered 503 then instead of at its deadline (decision 216).
+ */
+export const TEMPORAL_WATCH_MS = 10_000;
+
+/** The bound of a call that does not wait for a workflow's answer (a start, a signal). */
+export const TEMPORAL_CALL_TIMEOUT_MS = 30_000;
+
 /** What a call gets, at once, while Temporal is known not to answer (a 503 at the api). */
 export class TemporalUnavailableError extends Error {
   readonly code = 'TEMPORAL_UNAVAILABLE';
@@ -114,26 +124,31 @@ export class TemporalUnavailableError extends Error {
   }
 }
 
+/** One probe at a time, shared by every caller that asks while it runs: whether the server answered. */
+export function sharedProbe(probe: () => Promise<unknown>): () => Promise<boolean> {
+  let probing: Promise<boolean> | null = null;
+  return () =>
+    (probing ??= probe().then(
+      () => true,
+      () => false,
+    ).finally(() => {
+      probing = null;
+    }));
+}
+
 /**
  * Fails calls fast while Temporal is known to be away. The client retries a server it cannot
- * reach for about 20 s before it gives up; once a call has given up so (or passed its deadline),
- * each later call first probes the server (`probe`, one probe shared by the calls that wait on
- * it) and fails at once with TemporalUnavailableError when the server still does not answer.
- * When it answers, calls go through as before. The first call of an outage still waits out
- * the client's retries, so a restart of a few seconds costs nobody an error.
+ * reach for about 20 s before it gives up; once a call has given up so (or its watch found the
+ * server silent), each later call first probes the server (`answers`, one probe shared by the
+ * calls that wait on it) and fails at once with TemporalUnavailableError when the server still
+ * does not answer. When it answers, calls go through as before. The first call of an outage
+ * still waits out the client's retries, so a restart of a few seconds costs nobody an error.
  */
-export function createTemporalGate(probe: () => Promise<unknown>): <T>(call: () => Promise<T>) => Promise<T> {
+export function createTemporalGate(answers: () => Promise<boolean>): <T>(call: () => Promise<T>) => Promise<T> {
   let away = false;
-  let probing: Promise<boolean> | null = null;
   return async (call) => {
     if (away) {
-      probing ??= probe().then(
-        () => true,
-        () => false,
-      ).finally(() => {
-        probing = null;
-      });
-      if (!(await probing)) throw new TemporalUnavailableError();
+      if (!(await answers())) throw new TemporalUnavailableError();
       away = false;
     }
     try {
@@ -145,6 +160,36 @@ export function createTemporalGate(probe: () => Promise<unknown>): <T>(call: () 
   };
 }
 
+/**
+ * Watches a call: once it has waited `everyMs`, and every `everyMs` after, the server is probed;
+ * when it does not answer, the call is given up with TemporalUnavailableError. The client's own
+ * bounds do not cover that case: a frozen server keeps its connections open, the keepalive drops
+ * them after 45 s, and the client's retry of a dropped call is a new call that neither the
+ * request's cancellation reaches nor, without a deadline, anything ends (decision 216). The call
+ * given up runs on to its deadline, and its outcome is dropped.
+ */
+export function watchTemporalCall(answers: () => Promise<boolean>, everyMs: number): <T>(call: () => Promise<T>) => Promise<T> {
+  return (call) =>
+    new Promise((resolve, reject) => {
+      let done = false;
+      const finish = (settle: () => void) => {
+        if (done) return;
+        done = true;
+        clearInterval(timer);
+        settle();
+      };
+      const timer = setInterval(() => {
+        void answers().then((answered) => {
+          if (!answered) finish(() => reject(new TemporalUnavailableError()));
+        });
+      }, everyMs);
+      call().then(
+        (value) => finish(() => resolve(value)),
+        (err: unknown) => finish(() => reject(err)),
+      );
+    });
+}
+
 /** How long a call that waits for a workflow's answer waits, by default (`TEMPORAL_ANSWER_TIMEOUT_MS`). */
 export const DEFAULT_ANSWER_TIMEOUT_MS = 120_000;
 
@@ -153,15 +198,17 @@ export const DEFAULT_ANSWER_TIMEOUT_MS = 120_000;
  * waits for one without end: with no worker polling, or a workflow that cannot make progress,
  * an api request (and the trigger dispatcher's pass that made it) hung for ever, while Temporal
  * itself answered every poll, so the gate never tripped (decision 171). Past the deadline the
- * call is 503; an Update the server accepted still runs when a worker comes.
+ * call is 503; an Update the server accepted still runs when a worker comes. The bound is a gRPC
+ * deadline, which every attempt of every call inside carries (the client's retries included;
+ * a cancellation reaches only the first attempt, decision 216).
  */
 export function withAnswerDeadline<A extends unknown[], R>(client: Client, timeoutMs: number, method: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
   return async (...args) => {
-    const deadline = AbortSignal.timeout(timeoutMs);
+    const deadline = Date.now() + timeoutMs;
     try {
-      return await client.connection.withAbortSignal(deadline, () => method(...args));
+      return await client.connection.withDeadline(deadline, () => method(...args));
     } catch (err) {
-      if (deadline.aborted && !(err instanceof AppError)) {
+      if (Date.now() >= deadline && !(err instanceof AppError)) {
         throw new AppError(
           'service_unavailable',
           `The incident's workflow did not answer within ${Math.round(timeoutMs / 1000)} s (are its workers running?); retry later`,
@@ -174,17 +221,26 @@ export function withAnswerDeadline<A extends unknown[], R>(client: Client, timeo
 
 /**
  * The port over a Temporal client. Every call but the health checks (which have their own
- * deadline) goes through a `createTemporalGate` gate, and every call that waits for a workflow's
- * answer has a deadline (`withAnswerDeadline`).
+ * deadline) goes through a `createTemporalGate` gate and a `watchTemporalCall` watch, and has a
+ * deadline: a call that waits for a workflow's answer its answer deadline
+ * (`withAnswerDeadline`), any other `TEMPORAL_CALL_TIMEOUT_MS`.
  */
-export function createTemporalWorkflowPort(client: Client, taskQueue: string, options: { answerTimeoutMs?: number } = {}): WorkflowPort {
-  const gated = createTemporalGate(() =>
+export function createTemporalWorkflowPort(
+  client: Client,
+  taskQueue: string,
+  options: { answerTimeoutMs?: number; watchMs?: number } = {},
+): WorkflowPort {
+  const answers = sharedProbe(() =>
     client.connection.withDeadline(new Date(Date.now() + TEMPORAL_PROBE_MS), () => client.workflowService.getSystemInfo({})),
   );
+  const gated = createTemporalGate(answers);
+  const watched = watchTemporalCall(answers, options.watchMs ?? TEMPORAL_WATCH_MS);
   const port = ungatedPort(client, taskQueue);
-  const through = <A extends unknown[], R>(method: (...args: A) => Promise<R>) => (...args: A) => gated(() => method(...args));
+  const guarded = <A extends unknown[], R>(method: (...args: A) => Promise<R>) => (...args: A) => gated(() => watched(() => method(...args)));
+  const through = <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
+    guarded((...args: A) => client.connection.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () => method(...args)));
   const answered = <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
-    through(withAnswerDeadline(client, options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS, method));
+    guarded(withAnswerDeadline(client, options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS, method));
   return {
     startIncident: through(port.startIncident),
     setIncidentStatus: answered(port.setIncidentStatus),
