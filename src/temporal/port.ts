@@ -221,9 +221,9 @@ export function withAnswerDeadline<A extends unknown[], R>(client: Client, timeo
 
 /**
  * The port over a Temporal client. Every call but the health checks (which have their own
- * deadline) goes through a `createTemporalGate` gate and a `watchTemporalCall` watch, and has a
- * deadline: a call that waits for a workflow's answer its answer deadline
- * (`withAnswerDeadline`), any other `TEMPORAL_CALL_TIMEOUT_MS`.
+ * deadline) goes through a `createTemporalGate` gate and has a deadline: a call that waits for a
+ * workflow's answer its answer deadline (`withAnswerDeadline`) and a `watchTemporalCall` watch,
+ * any other `TEMPORAL_CALL_TIMEOUT_MS`.
  */
 export function createTemporalWorkflowPort(
   client: Client,
@@ -236,11 +236,15 @@ export function createTemporalWorkflowPort(
   const gated = createTemporalGate(answers);
   const watched = watchTemporalCall(answers, options.watchMs ?? TEMPORAL_WATCH_MS);
   const port = ungatedPort(client, taskQueue);
-  const guarded = <A extends unknown[], R>(method: (...args: A) => Promise<R>) => (...args: A) => gated(() => watched(() => method(...args)));
-  const through = <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
-    guarded((...args: A) => client.connection.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () => method(...args)));
-  const answered = <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
-    guarded(withAnswerDeadline(client, options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS, method));
+  // A start or a signal is bounded by its deadline alone: watched, a call given up would retry on
+  // in the background, and the client's retry of it throws out of a timer once the connection
+  // is closed (decision 216).
+  const through = <A extends unknown[], R>(method: (...args: A) => Promise<R>) => (...args: A) =>
+    gated(() => client.connection.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () => method(...args)));
+  const answered = <A extends unknown[], R>(method: (...args: A) => Promise<R>) => {
+    const bounded = withAnswerDeadline(client, options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS, method);
+    return (...args: A) => gated(() => watched(() => bounded(...args)));
+  };
   return {
     startIncident: through(port.startIncident),
     setIncidentStatus: answered(port.setIncidentStatus),
