@@ -79,8 +79,30 @@ export function formatLabels(labels: Record<string, string>): string {
 }
 
 /**
+ * Clips the longest of `chunks` so that they fit in `max` characters joined by `separator`:
+ * every chunk gets an equal share of what the shorter ones leave, so short ones (a runbook
+ * link, a source URL) are kept whole and a long annotation is what gets cut.
+ */
+function fitChunks(chunks: string[], max: number, separator: string): string[] {
+  const budget = max - separator.length * Math.max(0, chunks.length - 1);
+  if (chunks.reduce((sum, chunk) => sum + chunk.length, 0) <= budget) return chunks;
+  const lengths = chunks.map((chunk) => chunk.length).sort((a, b) => a - b);
+  let left = budget;
+  let cap = 0;
+  for (let i = 0; i < lengths.length; i++) {
+    const share = Math.floor(left / (lengths.length - i));
+    if (lengths[i]! > share) {
+      cap = share;
+      break;
+    }
+    left -= lengths[i]!;
+  }
+  return chunks.map((chunk) => (chunk.length > cap ? clip(chunk, cap) : chunk)).filter((chunk) => chunk !== '');
+}
+
+/**
  * Joins the non-empty parts with blank lines, appends a `Labels:` line when there are labels,
- * and keeps the result within 10–4000 characters.
+ * and keeps the result within 10–4000 characters, cutting the longest parts first.
  */
 export function makeDescription(
   parts: Array<string | undefined | null>,
@@ -88,7 +110,7 @@ export function makeDescription(
 ): string {
   const chunks = parts.map((part) => part?.trim() ?? '').filter((part) => part !== '');
   if (Object.keys(labels).length > 0) chunks.push(`Labels: ${formatLabels(labels)}`);
-  let text = clip(chunks.join('\n\n'), DESCRIPTION_MAX);
+  let text = clip(fitChunks(chunks, DESCRIPTION_MAX, '\n\n').join('\n\n'), DESCRIPTION_MAX);
   if (text.length < DESCRIPTION_MIN) text = text === '' ? '(no details)' : `${text} (no details)`;
   return text;
 }

@@ -615,31 +615,51 @@ describe('webhook authentication', () => {
     expect(malformed.status).toBe(400);
   });
 
-  it('answers 400 naming the place of text PostgreSQL cannot store (NUL, a lone surrogate) and of a time past year 9999; stores nothing', async () => {
+  it('keeps text PostgreSQL cannot store (NUL, a lone surrogate) as U+FFFD instead of refusing the delivery; a time past year 9999 is 400', async () => {
     const before = await svc.database.db.select({ id: ingestedEvents.id }).from(ingestedEvents).where(eq(ingestedEvents.tenantId, tenant.tenantId));
-    const cases: Array<[string, string, RegExp]> = [
-      ['{"name":"Disk\\u0000Full","severity":"high"}', 'name', /NUL/],
-      ['{"name":"DiskFull","labels":{"zone\\u0000":"a"}}', 'labels.zone\u0000', /key must not contain a NUL/],
-      ['{"name":"DiskFull","description":"x\\ud800y"}', 'description', /unpaired UTF-16 surrogate/],
+    const stamp = Date.now();
+    const cases: Array<[string, (row: typeof ingestedEvents.$inferSelect) => unknown, unknown]> = [
+      [`{"name":"Disk\\u0000Full${stamp}","severity":"high"}`, (row) => row.alertName, `Disk\uFFFDFull${stamp}`],
+      [`{"name":"DiskFull${stamp}","labels":{"zone\\u0000":"a"}}`, (row) => row.labels, { 'zone\uFFFD': 'a' }],
+      [`{"name":"DiskLow${stamp}","description":"x\\ud800y"}`, (row) => (row.raw as { description: string }).description, 'x\uFFFDy'],
     ];
-    for (const [raw, path, message] of cases) {
+    for (const [raw, read, expected] of cases) {
       const res = await postWebhook(svc, tenant.tenantId, 'generic', raw, { key: key.key });
-      expect(res.status, raw).toBe(400);
-      expect(res.body).toMatchObject({ error: 'validation_error', details: [{ path, message: expect.stringMatching(message) }] });
+      expect(res.status, raw).toBe(202);
+      const [row] = await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.id, res.body.eventIds[0]));
+      expect(read(row!), raw).toEqual(expected);
     }
-    // Without a good key, the same payload is 401 and says nothing about it.
+    // Without a good key, the same payload is 401.
     const unauthenticated = await postWebhook(svc, tenant.tenantId, 'generic', cases[0]![0], { key: 'flo_' + 'E'.repeat(43) });
     expect(unauthenticated.status).toBe(401);
-    // An escaped backslash before "u0000" is text, not NUL: accepted.
-    const literal = await postWebhook(svc, tenant.tenantId, 'generic', { name: `Literal${Date.now()}`, summary: 'path C:\\u0000 is fine' }, { key: key.key });
+    // An escaped backslash before "u0000" is text, not NUL: kept as written.
+    const literal = await postWebhook(svc, tenant.tenantId, 'generic', { name: `Literal${stamp}`, summary: 'path C:\\u0000 is fine' }, { key: key.key });
     expect(literal.status).toBe(202);
+    const [kept] = await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.id, literal.body.eventIds[0]));
+    expect((kept!.raw as { summary: string }).summary).toBe('path C:\\u0000 is fine');
     for (const startsAt of ['+010000-01-01T00:00:00Z', 1e15]) {
       const late = await postWebhook(svc, tenant.tenantId, 'generic', { name: 'FarFuture', startsAt }, { key: key.key });
       expect(late.status).toBe(400);
       expect(late.body.details).toEqual([{ path: 'startsAt', message: expect.stringMatching(/ISO-8601/) }]);
     }
     const after = await svc.database.db.select({ id: ingestedEvents.id }).from(ingestedEvents).where(eq(ingestedEvents.tenantId, tenant.tenantId));
-    expect(after.length).toBe(before.length + 1); // the literal one only
+    expect(after.length).toBe(before.length + 4);
+  });
+
+  it('stores an Alertmanager group whole when one alert has a NUL in an annotation or no alertname (decision 217)', async () => {
+    const group = JSON.parse(fixture('alertmanager-firing.json'));
+    const stamp = String(Date.now());
+    group.alerts[0].fingerprint = `nul-${stamp}`;
+    group.alerts[0].annotations.description = 'stack trace \u0000 here';
+    group.alerts[1].fingerprint = `unnamed-${stamp}`;
+    delete group.alerts[1].labels.alertname;
+    group.commonAnnotations = { summary: 'shared \u0000 text' };
+    const res = await postWebhook(svc, tenant.tenantId, 'alertmanager', group, { key: key.key });
+    expect(res.status).toBe(202);
+    expect(res.body.incidentIds).toHaveLength(2);
+    const rows = await svc.database.db.select().from(incidents).where(inArray(incidents.id, res.body.incidentIds));
+    expect(rows.find((row) => row.fingerprint === `alertmanager:nul-${stamp}`)!.description).toContain('stack trace \uFFFD here');
+    expect(rows.find((row) => row.fingerprint === `alertmanager:unnamed-${stamp}`)!.title).toBe(group.alerts[1].annotations.summary);
   });
 
   it('answers 400, not 500, for a payload nested deeper than 64 levels, and names what is wrong with a generic name', async () => {

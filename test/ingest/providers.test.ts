@@ -182,18 +182,28 @@ describe('alertmanager', () => {
     }
   });
 
-  it('rejects an alert without alertname, naming the path', () => {
+  it('names an alert without alertname by its summary, so its group is not refused (decision 217)', () => {
     const body = structuredClone(firing);
     delete body.alerts[1].labels.alertname;
-    const error = payloadError(() => alertmanagerProvider.parse(body, headers()));
-    expect(error.message).toBe('alertmanager payload is invalid');
-    expect(paths(error)).toContain('alerts.1.labels.alertname');
+    body.alerts[0].labels.alertname = '  ';
+    body.alerts[0].annotations = {};
+    const [unnamed, bySummary] = alertsOf(parse(alertmanagerProvider, body));
+    expect(bySummary!.alertName).toBe(firing.alerts[1].annotations.summary);
+    expect(bySummary!.title).toBe(firing.alerts[1].annotations.summary);
+    expect(unnamed!.alertName).toBe('(unnamed alert)');
+    expect(unnamed!.fingerprint).toBe(`alertmanager:${firing.alerts[0].fingerprint}`);
   });
 
-  it('rejects an empty alertname', () => {
+  it('reads the message annotation of older rules, and the priority label', () => {
     const body = structuredClone(firing);
-    body.alerts[0].labels.alertname = '  ';
-    expect(paths(payloadError(() => alertmanagerProvider.parse(body, headers())))).toContain('alerts.0.labels.alertname');
+    body.alerts[0].annotations = { message: 'Pod checkout-1 is crash looping.' };
+    delete body.alerts[0].labels.severity;
+    body.alerts[0].labels.priority = 'P1';
+    body.alerts[1].annotations.message = 'A second text.';
+    const [a, b] = alertsOf(parse(alertmanagerProvider, body));
+    expect(a).toMatchObject({ title: `[${firing.alerts[0].labels.alertname}] Pod checkout-1 is crash looping.`, severity: 'critical' });
+    expect(b!.description).toContain('A second text.');
+    expect(b!.description.indexOf(firing.alerts[1].annotations.summary)).toBe(0);
   });
 
   it('rejects a version other than "4"', () => {
@@ -290,14 +300,15 @@ describe('grafana', () => {
     expect(alert.occurredAt.toISOString()).toBe('2024-05-14T09:41:03.157Z');
   });
 
-  it('rejects an Alertmanager payload and a missing alertname', () => {
+  it('rejects an Alertmanager payload, and names an alert without alertname by its summary', () => {
     const am = fixture('alertmanager-firing.json');
-    expect(paths(payloadError(() => grafanaProvider.parse(am, headers())))).toEqual(['version']);
+    const error = payloadError(() => grafanaProvider.parse(am, headers()));
+    expect(error.message).toBe('grafana payload is invalid');
+    expect(paths(error)).toEqual(['version']);
     const body = structuredClone(firing);
     delete body.alerts[0].labels.alertname;
-    const error = payloadError(() => grafanaProvider.parse(body, headers()));
-    expect(error.message).toBe('grafana payload is invalid');
-    expect(paths(error)).toEqual(['alerts.0.labels.alertname']);
+    const alert = at(alertsOf(parse(grafanaProvider, body)), 0);
+    expect(alert.alertName).toBe(body.alerts[0].annotations.summary ?? '(unnamed alert)');
   });
 });
 
@@ -815,7 +826,15 @@ describe('normalize helpers', () => {
     expect(makeDescription(['one', 'two'], { b: '2', a: '1' })).toBe('one\n\ntwo\n\nLabels: a=1, b=2');
     const long = makeDescription(['x'.repeat(5000)], { a: '1' });
     expect(long).toHaveLength(4000);
-    expect(long.endsWith('…')).toBe(true);
+    // The long parts are cut, the short ones (links, labels) kept whole.
+    expect(long.endsWith('…\n\nLabels: a=1')).toBe(true);
+    const runbook = 'Runbook: https://runbooks.example.com/checkout';
+    const two = makeDescription(['s'.repeat(5000), 'd'.repeat(3000), runbook, 'Source: http://prom:9090/graph'], { service: 'checkout' });
+    expect(two).toHaveLength(4000);
+    const [summary, description, ...rest] = two.split('\n\n');
+    expect(rest).toEqual([runbook, 'Source: http://prom:9090/graph', 'Labels: service=checkout']);
+    expect(summary!.length).toBe(description!.length); // an equal share each
+    expect(summary!.endsWith('…')).toBe(true);
   });
 
   it('makes titles', () => {

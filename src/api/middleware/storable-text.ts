@@ -69,6 +69,35 @@ export function assertJsonDepth(text: string): void {
   }
 }
 
+const LONE_SURROGATES = new RegExp(LONE_SURROGATE.source, 'g');
+
+/** `text` with each NUL and each unpaired surrogate replaced by U+FFFD. */
+function storableString(text: string): string {
+  return text.replaceAll('\0', '\uFFFD').replace(LONE_SURROGATES, '\uFFFD');
+}
+
+/**
+ * `value` with every string and key PostgreSQL cannot store made storable: each NUL and each
+ * unpaired surrogate becomes U+FFFD, as invalid UTF-8 does when it is decoded. For what a
+ * monitoring tool sends, which is kept rather than refused: refusing one alert's annotation
+ * refused the whole notification, and the tool sent it again and again (decision 217).
+ */
+export function storableCopy(value: unknown): unknown {
+  if (typeof value === 'string') return textProblem(value) ? storableString(value) : value;
+  if (Array.isArray(value)) return value.map(storableCopy);
+  if (value !== null && typeof value === 'object') {
+    const copy: Record<string, unknown> = {};
+    for (const [key, child] of Object.entries(value)) copy[textProblem(key) ? storableString(key) : key] = storableCopy(child);
+    return copy;
+  }
+  return value;
+}
+
+/** `value` as `storableCopy` makes it, walked only when the JSON `text` holds a suspect escape. */
+export function storableJson(text: string, value: unknown): unknown {
+  return SUSPECT_ESCAPE.test(text) ? storableCopy(value) : value;
+}
+
 /** Throws 400 `validation_error` when the JSON `text` (parsed as `value`) holds unstorable text. */
 export function assertStorableJson(text: string, value: unknown): void {
   if (!SUSPECT_ESCAPE.test(text)) return;

@@ -11,7 +11,7 @@ import type { AppDeps, AppEnv } from '../context.js';
 import { clientAddress } from '../middleware/auth.js';
 import { createKeyFailureGuard, type KeyFailureGuard } from '../middleware/key-failures.js';
 import { applyRateLimit } from '../middleware/rate-limit.js';
-import { assertJsonDepth, assertStorableJson, findUnstorableText } from '../middleware/storable-text.js';
+import { assertJsonDepth, storableCopy, storableJson } from '../middleware/storable-text.js';
 import { withOneLineLabels } from '../../ingest/normalize.js';
 import { errorResponses } from '../schemas/common.js';
 
@@ -163,8 +163,7 @@ function jsonPayload(text: string): unknown {
   } catch {
     throw new AppError('validation_error', 'Malformed JSON in request body');
   }
-  assertStorableJson(text, body);
-  return body;
+  return storableJson(text, body);
 }
 
 /**
@@ -184,7 +183,5 @@ function formPayload(text: string): unknown {
   if (Object.keys(body).length === 0) {
     throw new AppError('validation_error', 'A form-encoded delivery must carry its fields, or its JSON in a payload field', [{ path: 'payload', message: 'is required' }]);
   }
-  const unstorable = findUnstorableText(body);
-  if (unstorable) throw new AppError('validation_error', `${unstorable.path}: ${unstorable.message}`, [unstorable]);
-  return body;
+  return storableCopy(body);
 }

@@ -2,7 +2,9 @@
  * Prometheus Alertmanager webhook receiver (`webhook_configs`), payload `version: "4"`.
  * https://prometheus.io/docs/alerting/latest/configuration/#webhook_config
  *
- * One alert event per entry of `alerts`. Alertmanager's per-alert `fingerprint` (a hash of the
+ * One alert event per entry of `alerts`. Severity from the `severity` label, else `priority`;
+ * the summary from the `summary` annotation, else `message` (older kube-prometheus rules); an
+ * alert without `alertname` is named by its summary. Alertmanager's per-alert `fingerprint` (a hash of the
  * alert's labels) is the same while the alert fires and when it resolves, so it is used as is.
  * Alertmanager sends no delivery id (`groupKey` names the group, not the notification).
  */
@@ -26,14 +28,9 @@ const stringRecord = z.record(z.string(), z.string());
 /** One alert as Alertmanager (and Grafana, which reuses the format) sends it. */
 export const alertmanagerAlertSchema = z.looseObject({
   status: z.enum(['firing', 'resolved']),
-  labels: z
-    .object({
-      alertname: z
-        .string({ error: 'labels.alertname is required' })
-        .trim()
-        .min(1, 'labels.alertname must not be empty'),
-    })
-    .catchall(z.string()),
+  // Prometheus always sets `alertname`; an alert posted to Alertmanager's API by something else
+  // may not, and refusing it refused its whole group (decision 217).
+  labels: z.record(z.string(), z.string()),
   annotations: stringRecord.default({}),
   startsAt: z.string().optional(),
   endsAt: z.string().optional(),
@@ -77,10 +74,12 @@ export function normalizeAlertmanagerAlert(
   extraParts: Array<string | undefined> = [],
 ): NormalizedAlert {
   const labels: Record<string, string> = { ...alert.labels };
-  const alertName = alert.labels.alertname;
   const service = serviceFromLabels(labels);
-  const summary = nonEmpty(alert.annotations.summary);
+  // Older kube-prometheus rules carry their text in a `message` annotation.
+  const message = nonEmpty(alert.annotations.message);
+  const summary = nonEmpty(alert.annotations.summary) ?? message;
   const description = nonEmpty(alert.annotations.description);
+  const alertName = nonEmpty(labels.alertname) ?? summary ?? '(unnamed alert)';
   const runbook = nonEmpty(alert.annotations.runbook_url);
   const source = nonEmpty(alert.generatorURL);
   const fingerprint = nonEmpty(alert.fingerprint);
@@ -93,11 +92,12 @@ export function normalizeAlertmanagerAlert(
       : hashFingerprint(provider, alertName, service, labels),
     alertName,
     service,
-    severity: mapSeverity(labels.severity),
+    severity: mapSeverity(labels.severity ?? labels.priority),
     title: makeTitle(alertName, summary),
     description: makeDescription(
       [
         summary,
+        message !== summary ? message : undefined,
         description,
         runbook && `Runbook: ${runbook}`,
         ...extraParts,
