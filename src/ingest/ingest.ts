@@ -361,7 +361,10 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
     }
     const toWrite = [...firstOfKey.values()].filter((i) => outcomes[i] === undefined).sort((a, b) => a - b);
 
-    // 3. Monthly event quota, per tenant, delivery by delivery in arrival order.
+    // 3. Monthly event quota, per tenant, delivery by delivery in arrival order. Every alert
+    //    counts; a delivery is refused only when its firing alerts do not fit. A recovery opens
+    //    nothing, and refusing it left incidents open that the tool says are over until the
+    //    month ended (decision 218).
     const accepted: number[] = [];
     for (const i of toWrite) {
       const request = requests[i]!;
@@ -369,8 +372,15 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
       if (n > 0) {
         const counter = used.get(request.tenantId)!;
         counter.limit = monthlyQuota(admitted.get(i)!, 'events');
-        if (counter.limit !== null && counter.after + n > counter.limit) {
-          outcomes[i] = new AppError('event_quota_exceeded', `The monthly event quota of ${counter.limit} is reached for ${period}`);
+        const firing = request.events.filter((e) => e.kind === 'alert' && e.status === 'firing').length;
+        if (counter.limit !== null && firing > 0 && counter.after + firing > counter.limit) {
+          const left = Math.max(0, counter.limit - counter.after);
+          outcomes[i] = new AppError(
+            'event_quota_exceeded',
+            left === 0
+              ? `The monthly event quota of ${counter.limit} is reached for ${period}`
+              : `The monthly event quota of ${counter.limit} leaves ${left} event(s) for ${period}; this delivery has ${firing} firing alerts`,
+          );
           continue;
         }
         counter.after += n;

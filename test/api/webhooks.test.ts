@@ -715,7 +715,7 @@ describe('event quota', () => {
     const three = { alerts: [uniqueAlert(), uniqueAlert(), uniqueAlert()] };
     const refused = await postWebhook(svc, starter.tenantId, 'generic', three, { key: starterKey.key });
     expect(refused.status).toBe(429);
-    expect(refused.body.error).toBe('event_quota_exceeded');
+    expect(refused.body).toEqual({ error: 'event_quota_exceeded', message: `The monthly event quota of 500 leaves 2 event(s) for ${period}; this delivery has 3 firing alerts` });
     expect((await postWebhook(svc, starter.tenantId, 'generic', { alerts: [uniqueAlert(), uniqueAlert()] }, { key: starterKey.key })).status).toBe(202);
     expect((await postWebhook(svc, starter.tenantId, 'generic', uniqueAlert(), { key: starterKey.key })).status).toBe(429);
     const [usage] = await svc.database.db.select().from(usageCounters).where(eq(usageCounters.tenantId, starter.tenantId));
@@ -727,6 +727,33 @@ describe('event quota', () => {
     // The same refused retry does not leave a delivery record behind: it works once quota allows.
     await svc.database.db.update(usageCounters).set({ count: 0 }).where(eq(usageCounters.tenantId, starter.tenantId));
     expect((await postWebhook(svc, starter.tenantId, 'generic', three, { key: starterKey.key })).status).toBe(202);
+  });
+
+  it('takes recoveries past the quota: they count, and the incidents they end are resolved (decision 218)', async () => {
+    const starter = await svc.newTenant({ plan: 'plan_starter' });
+    const starterKey = await createKey(svc, starter.admin);
+    expect((await svc.api('PATCH', `/v1/tenants/${starter.tenantId}`, { token: starter.admin, body: { settings: { autoResolve: true } } })).status).toBe(200);
+    const period = usagePeriod(new Date());
+    const [a, b] = [uniqueAlert(), uniqueAlert()];
+    const opened = await postWebhook(svc, starter.tenantId, 'generic', { alerts: [a, b] }, { key: starterKey.key });
+    expect(opened.status).toBe(202);
+    await svc.database.db.insert(usageCounters).values({ tenantId: starter.tenantId, period, metric: 'events', count: 500 }).onConflictDoUpdate({
+      target: [usageCounters.tenantId, usageCounters.period, usageCounters.metric],
+      set: { count: 500 },
+    });
+    // A firing alert is refused; a mixed delivery too (its firing alert does not fit).
+    const firing = await postWebhook(svc, starter.tenantId, 'generic', uniqueAlert(), { key: starterKey.key });
+    expect([firing.status, firing.body.message]).toEqual([429, `The monthly event quota of 500 is reached for ${period}`]);
+    expect((await postWebhook(svc, starter.tenantId, 'generic', { alerts: [{ ...a, status: 'resolved' }, uniqueAlert()] }, { key: starterKey.key })).status).toBe(429);
+    // The recoveries of both alerts are taken, and counted.
+    const recovered = await postWebhook(svc, starter.tenantId, 'generic', { alerts: [{ ...a, status: 'resolved' }, { ...b, status: 'resolved' }] }, { key: starterKey.key });
+    expect(recovered.status).toBe(202);
+    expect([...recovered.body.incidentIds].sort()).toEqual([...opened.body.incidentIds].sort());
+    const [usage] = await svc.database.db.select().from(usageCounters).where(and(eq(usageCounters.tenantId, starter.tenantId), eq(usageCounters.metric, 'events')));
+    expect(usage!.count).toBe(502);
+    for (const id of opened.body.incidentIds as string[]) {
+      await eventually(async () => (await incidentRow(id)).status === 'resolved');
+    }
   });
 });
 
