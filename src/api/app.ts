@@ -37,6 +37,11 @@ import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
 import { isDependencyUnavailable, isStatementTimeout, isWorkflowEngineUnavailable } from '../unavailable.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+/**
+ * A webhook's body may be larger: Alertmanager and Grafana send a whole group in one
+ * notification, and one refused for its size is lost (decision 219).
+ */
+export const MAX_WEBHOOK_BODY_BYTES = 4 * 1024 * 1024;
 
 /** What a client is told while the database (or another dependency) cannot be reached. */
 const DEPENDENCY_UNAVAILABLE_MESSAGE = 'The service cannot reach its database or another dependency; retry shortly';
@@ -113,7 +118,9 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   // an oversized body the caller's window): both come before the body limit.
   app.use('/v1/webhooks/*', refusedWebhookWindow(webhookKeyFailures, (c) => clientAddress(c, deps.config.trustProxy)));
   app.use('*', authenticate(deps));
-  app.use('*', bodyLimit(MAX_BODY_BYTES, 'The request body exceeds 1 MiB'));
+  const webhookBodyLimit = bodyLimit(MAX_WEBHOOK_BODY_BYTES, 'The request body exceeds 4 MiB');
+  const bodyLimitOfApi = bodyLimit(MAX_BODY_BYTES, 'The request body exceeds 1 MiB');
+  app.use('*', (c, next) => (c.req.path.startsWith('/v1/webhooks/') ? webhookBodyLimit : bodyLimitOfApi)(c, next));
   app.use('*', storableText());
 
   registerHealthRoutes(app, deps);

@@ -44,6 +44,8 @@ export interface IngestRequest {
   events: NormalizedEvent[];
   ignored?: string;
   requestId: string;
+  /** The size of the delivery's body, held in memory until it is answered (the byte bound). */
+  bytes?: number;
 }
 
 export type IngestOutcome = { result: IngestResult; replayed: boolean };
@@ -87,9 +89,14 @@ export interface IngestBatcherLimits {
   timeoutMs: number;
   /** Deliveries waiting for a batch beyond which new ones are refused at once (503). */
   maxQueued: number;
+  /**
+   * Body bytes of the deliveries waiting or being written beyond which new ones are refused at
+   * once (503); a delivery alone is always taken. Webhook bodies may be 4 MiB (decision 219).
+   */
+  maxHeldBytes: number;
 }
 
-const DEFAULT_INGEST_LIMITS: IngestBatcherLimits = { maxDeliveries: 128, maxEvents: 4000, timeoutMs: 10_000, maxQueued: 2048 };
+const DEFAULT_INGEST_LIMITS: IngestBatcherLimits = { maxDeliveries: 128, maxEvents: 4000, timeoutMs: 10_000, maxQueued: 2048, maxHeldBytes: 256 * 1024 * 1024 };
 
 /**
  * Stores webhook deliveries with application-level group commit. A delivery that arrives while
@@ -108,6 +115,8 @@ const DEFAULT_INGEST_LIMITS: IngestBatcherLimits = { maxDeliveries: 128, maxEven
  */
 export class IngestBatcher {
   private queue: Pending[] = [];
+  /** Body bytes of the deliveries submitted and not yet answered. */
+  private heldBytes = 0;
   /** The batch being written, until it settles or is abandoned for taking too long. */
   private current: InFlightBatch | null = null;
   private watchdog: NodeJS.Timeout | null = null;
@@ -122,13 +131,30 @@ export class IngestBatcher {
   }
 
   submit(request: IngestRequest): Promise<IngestOutcome> {
-    if (this.queue.length >= this.limits.maxQueued) {
+    const bytes = request.bytes ?? 0;
+    if (this.queue.length >= this.limits.maxQueued || (this.heldBytes > 0 && this.heldBytes + bytes > this.limits.maxHeldBytes)) {
       // The database is not keeping up (or not answering): refuse now rather than hold more
       // requests, and their bodies, in memory. The tool retries.
       return Promise.reject(new AppError('service_unavailable', 'Too many deliveries are waiting to be stored; retry shortly'));
     }
+    this.heldBytes += bytes;
+    let held = true;
+    const release = () => {
+      if (held) this.heldBytes -= bytes;
+      held = false;
+    };
     return new Promise((resolve, reject) => {
-      this.queue.push({ request, resolve, reject });
+      this.queue.push({
+        request,
+        resolve: (outcome) => {
+          release();
+          resolve(outcome);
+        },
+        reject: (err) => {
+          release();
+          reject(err);
+        },
+      });
       if (!this.current) this.flush();
     });
   }

@@ -276,6 +276,37 @@ describe('a dependency unavailable', () => {
     });
   });
 
+  it('refuses deliveries at once while the bodies held pass the byte bound, and takes one alone however large', async () => {
+    await onRelayedPool(1, async (relayed) => {
+      const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 60_000, maxHeldBytes: 1000 });
+      const request = (n: number, bytes: number): IngestRequest => ({
+        tenantId: tenant.tenantId,
+        keyHash: 'nobody',
+        authorize: () => {
+          throw new AppError('unauthorized', 'no key');
+        },
+        provider: 'generic',
+        deliveryKey: `id:bytes-${n}`,
+        events: [],
+        requestId: `req-${n}`,
+        bytes,
+      });
+      proxy.stall();
+      const held = [batcher.submit(request(1, 1500))].map((p) => p.then(() => 'stored', (err: AppError) => err.code));
+      try {
+        // 1,500 bytes, more than the bound: taken alone. The next body is refused at once.
+        const refused = await batcher.submit(request(2, 10)).then(() => undefined, (err: unknown) => err);
+        expect(refused).toBeInstanceOf(AppError);
+        expect((refused as AppError).code).toBe('service_unavailable');
+      } finally {
+        await proxy.restore();
+      }
+      expect(await Promise.all(held)).toEqual(['unauthorized']);
+      // Answered, it is no longer held: the next one is taken.
+      expect(await batcher.submit(request(3, 900)).then(() => 'stored', (err: AppError) => err.code)).toBe('unauthorized');
+    });
+  });
+
   it('survives a connection lost inside a transaction: the transaction and its rollback fail, the process does not', async () => {
     // postgres.js 3.4.9 wrote the rollback to the closed socket from a timer, an uncaught
     // TypeError that ended the process, and the pool took the dead connection back as open;

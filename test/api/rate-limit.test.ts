@@ -75,7 +75,7 @@ describe('rate limits', () => {
     expect([badKey.status, ...window(badKey)]).toEqual([401, '4', '3']);
     const unknownProvider = await postWebhook(svc, tenant.tenantId, 'nagios', { name: 'x' }, { key: `flo_${'K'.repeat(43)}`, headers: from });
     expect([unknownProvider.status, ...window(unknownProvider)]).toEqual([404, '4', '3']);
-    const oversized = await postWebhook(svc, tenant.tenantId, 'generic', { name: 'Big', summary: 's'.repeat(1024 * 1024) }, { headers: from });
+    const oversized = await postWebhook(svc, tenant.tenantId, 'generic', { name: 'Big', summary: 's'.repeat(4 * 1024 * 1024) }, { headers: from });
     expect([oversized.status, ...window(oversized)]).toEqual([413, '4', '3']);
     // A delivery whose key is judged carries its tenant's webhook window instead (3 a minute here).
     const key = await createKey(svc, tenant.admin);

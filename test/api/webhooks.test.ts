@@ -684,8 +684,27 @@ describe('webhook authentication', () => {
     }
   });
 
-  it('answers 413 for a body over 1 MiB', async () => {
-    const big = JSON.stringify({ ...body(), description: 'x'.repeat(1024 * 1024) });
+  it('takes an Alertmanager group of 500 alerts over 1 MiB whole (decision 219)', async () => {
+    // What a real Alertmanager sent with max_alerts: 500 and 2,100-character descriptions.
+    const group = JSON.parse(fixture('alertmanager-firing.json'));
+    const template = group.alerts[0];
+    const stamp = Date.now();
+    group.alerts = Array.from({ length: 500 }, (_, n) => ({
+      ...template,
+      labels: { ...template.labels, pod: `checkout-${n}` },
+      annotations: { ...template.annotations, description: 'd'.repeat(2100) },
+      fingerprint: `big-${stamp}-${n}`,
+    }));
+    const raw = JSON.stringify(group);
+    expect(raw.length).toBeGreaterThan(1024 * 1024);
+    const res = await postWebhook(svc, tenant.tenantId, 'alertmanager', raw, { key: key.key });
+    expect(res.status).toBe(202);
+    expect(res.body.eventIds).toHaveLength(500);
+    expect(res.body.incidentIds).toHaveLength(500);
+  });
+
+  it('answers 413 for a body over 4 MiB', async () => {
+    const big = JSON.stringify({ ...body(), description: 'x'.repeat(4 * 1024 * 1024) });
     const res = await new Promise<number>((resolve, reject) => {
       const req = request(`${svc.baseUrl}/v1/webhooks/${tenant.tenantId}/generic`, {
         method: 'POST',

@@ -126,6 +126,7 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
           events: parsed.events,
           ...(parsed.ignored ? { ignored: parsed.ignored } : {}),
           requestId: c.get('requestId'),
+          bytes: rawBody.byteLength,
         });
         if (credential?.touchDue) {
           touchApiKey(deps.db, credential.keyId).catch((err: unknown) => c.get('logger').warn({ err }, 'could not record key use'));
