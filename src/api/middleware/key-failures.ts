@@ -74,7 +74,7 @@ export function createKeyFailureGuard(options: { limitPerMinute: number; clock: 
 
 /**
  * The X-RateLimit headers of a webhook answered before its key's tenant window was read (no key,
- * a refused key or signature, an unknown provider, a body over 1 MiB): the limit that applies to
+ * a refused key or signature, an unknown provider, a body over 4 MiB): the limit that applies to
  * such requests is this guard's, per address. Registered before the body limit, so its 413 gets
  * them too; an answer that already carries the tenant's window keeps it.
  */

@@ -16,7 +16,7 @@ export function errorResponses(...statuses: Array<400 | 401 | 403 | 404 | 409 | 
     403: 'The caller lacks the required role',
     404: 'Not found',
     409: 'Conflict',
-    413: 'Request body over 1 MiB',
+    413: 'Request body over 1 MiB (a webhook: 4 MiB)',
     429: 'Rate limit or quota exceeded',
     503: 'A dependency is unavailable',
   };
