@@ -103,6 +103,10 @@ describe('POST /v1/audit/export and GET /v1/audit/export/{exportId}', () => {
     expect(file.status).toBe(200);
     expect(file.headers.get('content-type')).toBe('application/gzip');
     expect(file.headers.get('content-disposition')).toBe(`attachment; filename="${exportId}.ndjson.gz"`);
+    // Like every answer, it names its request and its address's window.
+    expect(file.headers.get('x-request-id')).toMatch(/\S/);
+    expect(Number(file.headers.get('x-ratelimit-limit'))).toBeGreaterThan(0);
+    expect(file.headers.get('x-ratelimit-remaining')).toMatch(/^\d+$/);
     const gz = Buffer.from(await file.arrayBuffer());
     expect(Number(file.headers.get('content-length'))).toBe(gz.length);
     expect(job.bytes).toBe(gz.length);

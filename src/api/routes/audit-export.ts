@@ -220,14 +220,13 @@ export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDep
         throw new AppError('not_found', 'The export file is no longer available');
       }
       const stream = Readable.toWeb(createReadStream(file, { highWaterMark: 256 * 1024 })) as ReadableStream<Uint8Array>;
-      return new Response(stream, {
-        status: 200,
-        headers: {
-          'content-type': 'application/gzip',
-          'content-length': String(size),
-          'content-disposition': `attachment; filename="${path.basename(row.location)}"`,
-          'cache-control': 'private, no-store',
-        },
+      // Through the context, so the answer keeps the X-Request-Id and X-RateLimit-* headers the
+      // middleware set (a raw Response dropped them, as the event stream's did; decision 209).
+      return c.body(stream, 200, {
+        'content-type': 'application/gzip',
+        'content-length': String(size),
+        'content-disposition': `attachment; filename="${path.basename(row.location)}"`,
+        'cache-control': 'private, no-store',
       });
     },
   );
