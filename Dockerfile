@@ -48,5 +48,7 @@ COPY drizzle ./drizzle
 RUN mkdir -p /app/.data/exports && chown -R node:node /app/.data
 
 USER node
+# Reachable from outside the container (the api's default, 127.0.0.1, is not).
+ENV HOST=0.0.0.0
 EXPOSE 8080
 CMD ["node", "dist/api/server.js"]
