@@ -112,6 +112,12 @@ export const TEMPORAL_PROBE_MS = 2000;
  */
 export const TEMPORAL_WATCH_MS = 10_000;
 
+/**
+ * How long the watch's probe waits: longer than the gate's, since it runs beside a call that is
+ * only slow (a triage waiting on the model), and a busy server must not fail it.
+ */
+export const TEMPORAL_WATCH_PROBE_MS = 5000;
+
 /** The bound of a call that does not wait for a workflow's answer (a start, a signal). */
 export const TEMPORAL_CALL_TIMEOUT_MS = 30_000;
 
@@ -230,11 +236,9 @@ export function createTemporalWorkflowPort(
   taskQueue: string,
   options: { answerTimeoutMs?: number; watchMs?: number } = {},
 ): WorkflowPort {
-  const answers = sharedProbe(() =>
-    client.connection.withDeadline(new Date(Date.now() + TEMPORAL_PROBE_MS), () => client.workflowService.getSystemInfo({})),
-  );
-  const gated = createTemporalGate(answers);
-  const watched = watchTemporalCall(answers, options.watchMs ?? TEMPORAL_WATCH_MS);
+  const probe = (ms: number) => sharedProbe(() => client.connection.withDeadline(new Date(Date.now() + ms), () => client.workflowService.getSystemInfo({})));
+  const gated = createTemporalGate(probe(TEMPORAL_PROBE_MS));
+  const watched = watchTemporalCall(probe(TEMPORAL_WATCH_PROBE_MS), options.watchMs ?? TEMPORAL_WATCH_MS);
   const port = ungatedPort(client, taskQueue);
   // A start or a signal is bounded by its deadline alone: watched, a call given up would retry on
   // in the background, and the client's retry of it throws out of a timer once the connection
