@@ -388,9 +388,11 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
     const toWrite = [...firstOfKey.values()].filter((i) => outcomes[i] === undefined).sort((a, b) => a - b);
 
     // 3. Monthly event quota, per tenant, delivery by delivery in arrival order. Every alert
-    //    counts; a delivery is refused only when its firing alerts do not fit. A recovery opens
-    //    nothing, and refusing it left incidents open that the tool says are over until the
-    //    month ended (decision 218).
+    //    counts; a delivery is refused only when its firing alerts do not fit, and one that
+    //    carries a recovery only when the firing alerts that would open an incident do not fit
+    //    (Alertmanager sends a group's still-firing alerts with the one that resolved). Refusing
+    //    recoveries left incidents open that the tool says are over until the month ended
+    //    (decision 218).
     const accepted: number[] = [];
     for (const i of toWrite) {
       const request = requests[i]!;
@@ -398,7 +400,11 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
       if (n > 0) {
         const counter = used.get(request.tenantId)!;
         counter.limit = monthlyQuota(admitted.get(i)!, 'events');
-        const firing = request.events.filter((e) => e.kind === 'alert' && e.status === 'firing').length;
+        const alerts = request.events.filter((e) => e.kind === 'alert');
+        const firingAlerts = alerts.filter((e) => e.status === 'firing');
+        const firing = alerts.some((e) => e.status === 'resolved')
+          ? firingAlerts.filter((e) => !openIncidents.has(`${request.tenantId}:${e.fingerprint}`)).length
+          : firingAlerts.length;
         if (counter.limit !== null && firing > 0 && counter.after + firing > counter.limit) {
           const left = Math.max(0, counter.limit - counter.after);
           outcomes[i] = new AppError(

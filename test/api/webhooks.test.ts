@@ -760,16 +760,23 @@ describe('event quota', () => {
       target: [usageCounters.tenantId, usageCounters.period, usageCounters.metric],
       set: { count: 500 },
     });
-    // A firing alert is refused; a mixed delivery too (its firing alert does not fit).
+    // A firing alert is refused, a repeat of an open incident's alert too; so is a recovery sent
+    // with an alert that would open an incident (it does not fit).
     const firing = await postWebhook(svc, starter.tenantId, 'generic', uniqueAlert(), { key: starterKey.key });
     expect([firing.status, firing.body.message]).toEqual([429, `The monthly event quota of 500 is reached for ${period}`]);
+    expect((await postWebhook(svc, starter.tenantId, 'generic', { ...b, startsAt: new Date().toISOString() }, { key: starterKey.key })).status).toBe(429);
     expect((await postWebhook(svc, starter.tenantId, 'generic', { alerts: [{ ...a, status: 'resolved' }, uniqueAlert()] }, { key: starterKey.key })).status).toBe(429);
-    // The recoveries of both alerts are taken, and counted.
-    const recovered = await postWebhook(svc, starter.tenantId, 'generic', { alerts: [{ ...a, status: 'resolved' }, { ...b, status: 'resolved' }] }, { key: starterKey.key });
+    // A recovery sent with the group's still-firing alert (as Alertmanager sends it) is taken.
+    const withRepeat = await postWebhook(svc, starter.tenantId, 'generic', { alerts: [{ ...a, status: 'resolved' }, { ...b, startsAt: new Date().toISOString() }] }, { key: starterKey.key });
+    expect(withRepeat.status).toBe(202);
+    // Then the other's recovery; every alert taken is counted.
+    const recovered = await postWebhook(svc, starter.tenantId, 'generic', { alerts: [{ ...b, status: 'resolved' }] }, { key: starterKey.key });
     expect(recovered.status).toBe(202);
-    expect([...recovered.body.incidentIds].sort()).toEqual([...opened.body.incidentIds].sort());
+    expect([...withRepeat.body.incidentIds].sort()).toEqual([...opened.body.incidentIds].sort());
+    expect(recovered.body.incidentIds).toHaveLength(1);
+    expect(opened.body.incidentIds).toContain(recovered.body.incidentIds[0]);
     const [usage] = await svc.database.db.select().from(usageCounters).where(and(eq(usageCounters.tenantId, starter.tenantId), eq(usageCounters.metric, 'events')));
-    expect(usage!.count).toBe(502);
+    expect(usage!.count).toBe(503);
     // The recovery is recorded at once; the workflow resolves each incident once its triage step
     // is done, which a loaded machine (the whole suite) can take past 15 s.
     for (const id of opened.body.incidentIds as string[]) {
