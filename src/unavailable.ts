@@ -77,3 +77,15 @@ export function isDependencyUnavailable(err: unknown): boolean {
 export function isStatementTimeout(err: unknown): boolean {
   return anyCause(err, (e) => e.name === 'PostgresError' && e.code === '57014');
 }
+
+/**
+ * Whether a Temporal call ended past its gRPC deadline: the client's own error for an Update
+ * (`WorkflowUpdateRPCTimeoutOrCancelledError`), or a ServiceError with DEADLINE_EXCEEDED. The
+ * server may end a call so a moment before the client's clock reaches the deadline.
+ */
+export function isDeadlineExceeded(err: unknown): boolean {
+  return anyCause(
+    err,
+    (e) => e.name === 'WorkflowUpdateRPCTimeoutOrCancelledError' || (e.name === 'ServiceError' && ((e.cause ?? {}) as Cause).code === GRPC_DEADLINE_EXCEEDED),
+  );
+}

@@ -396,11 +396,10 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
     const accepted: number[] = [];
     for (const i of toWrite) {
       const request = requests[i]!;
-      const n = alertCount(request);
-      if (n > 0) {
+      const alerts = request.events.filter((e) => e.kind === 'alert');
+      if (alerts.length > 0) {
         const counter = used.get(request.tenantId)!;
         counter.limit = monthlyQuota(admitted.get(i)!, 'events');
-        const alerts = request.events.filter((e) => e.kind === 'alert');
         const firingAlerts = alerts.filter((e) => e.status === 'firing');
         const firing = alerts.some((e) => e.status === 'resolved')
           ? firingAlerts.filter((e) => !openIncidents.has(`${request.tenantId}:${e.fingerprint}`)).length
@@ -415,7 +414,7 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
           );
           continue;
         }
-        counter.after += n;
+        counter.after += alerts.length;
       }
       accepted.push(i);
     }

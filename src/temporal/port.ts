@@ -5,11 +5,10 @@ import {
   WorkflowFailedError,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
-  WorkflowUpdateRPCTimeoutOrCancelledError,
   type Client,
 } from '@temporalio/client';
 import { AppError } from '../errors.js';
-import { isDependencyUnavailable } from '../unavailable.js';
+import { isDeadlineExceeded, isDependencyUnavailable } from '../unavailable.js';
 import { auditExportWorkflowType, type AuditExportInput } from '../exports/types.js';
 import { skillTestWorkflowType, type SkillOutcome, type SkillTestInput } from '../skills/types.js';
 import {
@@ -215,7 +214,7 @@ export function withAnswerDeadline<A extends unknown[], R>(client: Client, timeo
     try {
       return await client.connection.withDeadline(deadline, () => method(...args));
     } catch (err) {
-      if (!(err instanceof AppError) && (Date.now() >= deadline || deadlineExceeded(err))) {
+      if (!(err instanceof AppError) && (Date.now() >= deadline || isDeadlineExceeded(err))) {
         throw new AppError(
           'service_unavailable',
           `The incident's workflow did not answer within ${Math.round(timeoutMs / 1000)} s (are its workers running?); retry later`,
@@ -224,17 +223,6 @@ export function withAnswerDeadline<A extends unknown[], R>(client: Client, timeo
       throw err;
     }
   };
-}
-
-const GRPC_DEADLINE_EXCEEDED = 4;
-
-/** The client's error for a call past its deadline (the server may answer so a little early). */
-function deadlineExceeded(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if (e instanceof WorkflowUpdateRPCTimeoutOrCancelledError) return true;
-    if (e.name === 'ServiceError' && (e.cause as { code?: unknown } | undefined)?.code === GRPC_DEADLINE_EXCEEDED) return true;
-  }
-  return false;
 }
 
 /**

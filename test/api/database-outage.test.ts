@@ -246,20 +246,24 @@ describe('a dependency unavailable', () => {
     expect(verified.body).toMatchObject({ valid: true, firstInvalidAuditId: null });
   });
 
+  /** A delivery whose key is refused once the database answers (nothing of it is written). */
+  const unkeyedDelivery = (id: string, bytes?: number): IngestRequest => ({
+    tenantId: tenant.tenantId,
+    keyHash: 'nobody',
+    authorize: () => {
+      throw new AppError('unauthorized', 'no key');
+    },
+    provider: 'generic',
+    deliveryKey: `id:${id}`,
+    events: [],
+    requestId: `req-${id}`,
+    ...(bytes === undefined ? {} : { bytes }),
+  });
+
   it('refuses deliveries at once while too many wait for the database', async () => {
     await onRelayedPool(1, async (relayed) => {
       const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 60_000, maxQueued: 2 });
-      const request = (n: number): IngestRequest => ({
-        tenantId: tenant.tenantId,
-        keyHash: 'nobody',
-        authorize: () => {
-          throw new AppError('unauthorized', 'no key');
-        },
-        provider: 'generic',
-        deliveryKey: `id:queue-${n}`,
-        events: [],
-        requestId: `req-${n}`,
-      });
+      const request = (n: number) => unkeyedDelivery(`queue-${n}`);
       proxy.stall();
       const waiting = [1, 2, 3].map((n) => batcher.submit(request(n)).then(() => 'stored', (err: AppError) => err.code));
       try {
@@ -279,18 +283,7 @@ describe('a dependency unavailable', () => {
   it('refuses deliveries at once while the bodies held pass the byte bound, and takes one alone however large', async () => {
     await onRelayedPool(1, async (relayed) => {
       const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 60_000, maxHeldBytes: 1000 });
-      const request = (n: number, bytes: number): IngestRequest => ({
-        tenantId: tenant.tenantId,
-        keyHash: 'nobody',
-        authorize: () => {
-          throw new AppError('unauthorized', 'no key');
-        },
-        provider: 'generic',
-        deliveryKey: `id:bytes-${n}`,
-        events: [],
-        requestId: `req-${n}`,
-        bytes,
-      });
+      const request = (n: number, bytes: number) => unkeyedDelivery(`bytes-${n}`, bytes);
       proxy.stall();
       const held = [batcher.submit(request(1, 1500))].map((p) => p.then(() => 'stored', (err: AppError) => err.code));
       try {
