@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import postgres from 'postgres';
+import { temporalConnectionOptions } from '../src/temporal/connection.js';
 import { percentile, runBenchmark, startStack } from './stack.js';
 
 const incidentsWanted = Number(process.env.BENCH_INCIDENTS ?? 200);
@@ -30,7 +31,7 @@ async function bareWorkflows(address: string, count: number): Promise<{ perSecon
   const nativeConnection = await NativeConnection.connect({ address });
   const worker = await Worker.create({ connection: nativeConnection, taskQueue, workflowsPath: path.join(here, 'workflows', 'bare.ts') });
   const running = worker.run();
-  const connection = await Connection.connect({ address });
+  const connection = await Connection.connect(temporalConnectionOptions(address));
   const client = new Client({ connection });
   // Warm-up: the first workflow pays for the worker's start.
   await client.workflow.execute('bareWorkflow', { taskQueue, workflowId: `bare-warm-${Date.now()}` });

@@ -15,6 +15,7 @@ import { createSkillCipher } from './skills/crypto.js';
 import { createSkillRuntime, type SkillRuntime } from './skills/invoke.js';
 import { createModelProvider } from './analysis/providers.js';
 import { createIncidentWorker } from './temporal/incident-worker.js';
+import { temporalConnectionOptions } from './temporal/connection.js';
 import { createTemporalWorkflowPort } from './temporal/port.js';
 import { startDispatcher } from './temporal/reconciler.js';
 import { startNotifier } from './notifications/notifier.js';
@@ -45,7 +46,7 @@ function skillRuntime(config: Config, settings: RuntimeSettings): SkillRuntime {
 
 export async function startApi(config: Config, settings: RuntimeSettings, logger: Logger): Promise<Stoppable & { url: string }> {
   const database = connectDatabase(settings.databaseUrl, { max: 20, statementTimeoutMs: config.apiStatementTimeoutMs });
-  const connection = await Connection.connect({ address: settings.temporalAddress });
+  const connection = await Connection.connect(temporalConnectionOptions(settings.temporalAddress));
   const client = new Client({ connection, namespace: config.temporal.namespace });
   // The one LISTEN connection of this process for the event streams; closed before the server.
   const hub = createRealtimeHub({ sql: database.sql, logger });
@@ -141,7 +142,7 @@ export function drainable(server: ServerType): ServerType {
 export async function startWorker(config: Config, settings: RuntimeSettings, logger: Logger): Promise<Stoppable> {
   installTemporalRuntimeLogger(logger);
   const database = connectDatabase(settings.databaseUrl, { max: 10, statementTimeoutMs: config.workerStatementTimeoutMs });
-  const clientConnection = await Connection.connect({ address: settings.temporalAddress });
+  const clientConnection = await Connection.connect(temporalConnectionOptions(settings.temporalAddress));
   await ensureSearchAttributes(clientConnection, config.temporal.namespace);
   const connection = await NativeConnection.connect({ address: settings.temporalAddress });
   const model = createModelProvider(config.llm, (reason) => logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in analyzer answered'));

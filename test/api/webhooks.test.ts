@@ -10,6 +10,7 @@ import { ingestedEvents, webhookDeliveries } from '../../src/db/schema/ingestion
 import { usageCounters } from '../../src/db/schema/limits.js';
 import { usagePeriod } from '../../src/domain/plans.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
+import { temporalConnectionOptions } from '../../src/temporal/connection.js';
 import { purgeWebhookDeliveries } from '../../src/db/repositories/webhook-deliveries.js';
 import { toWorkflowInput } from '../../src/db/repositories/incidents.js';
 import { BODY_REPLAY_WINDOW_MS, DELIVERY_ID_RETENTION_MS } from '../../src/ingest/ingest.js';
@@ -813,7 +814,7 @@ describe('Temporal unavailable during ingestion', () => {
 
       // A dispatcher whose Temporal is unreachable: a real client to a port nobody listens on.
       const deadAddress = `127.0.0.1:${await freePort()}`;
-      const deadConnection = Connection.lazy({ address: deadAddress, connectTimeout: 500 });
+      const deadConnection = Connection.lazy(temporalConnectionOptions(deadAddress, { connectTimeout: 500 }));
       const dead = passDeps(isolated, createTemporalWorkflowPort(new Client({ connection: deadConnection }), isolated.taskQueue));
       expect(await reconcileIncidents(dead)).toBe(0);
       expect(await deliverPendingAlerts(dead)).toBe(0);

@@ -26,6 +26,7 @@ import { createRealtimeHub, type RealtimeHub } from '../../src/realtime/hub.js';
 import type { ActivityDeps } from '../../src/activities/index.js';
 import { loadConfig, type S3Config } from '../../src/config.js';
 import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
+import { temporalConnectionOptions } from '../../src/temporal/connection.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
 import { startDispatcher, type Dispatcher } from '../../src/temporal/reconciler.js';
 import { startNotifier, type NotifierLoop } from '../../src/notifications/notifier.js';
@@ -178,7 +179,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       });
   const running = worker ? worker.run() : Promise.resolve();
 
-  const connection = await Connection.connect({ address });
+  const connection = await Connection.connect(temporalConnectionOptions(address));
   const client = new Client({ connection, namespace: 'default' });
   const workflows = createTemporalWorkflowPort(client, taskQueue, options.answerTimeoutMs ? { answerTimeoutMs: options.answerTimeoutMs } : {});
   const realtimeHub = createRealtimeHub({ sql: database.sql, logger });

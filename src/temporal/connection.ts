@@ -1,0 +1,104 @@
+/**
+ * The gRPC retry of our Temporal client connections (decision 221). The SDK's own retry
+ * interceptor (`makeGrpcRetryInterceptor`) sends a failed call again from a timer, as a new call
+ * that neither the caller's cancellation nor the connection's close reaches: when the connection
+ * is closed during a backoff, the timer throws "Channel has been shut down" out of the event loop
+ * (an uncaught exception) and the call never settles. This one keeps the SDK's policy (which
+ * statuses are retried, how long it backs off: `defaultGrpcRetryOptions`) and differs in three
+ * ways:
+ * - a call cancelled by its caller stops retrying: the pending backoff is cleared and the
+ *   attempt in flight is cancelled too;
+ * - a retry that cannot be made (the connection was closed meanwhile) ends the call with the
+ *   status that made it retry, never with an exception thrown from a timer;
+ * - a backoff never runs past the call's deadline: the retry is made at the deadline at the
+ *   latest, where the attempt fails at once with the deadline's own status.
+ */
+import { InterceptingCall, ListenerBuilder, RequesterBuilder, status as grpcStatus, type Interceptor, type Metadata, type StatusObject } from '@grpc/grpc-js';
+import { defaultGrpcRetryOptions, type ConnectionOptions, type GrpcRetryOptions } from '@temporalio/client';
+
+/** What `nextCall` hands back: one attempt of the call. */
+type Attempt = ReturnType<Parameters<Interceptor>[1]>;
+
+function msUntil(deadline: unknown): number {
+  if (deadline instanceof Date) return deadline.getTime() - Date.now();
+  if (typeof deadline === 'number' && Number.isFinite(deadline)) return deadline - Date.now();
+  return Number.POSITIVE_INFINITY; // no deadline
+}
+
+export function temporalRetryInterceptor(retryOptions: GrpcRetryOptions = defaultGrpcRetryOptions()): Interceptor {
+  return (options, nextCall) => {
+    let request: unknown;
+    let response: unknown;
+    let deliverResponse: ((message: unknown) => void) | undefined;
+    let cancelled = false;
+    /** Ends the backoff in progress at once (the retry then sees `cancelled`). */
+    let wake: (() => void) | undefined;
+    let retried: Attempt | undefined;
+
+    const requester = new RequesterBuilder()
+      .withStart((metadata: Metadata, _listener, next) => {
+        let attempt = 1;
+        const listener = new ListenerBuilder()
+          .withOnReceiveMessage((message, nextMessage) => {
+            response = message;
+            deliverResponse = nextMessage;
+          })
+          .withOnReceiveStatus((firstStatus, nextStatus) => {
+            const finish = (status: StatusObject) => {
+              if (deliverResponse) deliverResponse(response);
+              nextStatus(status);
+            };
+            const retry = (status: StatusObject) => {
+              if (cancelled) return finish({ ...status, code: grpcStatus.CANCELLED, details: 'Cancelled on client' });
+              attempt++;
+              let call: Attempt;
+              try {
+                call = nextCall(options);
+              } catch {
+                return finish(status); // the connection was closed during the backoff
+              }
+              retried = call;
+              call.start(metadata, {
+                onReceiveMessage(message: unknown) {
+                  response = message;
+                },
+                onReceiveStatus: settle,
+              });
+              call.sendMessage(request);
+              call.halfClose();
+            };
+            const settle = (status: StatusObject) => {
+              retried = undefined;
+              if (cancelled || !retryOptions.retryableDecider(attempt, status)) return finish(status);
+              const delay = Math.max(0, Math.min(retryOptions.delayFunction(attempt, status), msUntil(options.deadline)));
+              const timer = setTimeout(() => wake?.(), delay);
+              wake = () => {
+                clearTimeout(timer);
+                wake = undefined;
+                retry(status);
+              };
+            };
+            settle(firstStatus);
+          })
+          .build();
+        next(metadata, listener);
+      })
+      .withSendMessage((message, next) => {
+        request = message;
+        next(message);
+      })
+      .withCancel((next) => {
+        cancelled = true;
+        wake?.();
+        retried?.cancelWithStatus(grpcStatus.CANCELLED, 'Cancelled on client');
+        next();
+      })
+      .build();
+    return new InterceptingCall(nextCall(options), requester);
+  };
+}
+
+/** The options of every Temporal client connection the service opens: its address and our retry. */
+export function temporalConnectionOptions(address: string, extra: Omit<ConnectionOptions, 'address' | 'interceptors'> = {}): ConnectionOptions {
+  return { ...extra, address, interceptors: [temporalRetryInterceptor()] };
+}
