@@ -14,6 +14,7 @@ import { refusedWebhookWindow } from './middleware/key-failures.js';
 import { requestContext } from './middleware/request-context.js';
 import { storableText } from './middleware/storable-text.js';
 import { registerHealthRoutes } from './routes/health.js';
+import { withResponseConventions } from './openapi-conventions.js';
 import { registerIncidentRoutes } from './routes/incidents.js';
 import { registerPublicRoutes } from './routes/public.js';
 import { registerTenantRoutes } from './routes/tenants.js';
@@ -158,15 +159,22 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     name: 'X-API-Key',
     description: 'A flo_… key, also accepted as Authorization: Bearer flo_…',
   });
-  app.doc31('/openapi.json', {
-    openapi: '3.1.0',
-    info: {
-      title: 'Incident investigation service',
-      version: '1.0.0',
-      description: 'Multi-tenant incident investigation: incidents, triage, investigation, approvals, knowledge.',
-    },
-    servers: [{ url: deps.config.publicBaseUrl }],
-  });
+  let document: ReturnType<typeof app.getOpenAPI31Document> | undefined; // built once, on first request
+  app.get('/openapi.json', (c) =>
+    c.json(
+      (document ??= withResponseConventions(
+        app.getOpenAPI31Document({
+          openapi: '3.1.0',
+          info: {
+            title: 'Incident investigation service',
+            version: '1.0.0',
+            description: 'Multi-tenant incident investigation: incidents, triage, investigation, approvals, knowledge.',
+          },
+          servers: [{ url: deps.config.publicBaseUrl }],
+        }),
+      )),
+    ),
+  );
   app.get('/docs', swaggerUI({ url: '/openapi.json', title: 'Incident investigation service API' }));
 
   app.notFound((c) => c.json({ error: 'not_found', message: `No route for ${c.req.method} ${c.req.path}` }, 404));

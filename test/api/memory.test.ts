@@ -281,7 +281,7 @@ describe('assistant chat api', () => {
     const doc = await svc.api('GET', '/openapi.json');
     expect(doc.status).toBe(200);
     expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(['/v1/memory/chat', '/v1/memory/sessions', '/v1/memory/sessions/{sessionId}/messages']));
-    expect(Object.keys(doc.body.paths['/v1/memory/chat'].post.responses).sort()).toEqual(['200', '400', '401', '403', '404', '429']);
+    expect(Object.keys(doc.body.paths['/v1/memory/chat'].post.responses).sort()).toEqual(['200', '400', '401', '403', '404', '413', '429', '503']);
   });
 
   describe('with an OpenAI-compatible model', () => {

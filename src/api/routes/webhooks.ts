@@ -49,7 +49,8 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
       request: {
         params: z.object({
           tenantId: z.string().min(1).max(64).openapi({ param: { name: 'tenantId', in: 'path' } }),
-          provider: z.string().min(1).max(40).openapi({ param: { name: 'provider', in: 'path' } }),
+          // Any name reaches the handler, which answers 404 for an unknown one; the document lists the known.
+          provider: z.string().min(1).max(40).openapi({ param: { name: 'provider', in: 'path' }, enum: Object.keys(providers) }),
         }),
       },
       responses: {

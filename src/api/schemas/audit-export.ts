@@ -53,7 +53,9 @@ export const AuditExportView = z
     from: z.string(),
     to: z.string(),
     filters: ExportFiltersSchema,
-    destination: ExportDestinationSchema.nullable(),
+    // A union, not `.nullable()`: on a registered schema that is `allOf [$ref, type: [object, null]]`,
+    // which no null satisfies.
+    destination: z.union([ExportDestinationSchema, z.null()]),
     estimatedRows: z.number().int(),
     rowCount: z.number().int().nullable(),
     bytes: z.number().int().nullable(),

@@ -21,7 +21,7 @@ export const UpdateServiceBody = z
   .object({ team: Team.nullable().optional(), criticality: Criticality.optional(), type: ServiceTypeSchema.optional() })
   .strict()
   .refine((body) => Object.values(body).some((v) => v !== undefined), { message: 'Give at least one of team, criticality, type' })
-  .openapi('UpdateServiceNode');
+  .openapi('UpdateServiceNode', { minProperties: 1 });
 
 export const ServiceNode = z
   .object({

@@ -9,6 +9,7 @@ export const ChatBody = z
   .object({
     message: z
       .string({ error: 'message is required' })
+      .min(1, 'message must not be empty')
       .max(MAX_CHAT_MESSAGE, `message must be at most ${MAX_CHAT_MESSAGE} characters`)
       .refine(hasVisibleText, 'message must not be empty')
       .openapi({ example: 'What caused the last checkout outage?' }),

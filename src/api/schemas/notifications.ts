@@ -47,4 +47,4 @@ export const MarkNotificationsReadBody = z
   })
   .strict()
   .refine((b) => (b.notificationIds !== undefined) !== (b.all !== undefined), { message: 'Give exactly one of notificationIds and all' })
-  .openapi('MarkNotificationsRead');
+  .openapi('MarkNotificationsRead', { minProperties: 1, maxProperties: 1 });

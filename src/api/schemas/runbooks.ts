@@ -38,7 +38,7 @@ export const UpdateRunbookBody = z
   .object({ title: Title.optional(), service: Service.nullable().optional(), tags: Tags.optional(), content: Content.optional() })
   .strict()
   .refine((body) => Object.values(body).some((v) => v !== undefined), { message: 'Give at least one of title, service, tags, content' })
-  .openapi('UpdateRunbook');
+  .openapi('UpdateRunbook', { minProperties: 1 });
 
 export const RunbookStep = z
   .object({

@@ -51,7 +51,7 @@ export const UpdateTriggerBody = z
   })
   .strict()
   .refine((b) => Object.values(b).some((v) => v !== undefined), { message: 'Give at least one of name, enabled, conditions, action, actionConfig' })
-  .openapi('UpdateTrigger');
+  .openapi('UpdateTrigger', { minProperties: 1 });
 
 export const Trigger = z
   .object({
