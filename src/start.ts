@@ -109,6 +109,15 @@ async function main() {
       namespace: config.temporal.namespace,
       logFile: path.join(config.dataDir, 'temporal.log'),
       log: say,
+      // Nothing else would notice: the api and worker would wait for it for ever (decision 223).
+      supervise: {
+        exited: ({ code, signal, restartInMs }) =>
+          logger.error({ code, signal, restartInMs, log: path.join(config.dataDir, 'temporal.log') }, 'the Temporal dev server exited; restarting it'),
+        restarted: (pid) => {
+          if (pid) writeFileSync(temporalPidFile, `${pid}\n`);
+          logger.warn({ pid }, 'the Temporal dev server was restarted');
+        },
+      },
     });
     if (server.pid) writeFileSync(temporalPidFile, `${server.pid}\n`);
     parts.push(

@@ -82,3 +82,31 @@ describe('npm start after it was killed', () => {
     expect(existsSync(path.join(second.dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
   }, 240_000);
 });
+
+describe('npm start when its Temporal dev server dies', () => {
+  it('starts the server again, and the calls that need Temporal go through again', async () => {
+    const stack = await startStack();
+    started.push(stack);
+    const before = await api(stack, 'POST', '/v1/incidents/chat', { title: 'Before the crash', description: 'Opened while Temporal ran' });
+    expect(before.status).toBe(201);
+    const pidFile = path.join(stack.dataDir, 'temporal.pid');
+    const crashed = pidFromFile(pidFile)!;
+    process.kill(crashed, 'SIGKILL');
+    await eventually(async () => !isRunning(crashed, ['start-dev']));
+    // A new server process, recorded where the next start looks for leftovers.
+    const restarted = await eventually(async () => {
+      const pid = pidFromFile(pidFile);
+      return pid !== undefined && pid !== crashed && isRunning(pid, ['start-dev', stack.dataDir]) ? pid : undefined;
+    }, 30_000);
+    // A status change waits for the incident's workflow to answer: Temporal serves again, with
+    // the state it had (the same SQLite file).
+    const moved = await eventually(async () => {
+      const res = await api(stack, 'PATCH', `/v1/incidents/${before.body.incidentId}`, { status: 'investigating' });
+      return res.status === 200 ? res : undefined;
+    }, 60_000);
+    expect(moved.body).toMatchObject({ incidentId: before.body.incidentId, status: 'investigating' });
+    await stack.stop({ keepData: true });
+    expect(isRunning(restarted, ['start-dev'])).toBe(false);
+    expect(existsSync(pidFile)).toBe(false);
+  }, 240_000);
+});

@@ -58,6 +58,15 @@ export interface DevServerOptions {
   log: Log;
   /** Server dynamic configuration (`--dynamic-config-value key=<JSON>`), e.g. a lower history limit for a test. */
   dynamicConfig?: Record<string, unknown>;
+  /**
+   * Restart the server when it exits on its own (decision 223): after 1 s, doubling to 30 s
+   * while it keeps exiting within a minute of its start. `exited` is told before each restart,
+   * `restarted` after it, with the new process id.
+   */
+  supervise?: {
+    exited(how: { code: number | null; signal: NodeJS.Signals | null; restartInMs: number }): void;
+    restarted(pid: number | undefined): void;
+  };
 }
 
 export interface RunningDevServer {
@@ -135,22 +144,52 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
   ];
   if (options.dbFilename) mkdirSync(path.dirname(options.dbFilename), { recursive: true });
   const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
-  const child = spawn(options.cliPath, args, { stdio: ['ignore', out, out] });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const cliPath = options.cliPath;
+  const launch = () => {
+    const process = spawn(cliPath, args, { stdio: ['ignore', out, out] });
+    return { process, exited: new Promise<void>((resolve) => process.once('exit', () => resolve())) };
+  };
+  let child = launch();
   try {
-    await waitForServer(address, options.namespace, child, 60_000);
+    await waitForServer(address, options.namespace, child.process, 60_000);
   } catch (err) {
-    child.kill('SIGKILL');
+    child.process.kill('SIGKILL');
     throw err;
+  }
+  let stopping = false;
+  let restart: NodeJS.Timeout | undefined;
+  const supervise = options.supervise;
+  if (supervise) {
+    let delay = 1_000;
+    const watch = (current: ChildProcess, startedAt: number) => {
+      current.once('exit', (code, signal) => {
+        if (stopping) return;
+        if (Date.now() - startedAt > 60_000) delay = 1_000; // it ran a while: not a crash loop
+        supervise.exited({ code, signal, restartInMs: delay });
+        restart = setTimeout(() => {
+          if (stopping) return;
+          child = launch();
+          supervise.restarted(child.process.pid);
+          watch(child.process, Date.now());
+        }, delay);
+        delay = Math.min(delay * 2, 30_000);
+      });
+    };
+    watch(child.process, Date.now());
   }
   return {
     address,
     uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : null,
-    pid: child.pid,
+    get pid() {
+      return child.process.pid;
+    },
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      stopping = true;
+      clearTimeout(restart);
+      const { process, exited } = child;
+      if (process.exitCode !== null || process.signalCode !== null) return;
+      process.kill('SIGTERM');
+      const timer = setTimeout(() => process.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(timer);
     },

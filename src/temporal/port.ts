@@ -240,11 +240,12 @@ export function createTemporalWorkflowPort(
   const gated = createTemporalGate(probe(TEMPORAL_PROBE_MS));
   const watched = watchTemporalCall(probe(TEMPORAL_WATCH_PROBE_MS), options.watchMs ?? TEMPORAL_WATCH_MS);
   const port = ungatedPort(client, taskQueue);
-  // A start or a signal is bounded by its deadline alone: watched, a call given up would retry on
-  // in the background, and the client's retry of it throws out of a timer once the connection
-  // is closed (decision 216).
+  // A start or a signal has its deadline and is watched too, so that a manual incident is
+  // answered (201; the dispatcher starts its workflow later) within a probe of the watch rather
+  // than at the deadline when Temporal does not answer. It was bounded by its deadline alone
+  // while the client's retry of a call given up threw out of a timer (decisions 216, 223).
   const through = <A extends unknown[], R>(method: (...args: A) => Promise<R>) => (...args: A) =>
-    gated(() => client.connection.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () => method(...args)));
+    gated(() => watched(() => client.connection.withDeadline(Date.now() + TEMPORAL_CALL_TIMEOUT_MS, () => method(...args))));
   const answered = <A extends unknown[], R>(method: (...args: A) => Promise<R>) => {
     const bounded = withAnswerDeadline(client, options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS, method);
     return (...args: A) => gated(() => watched(() => bounded(...args)));

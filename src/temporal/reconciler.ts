@@ -15,6 +15,7 @@ import { BODY_REPLAY_WINDOW_MS, DELIVERY_ID_RETENTION_MS, dispatchChannel } from
 import { purgeExpiredStreamTokens } from '../realtime/stream-tokens.js';
 import type { ReceivedAlert } from '../workflows/messages.js';
 import type { WorkflowPort } from './port.js';
+import { isWorkflowEngineUnavailable } from '../unavailable.js';
 
 export interface ReconcilerDeps {
   db: Db;
@@ -37,23 +38,32 @@ export const DISPATCH_CONCURRENCY = 8;
  * failure nothing more is tried (Temporal is likely unavailable: the next pass retries);
  * resolves with how many succeeded.
  */
-async function inWaves<T>(items: T[], work: (item: T) => Promise<void>, onError: (err: unknown, item: T) => void): Promise<number> {
+/**
+ * Runs `work` on `items`, `DISPATCH_CONCURRENCY` at a time, and stops after a wave with a
+ * failure. Failures because Temporal cannot be reached are told once a wave, by their first,
+ * with how many there were and no stack: while Temporal is away every item of every pass fails
+ * so, and one line per item buried the outage in hundreds of stack traces (decision 223).
+ */
+async function inWaves<T>(items: T[], work: (item: T) => Promise<void>, onError: (err: unknown, item: T, sameFailures?: number) => void): Promise<number> {
   let done = 0;
   for (let i = 0; i < items.length; i += DISPATCH_CONCURRENCY) {
     const wave = items.slice(i, i + DISPATCH_CONCURRENCY);
     const settled = await Promise.allSettled(wave.map((item) => work(item)));
-    let failed = false;
+    const unreachable: Array<{ err: unknown; item: T }> = [];
     settled.forEach((outcome, j) => {
       if (outcome.status === 'fulfilled') done++;
-      else {
-        failed = true;
-        onError(outcome.reason, wave[j]!);
-      }
+      else if (isWorkflowEngineUnavailable(outcome.reason)) unreachable.push({ err: outcome.reason, item: wave[j]! });
+      else onError(outcome.reason, wave[j]!);
     });
-    if (failed) break;
+    if (unreachable.length > 0) onError(unreachable[0]!.err, unreachable[0]!.item, unreachable.length);
+    if (settled.some((outcome) => outcome.status === 'rejected')) break;
   }
   return done;
 }
+
+/** What a dispatcher log line says of a failure: the error, or only its message for an outage. */
+const failureOf = (err: unknown, sameFailures?: number) =>
+  sameFailures === undefined ? { err } : { temporalUnavailable: (err as Error)?.message ?? String(err), failedInWave: sameFailures };
 
 /**
  * Starts the workflow of every incident that has none yet: automated incidents (opened by
@@ -79,7 +89,7 @@ export async function reconcileIncidents(deps: ReconcilerDeps, options: { olderT
       await deps.workflows.startIncident(toWorkflowInput(row), row.title);
       await markWorkflowStarted(deps.db, row.id);
     },
-    (err, row) => deps.logger.warn({ err, incidentId: row.id }, 'could not start the incident workflow; will retry'),
+    (err, row, same) => deps.logger.warn({ ...failureOf(err, same), incidentId: row.id }, 'could not start the incident workflow; will retry'),
   );
 }
 
@@ -177,7 +187,7 @@ export async function deliverPendingAlerts(
         .where(inArray(ingestedEvents.id, group.alerts.map((a) => a.eventId)));
       delivered += group.alerts.length;
     },
-    (err, [incidentId]) => deps.logger.warn({ err, incidentId }, 'could not signal the incident workflow; will retry'),
+    (err, [incidentId], same) => deps.logger.warn({ ...failureOf(err, same), incidentId }, 'could not signal the incident workflow; will retry'),
   );
   return delivered;
 }

@@ -815,9 +815,18 @@ describe('Temporal unavailable during ingestion', () => {
       // A dispatcher whose Temporal is unreachable: a real client to a port nobody listens on.
       const deadAddress = `127.0.0.1:${await freePort()}`;
       const deadConnection = Connection.lazy(temporalConnectionOptions(deadAddress, { connectTimeout: 500 }));
-      const dead = passDeps(isolated, createTemporalWorkflowPort(new Client({ connection: deadConnection }), isolated.taskQueue));
+      const lines: string[] = [];
+      const dead = {
+        ...passDeps(isolated, createTemporalWorkflowPort(new Client({ connection: deadConnection }), isolated.taskQueue)),
+        logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }),
+      };
       expect(await reconcileIncidents(dead)).toBe(0);
       expect(await deliverPendingAlerts(dead)).toBe(0);
+      // Told as an outage: one line a wave, with how many failed so and no stack (decision 223).
+      const told = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+      expect(told.map((l) => l.msg)).toEqual(['could not start the incident workflow; will retry']); // its alert waits for the start
+      for (const line of told) expect(line).toMatchObject({ level: 40, failedInWave: 1, temporalUnavailable: expect.any(String), incidentId: id });
+      expect(told.some((l) => 'err' in l)).toBe(false);
       const [row] = await isolated.database.db.select().from(incidents).where(eq(incidents.id, id));
       expect(row!.workflowStartedAt).toBeNull();
       const waiting = await isolated.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.incidentId, id));

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { checkoutIncident } from '../helpers/remediation.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { eventually } from '../helpers/webhooks.js';
 
 let proxy: TcpProxy;
 let svc: TestService;
@@ -43,5 +44,24 @@ describe('a Temporal server that stops answering (connections open, nothing come
     const back = await svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'resolved' } });
     expect(back.status).toBe(200);
     expect(back.body.status).toBe('resolved');
+  }, 120_000);
+
+  it('answers a manual incident 201 within the watch, not at the start deadline, and its workflow runs once the server answers', async () => {
+    const tenant = await svc.newTenant({ plan: 'plan_business' });
+    proxy.stall();
+    // The start of its workflow is watched as the calls that wait for an answer are: before, the
+    // request waited for the start's 30 s deadline.
+    const created = await timed(svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Opened in the dark', description: 'Temporal answers nothing' } }));
+    expect(created.status).toBe(201);
+    expect(created.ms).toBeGreaterThanOrEqual(9_000);
+    expect(created.ms).toBeLessThan(25_000);
+    const [row] = await svc.database.sql<{ workflow_started_at: Date | null }[]>`select workflow_started_at from incidents where id = ${created.body.incidentId}`;
+    expect(row!.workflow_started_at).toBeNull(); // the dispatcher starts it once Temporal answers
+    await proxy.restore();
+    const moved = await eventually(async () => {
+      const res = await svc.api('PATCH', `/v1/incidents/${created.body.incidentId}`, { token: tenant.member, body: { status: 'investigating' } });
+      return res.status === 200 ? res : undefined;
+    }, 60_000);
+    expect(moved.body.status).toBe('investigating');
   }, 120_000);
 });
