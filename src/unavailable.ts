@@ -89,3 +89,12 @@ export function isDeadlineExceeded(err: unknown): boolean {
     (e) => e.name === 'WorkflowUpdateRPCTimeoutOrCancelledError' || (e.name === 'ServiceError' && ((e.cause ?? {}) as Cause).code === GRPC_DEADLINE_EXCEEDED),
   );
 }
+
+/**
+ * How a failure is logged: an outage (a dependency that cannot be reached) as its reason in one
+ * line, since an outage brings many and its stack says nothing; anything else with its error and
+ * stack (decision 223).
+ */
+export function failureLogFields(err: unknown): { reason: string } | { err: unknown } {
+  return isWorkflowEngineUnavailable(err) || isDependencyUnavailable(err) ? { reason: err instanceof Error ? err.message : String(err) } : { err };
+}

@@ -33,9 +33,8 @@ const UNLIMITED_PATHS = new Set(['/health', '/health/detailed']);
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
-const errorResponse = (description: string, headers: Record<string, { $ref: string }> = {}): ResponseObject => ({
+const errorResponse = (description: string): ResponseObject => ({
   description,
-  headers,
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
 });
 

@@ -146,14 +146,14 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
   const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
   const cliPath = options.cliPath;
   const launch = () => {
-    const process = spawn(cliPath, args, { stdio: ['ignore', out, out] });
-    return { process, exited: new Promise<void>((resolve) => process.once('exit', () => resolve())) };
+    const server = spawn(cliPath, args, { stdio: ['ignore', out, out] });
+    return { server, exited: new Promise<void>((resolve) => server.once('exit', () => resolve())) };
   };
   let child = launch();
   try {
-    await waitForServer(address, options.namespace, child.process, 60_000);
+    await waitForServer(address, options.namespace, child.server, 60_000);
   } catch (err) {
-    child.process.kill('SIGKILL');
+    child.server.kill('SIGKILL');
     throw err;
   }
   let stopping = false;
@@ -169,27 +169,27 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
         restart = setTimeout(() => {
           if (stopping) return;
           child = launch();
-          supervise.restarted(child.process.pid);
-          watch(child.process, Date.now());
+          supervise.restarted(child.server.pid);
+          watch(child.server, Date.now());
         }, delay);
         delay = Math.min(delay * 2, 30_000);
       });
     };
-    watch(child.process, Date.now());
+    watch(child.server, Date.now());
   }
   return {
     address,
     uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : null,
     get pid() {
-      return child.process.pid;
+      return child.server.pid;
     },
     async stop() {
       stopping = true;
       clearTimeout(restart);
-      const { process, exited } = child;
-      if (process.exitCode !== null || process.signalCode !== null) return;
-      process.kill('SIGTERM');
-      const timer = setTimeout(() => process.kill('SIGKILL'), 10_000);
+      const { server, exited } = child;
+      if (server.exitCode !== null || server.signalCode !== null) return;
+      server.kill('SIGTERM');
+      const timer = setTimeout(() => server.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(timer);
     },

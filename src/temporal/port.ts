@@ -148,7 +148,7 @@ export function sharedProbe(probe: () => Promise<unknown>): () => Promise<boolea
  * server silent), each later call first probes the server (`answers`, one probe shared by the
  * calls that wait on it) and fails at once with TemporalUnavailableError when the server still
  * does not answer. When it answers, calls go through as before. The first call of an outage
- * still waits out the client's retries, so a restart of a few seconds costs nobody an error.
+ * still waits for its watch (10 s, then a probe), so a restart of a few seconds costs nobody an error.
  */
 export function createTemporalGate(answers: () => Promise<boolean>): <T>(call: () => Promise<T>) => Promise<T> {
   let away = false;

@@ -15,7 +15,7 @@ import { BODY_REPLAY_WINDOW_MS, DELIVERY_ID_RETENTION_MS, dispatchChannel } from
 import { purgeExpiredStreamTokens } from '../realtime/stream-tokens.js';
 import type { ReceivedAlert } from '../workflows/messages.js';
 import type { WorkflowPort } from './port.js';
-import { isWorkflowEngineUnavailable } from '../unavailable.js';
+import { failureLogFields, isWorkflowEngineUnavailable } from '../unavailable.js';
 
 export interface ReconcilerDeps {
   db: Db;
@@ -36,13 +36,10 @@ export const DISPATCH_CONCURRENCY = 8;
 /**
  * Runs `work` for the items, `DISPATCH_CONCURRENCY` at a time, in order. After a wave with a
  * failure nothing more is tried (Temporal is likely unavailable: the next pass retries);
- * resolves with how many succeeded.
- */
-/**
- * Runs `work` on `items`, `DISPATCH_CONCURRENCY` at a time, and stops after a wave with a
- * failure. Failures because Temporal cannot be reached are told once a wave, by their first,
- * with how many there were and no stack: while Temporal is away every item of every pass fails
- * so, and one line per item buried the outage in hundreds of stack traces (decision 223).
+ * resolves with how many succeeded. Failures because Temporal cannot be reached are told once a
+ * wave, by their first, with how many there were and no stack: while Temporal is away every item
+ * of every pass fails so, and one line per item buried the outage in hundreds of stack traces
+ * (decision 223).
  */
 async function inWaves<T>(items: T[], work: (item: T) => Promise<void>, onError: (err: unknown, item: T, sameFailures?: number) => void): Promise<number> {
   let done = 0;
@@ -61,9 +58,8 @@ async function inWaves<T>(items: T[], work: (item: T) => Promise<void>, onError:
   return done;
 }
 
-/** What a dispatcher log line says of a failure: the error, or only its message for an outage. */
-const failureOf = (err: unknown, sameFailures?: number) =>
-  sameFailures === undefined ? { err } : { temporalUnavailable: (err as Error)?.message ?? String(err), failedInWave: sameFailures };
+/** What a dispatcher log line says of a failure: the error, or for an outage its reason and count. */
+const failureOf = (err: unknown, sameFailures?: number) => (sameFailures === undefined ? { err } : { ...failureLogFields(err), failedInWave: sameFailures });
 
 /**
  * Starts the workflow of every incident that has none yet: automated incidents (opened by

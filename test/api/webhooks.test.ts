@@ -825,7 +825,7 @@ describe('Temporal unavailable during ingestion', () => {
       // Told as an outage: one line a wave, with how many failed so and no stack (decision 223).
       const told = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
       expect(told.map((l) => l.msg)).toEqual(['could not start the incident workflow; will retry']); // its alert waits for the start
-      for (const line of told) expect(line).toMatchObject({ level: 40, failedInWave: 1, temporalUnavailable: expect.any(String), incidentId: id });
+      for (const line of told) expect(line).toMatchObject({ level: 40, failedInWave: 1, reason: expect.any(String), incidentId: id });
       expect(told.some((l) => 'err' in l)).toBe(false);
       const [row] = await isolated.database.db.select().from(incidents).where(eq(incidents.id, id));
       expect(row!.workflowStartedAt).toBeNull();

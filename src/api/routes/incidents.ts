@@ -11,7 +11,7 @@ import { newId } from '../../ids.js';
 import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
-import { isWorkflowEngineUnavailable } from '../../unavailable.js';
+import { failureLogFields } from '../../unavailable.js';
 import {
   CreateIncidentBody,
   CreatedIncident,
@@ -110,8 +110,8 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
         await deps.workflows.startIncident(toWorkflowInput(row), row.title);
         await markWorkflowStarted(deps.db, row.id);
       } catch (err) {
-        if (isWorkflowEngineUnavailable(err)) c.get('logger').warn({ temporalUnavailable: (err as Error).message, incidentId: row.id }, 'workflow start failed; the reconciler will retry');
-        else c.get('logger').error({ err, incidentId: row.id }, 'workflow start failed; the reconciler will retry');
+        const fields = failureLogFields(err);
+        c.get('logger')['err' in fields ? 'error' : 'warn']({ ...fields, incidentId: row.id }, 'workflow start failed; the reconciler will retry');
       }
 
       const investigationsUsed = await usageCount(deps.db, { tenantId: auth.tenantId, period, metric: 'investigations' });
