@@ -29,6 +29,10 @@ export interface Stack {
   /** Its data folder (generated secrets, for more processes against the same stack). */
   dataDir: string;
   ports: StackPorts;
+  /** What the service printed so far (its banner, then its log lines at LOG_LEVEL warn). */
+  output(): string;
+  /** Resolves once the service process has exited (however it was stopped). */
+  stopped(): Promise<void>;
   /** Stops the service (SIGTERM) and removes its data folder unless `keepData`. */
   stop(options?: { keepData?: boolean }): Promise<void>;
 }
@@ -72,8 +76,8 @@ export async function startStack(env: Record<string, string> = {}, reuse?: { dat
   });
   ownSession(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let out = '';
   const printed = await new Promise<string>((resolve, reject) => {
-    let out = '';
     child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       if (out.includes('Stop with Ctrl-C.')) resolve(out);
@@ -90,6 +94,8 @@ export async function startStack(env: Record<string, string> = {}, reuse?: { dat
     pid: child.pid ?? 0,
     dataDir,
     ports,
+    output: () => out,
+    stopped: () => exited,
     async stop(options = {}) {
       child.kill('SIGTERM');
       await exited;

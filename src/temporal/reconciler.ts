@@ -298,7 +298,9 @@ export function startDispatcher(
       clearInterval(housekeepingTimer);
       if (delayed) clearTimeout(delayed);
       const listener = await listening;
-      await listener?.unlisten();
+      // Its connection may be gone already (PostgreSQL stopped first, as a terminal's Ctrl-C
+      // does): nothing is left to unlisten, and the rest of the stop must still run.
+      await listener?.unlisten().catch(() => undefined);
       await running;
       await housekeeping;
     },
