@@ -1,6 +1,10 @@
 import pino, { type Logger } from 'pino';
+import { fieldsWithoutQueryParameters, withoutQueryParameters } from './db/query-errors.js';
 
-/** Structured JSON logs; credentials are redacted wherever they might appear. */
+/**
+ * Structured JSON logs; credentials are redacted wherever they might appear, including the
+ * parameters of a failed statement in any error logged (decision 225).
+ */
 export function createLogger(level: string, base: Record<string, unknown> = {}): Logger {
   return pino({
     level,
@@ -13,6 +17,14 @@ export function createLogger(level: string, base: Record<string, unknown> = {}):
         'apiKey', '*.apiKey', 'signingSecret', '*.signingSecret', 'databaseUrl', '*.databaseUrl',
       ],
       censor: '[redacted]',
+    },
+    hooks: {
+      logMethod(args, method) {
+        const [first] = args as unknown[];
+        if (first instanceof Error) withoutQueryParameters(first);
+        else fieldsWithoutQueryParameters(first);
+        return method.apply(this, args);
+      },
     },
   });
 }

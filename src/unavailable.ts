@@ -1,3 +1,5 @@
+import { withoutQueryParameters } from './db/query-errors.js';
+
 /**
  * Whether an error means a dependency could not be reached or would not serve: PostgreSQL (a
  * restart, a failover, its connection limit, a full disk) or Temporal, as opposed to a fault
@@ -96,5 +98,19 @@ export function isDeadlineExceeded(err: unknown): boolean {
  * stack (decision 223).
  */
 export function failureLogFields(err: unknown): { reason: string } | { err: unknown } {
-  return isWorkflowEngineUnavailable(err) || isDependencyUnavailable(err) ? { reason: err instanceof Error ? err.message : String(err) } : { err };
+  return isWorkflowEngineUnavailable(err) || isDependencyUnavailable(err) ? { reason: failureReason(err) } : { err };
+}
+
+/**
+ * An error's message with its causes' (`Failed query: select …: connect ECONNREFUSED …`), and
+ * never a failed statement's parameters (decision 225).
+ */
+export function failureReason(err: unknown): string {
+  withoutQueryParameters(err);
+  const messages: string[] = [];
+  for (let e = err, depth = 0; e !== undefined && e !== null && depth < 5; e = e instanceof Error ? e.cause : undefined, depth++) {
+    const message = e instanceof Error ? e.message : String(e);
+    if (message && !messages.at(-1)?.endsWith(message)) messages.push(message);
+  }
+  return messages.join(': ');
 }

@@ -35,7 +35,7 @@ import { registerMemoryRoutes } from './routes/memory.js';
 import { registerAuditExportRoutes } from './routes/audit-export.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
-import { isDependencyUnavailable, isStatementTimeout, isWorkflowEngineUnavailable } from '../unavailable.js';
+import { failureReason, isDependencyUnavailable, isStatementTimeout, isWorkflowEngineUnavailable } from '../unavailable.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 /**
@@ -183,7 +183,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     const { status, body, logAs } = toErrorResponse(err);
     const logger = c.get('logger') ?? deps.logger;
     // An outage's 503s are expected and many: one line each, without the stack (decision 223).
-    if (status === 503) logger.warn({ reason: err instanceof Error ? err.message : String(err) }, logAs ?? 'unavailable'); // also a statement past its bound
+    if (status === 503) logger.warn({ reason: failureReason(err) }, logAs ?? 'unavailable'); // also a statement past its bound
     else if (status >= 500) logger.error({ err }, logAs ?? 'unhandled error');
     const failure = status === 401 || status === 403 ? authFailureOf(err, c, clientAddress(c, deps.config.trustProxy)) : null;
     if (failure) await auditAuthFailure(failure, c.get('requestId'));

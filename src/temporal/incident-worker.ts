@@ -1,9 +1,11 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ActivityInboundCallsInterceptor } from '@temporalio/worker';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
 import type { Db } from '../db/client.js';
+import { withoutQueryParameters } from '../db/query-errors.js';
 import type { ModelProvider } from '../analysis/types.js';
 import type { SkillRuntime } from '../skills/invoke.js';
 
@@ -27,6 +29,25 @@ export interface IncidentWorkerOptions {
   workflowBundlePath?: string;
 }
 
+/**
+ * An activity's failure goes into the workflow's history (its Web UI, `investigation.failed`) and
+ * the SDK's log: never with a failed statement's parameters (decision 225).
+ */
+const activityFailuresWithoutQueryParameters = (): { inbound: ActivityInboundCallsInterceptor } => ({
+  inbound: {
+    async execute(input, next) {
+      try {
+        return await next(input);
+      } catch (err) {
+        throw withoutQueryParameters(err);
+      }
+    },
+  },
+});
+
+/** The worker's interceptors (also given to the workers the tests start). */
+export const incidentWorkerInterceptors: WorkerOptions['interceptors'] = { activity: [activityFailuresWithoutQueryParameters] };
+
 export async function createIncidentWorker(options: IncidentWorkerOptions): Promise<Worker> {
   const workflowSource: Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'> = options.workflowBundlePath
     ? { workflowBundle: { codePath: options.workflowBundlePath } }
@@ -43,6 +64,7 @@ export async function createIncidentWorker(options: IncidentWorkerOptions): Prom
       ...(options.model ? { model: options.model } : {}),
       ...(options.exports ? { exports: options.exports } : {}),
     }),
+    interceptors: incidentWorkerInterceptors,
     shutdownGraceTime: '10 seconds',
   });
 }

@@ -248,6 +248,40 @@ describe('a dependency unavailable', () => {
     expect(verified.body).toMatchObject({ valid: true, firstInvalidAuditId: null });
   });
 
+  it("never logs a failed statement's parameters", async () => {
+    // Another session keeps the key table from being written: the new key's insert runs past the
+    // bound. Its parameters (the name given here, the signing secret made for it) must not be
+    // logged, nor answered (decision 225).
+    const name = `canary-${Date.now()}`;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holder = direct.begin(async (tx) => {
+      await tx`lock table api_keys in share mode`;
+      locked();
+      await released;
+    });
+    await isLocked;
+    const from = logLines.length;
+    try {
+      const res = await svc.api('POST', '/v1/api-keys', { token: tenant.admin, body: { name } });
+      expect(res.status).toBe(503);
+      expect(JSON.stringify(res.body)).not.toContain(name);
+    } finally {
+      release();
+      await holder;
+    }
+    const lines = logLines.slice(from);
+    const [timedOut] = lines.map((l) => JSON.parse(l) as { msg: string; reason?: string }).filter((l) => l.msg === 'a statement ran past its time bound');
+    // The statement and the driver's error, no parameters.
+    expect(timedOut?.reason).toMatch(/^Failed query: insert into "api_keys" \(.*\) values \(\$1, .*"revoked_at": canceling statement due to statement timeout$/);
+    expect(lines.filter((l) => l.includes(name))).toEqual([]);
+    expect(lines.some((l) => l.includes('params:'))).toBe(false);
+    const stored = await direct`select count(*)::int as n from api_keys where tenant_id = ${tenant.tenantId} and name = ${name}`;
+    expect(stored[0]!.n).toBe(0);
+  });
+
   /** A delivery whose key is refused once the database answers (nothing of it is written). */
   const unkeyedDelivery = (id: string, bytes?: number): IngestRequest => ({
     tenantId: tenant.tenantId,

@@ -13,6 +13,7 @@ import { createOpenAiCompatibleProvider } from '../../src/analysis/providers.js'
 import { connectDatabase } from '../../src/db/client.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
 import { createSkillRuntime } from '../../src/skills/invoke.js';
+import { incidentWorkerInterceptors } from '../../src/temporal/incident-worker.js';
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -50,6 +51,7 @@ const worker = await Worker.create({
   taskQueue: env('TASK_QUEUE'),
   workflowBundle: { codePath: env('WORKFLOW_BUNDLE') },
   activities,
+  interceptors: incidentWorkerInterceptors,
 });
 process.stdout.write('READY\n');
 await worker.run();

@@ -13,6 +13,7 @@ import { createActivities, type ActivityDeps } from '../../src/activities/index.
 import { createSkillCipher } from '../../src/skills/crypto.js';
 import { createSkillRuntime } from '../../src/skills/invoke.js';
 import { resolveTemporalCli, startDevServer, type RunningDevServer } from '../../src/temporal/dev-server.js';
+import { incidentWorkerInterceptors } from '../../src/temporal/incident-worker.js';
 import { freePort } from './ports.js';
 import { eventually } from './webhooks.js';
 import { startTestService, type TestService, type TestServiceOptions } from './service.js';
@@ -55,6 +56,7 @@ export async function startTestWorker(
     taskQueue: svc.taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
     activities: { ...activities, ...(typeof overrides === 'function' ? overrides(activities) : overrides) },
+    interceptors: incidentWorkerInterceptors,
     shutdownGraceTime: '100 milliseconds',
   });
   const running = worker.run();
