@@ -13,11 +13,19 @@ const optionalString = z
   .transform((v) => (v === '' ? undefined : v))
   .optional();
 
+/** Node's fetch refuses a URL with credentials, and its error quotes the URL whole: refused here. */
+const withoutCredentials = (url: string) => {
+  if (!URL.canParse(url)) return true; // refused as no URL already
+  const parsed = new URL(url);
+  return parsed.username === '' && parsed.password === '';
+};
+const CREDENTIALS_IN_URL = { message: 'must not hold credentials (user:password@); give them in their own setting' };
+
 const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: port.default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
-  PUBLIC_BASE_URL: z.url().optional(),
+  PUBLIC_BASE_URL: z.url().refine(withoutCredentials, CREDENTIALS_IN_URL).optional(),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
@@ -35,7 +43,7 @@ const envSchema = z.object({
   TEMPORAL_ANSWER_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(120_000),
   PG_PORT: port.default(5433),
   JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
-  JWKS_URL: z.url().optional(),
+  JWKS_URL: z.url().refine(withoutCredentials, CREDENTIALS_IN_URL).optional(),
   JWT_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600),
   DATA_DIR: optionalString,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -64,7 +72,10 @@ const envSchema = z.object({
       message: 'must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.1.0.0/16,127.0.0.1/32)',
     })
     .default([]),
-  LLM_BASE_URL: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://api.openai.com/v1' }).optional(),
+  LLM_BASE_URL: z
+    .url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://api.openai.com/v1' })
+    .refine(withoutCredentials, { message: 'must not hold credentials (user:password@); give the key as LLM_API_KEY' })
+    .optional(),
   LLM_API_KEY: optionalString,
   LLM_MODEL: z.string().trim().min(1).max(200).default('gpt-4o-mini'),
   // Below triage's 60 s activity timeout, so a slow model falls back to the built-in analyzer (decision 180).
@@ -72,7 +83,10 @@ const envSchema = z.object({
   LLM_COST_PER_1K_TOKENS: z.coerce.number().min(0).max(1000).default(0),
   EXPORT_DIR: optionalString,
   EXPORT_URL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
-  S3_ENDPOINT: z.url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://s3.eu-west-1.amazonaws.com' }).optional(),
+  S3_ENDPOINT: z
+    .url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://s3.eu-west-1.amazonaws.com' })
+    .refine(withoutCredentials, { message: 'must not hold credentials (user:password@); give them as S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY' })
+    .optional(),
   S3_REGION: z.string().trim().min(1).default('us-east-1'),
   S3_ACCESS_KEY_ID: optionalString,
   S3_SECRET_ACCESS_KEY: optionalString,

@@ -1,15 +1,17 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import { fieldsWithoutQueryParameters, withoutQueryParameters } from './db/query-errors.js';
 
 /**
  * Structured JSON logs; credentials are redacted wherever they might appear, including the
  * parameters of a failed statement in any error logged (decision 225).
  */
-export function createLogger(level: string, base: Record<string, unknown> = {}): Logger {
-  return pino({
+export function createLogger(level: string, base: Record<string, unknown> = {}, destination?: DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     level,
     base: { service: 'incident-service', ...base },
     timestamp: pino.stdTimeFunctions.isoTime,
+    // The Temporal SDK logs an activity's failure as `error`: with its message and stack, as `err`.
+    serializers: { error: pino.stdSerializers.err },
     redact: {
       paths: [
         'authorization', '*.authorization', 'headers.authorization', '*.headers.authorization',
@@ -26,5 +28,6 @@ export function createLogger(level: string, base: Record<string, unknown> = {}):
         return method.apply(this, args);
       },
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

@@ -57,6 +57,22 @@ describe('loadConfig', () => {
     expect(() => loadConfig(env)).toThrow(new RegExp(variable));
   });
 
+  it.each(['LLM_BASE_URL', 'S3_ENDPOINT', 'JWKS_URL', 'PUBLIC_BASE_URL'])('refuses credentials in %s, without quoting them', (variable) => {
+    const env = { [variable]: 'https://someone:canary-password@example.com/v1', S3_ACCESS_KEY_ID: 'AKIA', S3_SECRET_ACCESS_KEY: 'secret' };
+    const refused = (() => {
+      try {
+        loadConfig(env);
+      } catch (err) {
+        return err;
+      }
+    })();
+    expect(refused).toBeInstanceOf(ConfigError);
+    expect(String((refused as Error).message)).toMatch(new RegExp(`${variable}: must not hold credentials`));
+    expect(String((refused as Error).message)).not.toContain('canary-password');
+    // The same URL without them is taken.
+    expect(() => loadConfig({ ...env, [variable]: 'https://example.com/v1' })).not.toThrow();
+  });
+
   it('accepts production with a JWKS URL and no secret, and treats empty values as unset', () => {
     expect(loadConfig({ NODE_ENV: 'production', JWKS_URL: 'https://idp.example.com/jwks' }).auth.jwtSecret).toBeUndefined();
     expect(loadConfig({ PORT: '', DATABASE_URL: '' }).port).toBe(8080);

@@ -84,7 +84,9 @@ export async function startEmbeddedPostgres(options: {
     persistent: true,
     createPostgresUser: userInfo().uid === 0,
     // No unix socket (its default folder may not exist or be writable); TCP on loopback only.
-    postgresFlags: ['-c', 'unix_socket_directories=', '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    // Terse errors: a DETAIL or CONTEXT line quotes the values a statement was refused for
+    // (decision 226), and this log reaches ours at debug level and in `supervise.exited`.
+    postgresFlags: ['-c', 'unix_socket_directories=', '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'log_error_verbosity=terse'],
     onLog: (message: string) => {
       lastLines = message.trim().split('\n').slice(-3).join('\n');
       options.log(message.trim());

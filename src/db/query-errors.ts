@@ -7,9 +7,14 @@
  *
  * `withoutQueryParameters` removes them, in place, from the error and its causes, so whatever
  * logs or reports the error later sees only the statement and the driver's error (its cause).
+ * The driver's error (postgres.js `PostgresError`) can quote values too: `detail` ("Key
+ * (name)=(…) already exists", "Failing row contains (…)"), `where` (the JSON text a value was
+ * refused in) and `internal_query`; they stay readable by code but are no longer enumerable, so
+ * neither a log line nor a serialized failure carries them.
  * The logger applies it to every error it is given, the worker to every activity failure.
  */
 type QueryError = Error & { query: string; params?: unknown };
+const VALUE_FIELDS = ['detail', 'where', 'internal_query'] as const;
 
 function isQueryError(e: unknown): e is QueryError {
   return e instanceof Error && typeof (e as Partial<QueryError>).query === 'string' && 'params' in e && e.message.startsWith('Failed query: ');
@@ -18,6 +23,11 @@ function isQueryError(e: unknown): e is QueryError {
 export function withoutQueryParameters<T>(err: T): T {
   let e: unknown = err;
   for (let depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e.name === 'PostgresError') {
+      for (const field of VALUE_FIELDS) {
+        if (Object.prototype.propertyIsEnumerable.call(e, field)) Object.defineProperty(e, field, { enumerable: false });
+      }
+    }
     if (!isQueryError(e)) continue;
     const message = `Failed query: ${e.query}`;
     if (e.message === message) continue;

@@ -17,6 +17,7 @@ import type { SkillCipher } from './crypto.js';
 import { SkillFailure } from './failure.js';
 import { callHttpSkill, type HttpCallLimits, type HttpMethod } from './http.js';
 import { checkInput, describeProblems } from './json-schema.js';
+import { storableCopy } from '../api/middleware/storable-text.js';
 import { NetworkAllowlist } from './networks.js';
 import { systemResolver, type HostResolver } from './ssrf.js';
 import type { InvokeSkillRequest, SkillErrorInfo, SkillOutcome } from './types.js';
@@ -81,6 +82,26 @@ export interface SkillInvoker {
   invoke(request: InvokeSkillRequest, on?: SkillDb): Promise<SkillOutcome>;
 }
 
+/** `value` with every occurrence of the `secrets` in its strings (keys included) masked. */
+export function withoutValues(value: unknown, secrets: string[]): unknown {
+  // "Bearer <token>" is also echoed as the token alone.
+  const masked = secrets
+    .flatMap((secret) => [secret, /^[A-Za-z-]+ +(\S.*)$/.exec(secret)?.[1] ?? ''])
+    .filter((secret) => secret.length >= MASKED_MIN_LENGTH)
+    .sort((a, b) => b.length - a.length);
+  if (masked.length === 0) return value;
+  const mask = (text: string) => masked.reduce((out, secret) => out.split(secret).join('[redacted]'), text);
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return mask(v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, child]) => [mask(k), walk(child)]));
+    return v;
+  };
+  return walk(value);
+}
+/** Shorter header values ("json", "1") are not secrets, and masking them would garble answers. */
+const MASKED_MIN_LENGTH = 8;
+
 export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger?: Pick<Logger, 'info' | 'warn'> }): SkillInvoker {
   const { runtime } = deps;
 
@@ -120,18 +141,26 @@ export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger
         throw new SkillFailure('secret_unreadable', (err as Error).message);
       }
     }
-    const result = await callHttpSkill({
-      url: config.url,
-      method: config.method,
-      headers,
-      input,
-      allowPlainHttp: tenant.settings.allowHttpSkills === true,
-      allowlist: runtime.allowlist,
-      resolver: runtime.resolver,
-      limits: runtime.limits,
-      onRetry: (attempt, error) => log('skill call retried', { attempt, code: error.code, message: error.message }),
-    });
-    return result.body;
+    // What the endpoint answers is kept, returned and may reach a workflow's history: never with
+    // a header value it echoes (a key in an error page), and never with text PostgreSQL refuses.
+    const secrets = Object.values(headers);
+    try {
+      const result = await callHttpSkill({
+        url: config.url,
+        method: config.method,
+        headers,
+        input,
+        allowPlainHttp: tenant.settings.allowHttpSkills === true,
+        allowlist: runtime.allowlist,
+        resolver: runtime.resolver,
+        limits: runtime.limits,
+        onRetry: (attempt, error) => log('skill call retried', { attempt, code: error.code, message: error.message }),
+      });
+      return storableCopy(withoutValues(result.body, secrets));
+    } catch (err) {
+      if (!(err instanceof SkillFailure) || err.details === undefined) throw err;
+      throw new SkillFailure(err.code, withoutValues(err.message, secrets) as string, storableCopy(withoutValues(err.details, secrets)));
+    }
   }
 
   return {

@@ -29,6 +29,7 @@ import {
 import { callHttpSkill } from '../skills/http.js';
 import { createSkillInvoker, type SkillRuntime } from '../skills/invoke.js';
 import type { WorkflowPort } from '../temporal/port.js';
+import { failureReason } from '../unavailable.js';
 
 export const TRIGGERS_CONSUMER = 'triggers';
 
@@ -245,7 +246,8 @@ export function createTriggerDispatcher(deps: TriggerDispatcherDeps, options: Tr
           if (!trigger || !event) throw new Error('The trigger or its event is gone');
           await execute(trigger, event);
         } catch (err) {
-          error = (err as Error).message.slice(0, 1000);
+          // Kept and audited, so never with a failed statement's parameters (decision 225).
+          error = failureReason(err).slice(0, 1000);
           status = firing.attempts >= maxRuns ? 'failed' : 'pending';
           deps.logger.warn({ firingId: firing.id, triggerId: firing.triggerId, attempts: firing.attempts, error }, 'trigger action failed');
         }

@@ -116,8 +116,11 @@ afterAll(async () => {
 describe('http skills', () => {
   it('GET: sends the decrypted headers and the input as query parameters, returns JSON, records the invocation', async () => {
     const skillId = await insertSkill({ headers: { Authorization: SECRET, 'X-Api-Key': API_KEY } });
+    const before = server.hits('/echo').length;
     const outcome = await invoke({ tenantId, skillId, input: { customer: 'c-42', verbose: true } });
-    expect(success(outcome)).toEqual({ method: 'GET', query: { customer: 'c-42', verbose: 'true' }, body: null, authorization: SECRET, apiKey: API_KEY });
+    expect(server.hits('/echo')[before]!.headers).toMatchObject({ authorization: SECRET, 'x-api-key': API_KEY });
+    // The echoed header values come back masked (decision 226).
+    expect(success(outcome)).toEqual({ method: 'GET', query: { customer: 'c-42', verbose: 'true' }, body: null, authorization: '[redacted]', apiKey: '[redacted]' });
     const [row] = await database.db.select().from(skillInvocations).where(eq(skillInvocations.id, outcome.invocationId));
     expect(row).toMatchObject({ tenantId, skillId, status: 'succeeded', input: { customer: 'c-42', verbose: true }, error: null });
     expect(row!.output).toEqual(success(outcome));
@@ -128,8 +131,9 @@ describe('http skills', () => {
     const skillId = await insertSkill({ method: 'POST', headers: { Authorization: SECRET } });
     const before = server.hits('/echo').length;
     const output = success(await invoke({ tenantId, skillId, input: { service: 'checkout', lines: [1, 2] } }));
-    expect(output).toMatchObject({ method: 'POST', body: { service: 'checkout', lines: [1, 2] }, authorization: SECRET });
+    expect(output).toMatchObject({ method: 'POST', body: { service: 'checkout', lines: [1, 2] }, authorization: '[redacted]' });
     const received = server.hits('/echo')[before]!;
+    expect(received.headers.authorization).toBe(SECRET);
     expect(received.headers['content-type']).toBe('application/json');
     expect(received.headers['accept-encoding']).toBe('identity');
   });
@@ -199,7 +203,9 @@ describe('http skills', () => {
 
   it('follows same-origin redirects, drops the configured headers across origins, and stops after 3', async () => {
     const same = await insertSkill({ url: `${server.url}/redirect?to=/echo`, headers: { Authorization: SECRET } });
-    expect(success(await invoke({ tenantId, skillId: same, input: {} })).authorization).toBe(SECRET);
+    const echoed = server.hits('/echo').length;
+    expect(success(await invoke({ tenantId, skillId: same, input: {} })).authorization).toBe('[redacted]');
+    expect(server.hits('/echo')[echoed]!.headers.authorization).toBe(SECRET);
     // api.skills.test and 127.0.0.1 are one server but two origins.
     const cross = await insertSkill({
       url: `http://api.skills.test:${server.port}/redirect?to=${encodeURIComponent(`${server.url}/echo`)}`,
@@ -270,7 +276,9 @@ describe('server-side request forgery', () => {
   it('connects to the address it checked: a second DNS answer (rebinding) is never asked for', async () => {
     rebindLookups = 0;
     const skillId = await insertSkill({ url: `http://rebind.skills.test:${server.port}/echo`, headers: { Authorization: SECRET } });
-    expect(success(await invoke({ tenantId, skillId, input: {} })).authorization).toBe(SECRET);
+    const before = server.hits('/echo').length;
+    expect(success(await invoke({ tenantId, skillId, input: {} })).authorization).toBe('[redacted]');
+    expect(server.hits('/echo')[before]!.headers.authorization).toBe(SECRET);
     expect(rebindLookups).toBe(1);
   });
 });

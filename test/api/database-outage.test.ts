@@ -9,6 +9,8 @@ import { createTemporalWorkflowPort, TemporalUnavailableError } from '../../src/
 import { temporalConnectionOptions } from '../../src/temporal/connection.js';
 import { isDependencyUnavailable, isWorkflowEngineUnavailable } from '../../src/unavailable.js';
 import { createApp } from '../../src/api/app.js';
+import { tenants } from '../../src/db/schema/tenants.js';
+import { createLogger } from '../../src/logger.js';
 import { freePort } from '../helpers/ports.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -280,6 +282,28 @@ describe('a dependency unavailable', () => {
     expect(lines.some((l) => l.includes('params:'))).toBe(false);
     const stored = await direct`select count(*)::int as n from api_keys where tenant_id = ${tenant.tenantId} and name = ${name}`;
     expect(stored[0]!.n).toBe(0);
+  });
+
+  it("logs no value the driver's error quotes, however the error is keyed", async () => {
+    // A unique violation: PostgreSQL's detail quotes the value ("Key (slug)=(…) already exists").
+    const slug = `canary-${Date.now()}`;
+    await svc.database.db.insert(tenants).values({ id: `ten_${slug}`, name: 'Canary', slug, plan: 'plan_starter' });
+    const refused = await svc.database.db
+      .insert(tenants)
+      .values({ id: `ten_${slug}_2`, name: 'Canary', slug, plan: 'plan_starter' })
+      .then(() => undefined, (err: unknown) => err as Error & { cause: { code: string; detail: string } });
+    expect(refused?.cause.code).toBe('23505');
+    const lines: string[] = [];
+    const logger = createLogger('debug', {}, { write: (line: string) => void lines.push(line) });
+    logger.warn({ error: refused, durationMs: 1 }, 'as the Temporal SDK logs an activity failure');
+    logger.child({ component: 'api' }).error({ err: refused }, 'as the error handler logs it');
+    logger.warn({ failure: refused }, 'under a key with no serializer');
+    expect(lines).toHaveLength(3);
+    expect(lines.filter((line) => line.includes(slug))).toEqual([]);
+    expect(lines.map((line) => line.includes('duplicate key value violates unique constraint'))).toEqual([true, true, false]);
+    expect(lines[2]).toContain('"constraint_name":"tenants_slug_unique"');
+    // Code still reads what it needs.
+    expect(refused?.cause.detail).toContain(slug);
   });
 
   /** A delivery whose key is refused once the database answers (nothing of it is written). */

@@ -448,12 +448,10 @@ describe('POST /api/v1/tenants/{tenantId}/skills/{skillId}/test', () => {
       skillId,
       invocationId: expect.stringMatching(/^ski_/),
       ok: true,
-      output: { method: 'GET', query: { customerId: 'c-7' }, body: null, authorization: SECRET, apiKey: null },
+      // The echo carries the header back; what is kept and answered has it masked (decision 226).
+      output: { method: 'GET', query: { customerId: 'c-7' }, body: null, authorization: '[redacted]', apiKey: null },
       durationMs: expect.any(Number),
     });
-    // The echo carries the secret back: that is the tenant's own server answering. Drop it from
-    // the responses that must never hold a header value.
-    responses.pop();
     expect(server.hits('/echo').length - before).toBe(1);
     expect(server.hits('/echo').at(-1)!.headers.authorization).toBe(SECRET);
     // The workflow ran (workflow id = invocation id) and recorded the invocation.
@@ -487,6 +485,33 @@ describe('POST /api/v1/tenants/{tenantId}/skills/{skillId}/test', () => {
       code: 'ssrf_blocked',
     });
     expect(server.received.length).toBe(before + 1); // only the redirect reached our server
+  });
+
+  it('masks a header value the endpoint echoes, in the answer, the stored invocation and the workflow history', async () => {
+    const { skillId } = await createSkill(httpSkill({ config: { url: `${server.url}/echo-500`, method: 'GET', headers: { Authorization: SECRET } }, inputSchema: undefined }));
+    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: {} } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ ok: false, error: { code: 'http_error', message: expect.stringMatching(/answered 500/), details: { status: 500 } } });
+    const excerpt = res.body.error.details.body as string;
+    expect(excerpt).toContain('"authorization":"[redacted]"');
+    expect(excerpt).toContain('"token":"[redacted]"'); // the credential without its scheme
+    expect(server.hits('/echo-500').at(-1)!.headers.authorization).toBe(SECRET); // it was sent
+    const [row] = await svc.database.db.select().from(skillInvocations).where(eq(skillInvocations.id, res.body.invocationId));
+    expect(JSON.stringify(row)).toContain('[redacted]');
+    expect(JSON.stringify(row)).not.toContain('sk-live');
+    const history = JSON.stringify(await svc.client.workflow.getHandle(res.body.invocationId).fetchHistory());
+    expect(history).not.toContain('sk-live');
+  });
+
+  it('keeps an answer with text PostgreSQL cannot store, once: each NUL becomes U+FFFD', async () => {
+    const { skillId } = await createSkill(httpSkill({ config: { url: `${server.url}/nul`, method: 'GET' }, inputSchema: undefined }));
+    const before = server.hits('/nul').length;
+    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: {} } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ ok: true, output: { status: 'ok', note: 'a\uFFFDb', 'k\uFFFD': 1 } });
+    expect(server.hits('/nul').length - before).toBe(1);
+    const [row] = await svc.database.db.select().from(skillInvocations).where(eq(skillInvocations.id, res.body.invocationId));
+    expect(row).toMatchObject({ status: 'succeeded', output: { status: 'ok', note: 'a\uFFFDb', 'k\uFFFD': 1 } });
   });
 
   it('400 validation_error with details for input that does not match the input schema; nothing runs', async () => {

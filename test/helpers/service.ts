@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import pino from 'pino';
+import { createLogger } from '../../src/logger.js';
 import postgres from 'postgres';
 import { inject } from 'vitest';
 import { createApp } from '../../src/api/app.js';
@@ -145,9 +145,10 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const address = options.temporalAddress ?? inject('temporalAddress');
   const taskQueue = uniqueName('tq');
   const logLines = options.logLines;
+  // The service's own logger (its redaction and its hook on errors), into `logLines`.
   const logger = logLines
-    ? pino({ level: 'debug' }, { write: (line: string) => void logLines.push(line) })
-    : pino({ level: process.env.TEST_VERBOSE ? 'debug' : 'silent' });
+    ? createLogger('debug', {}, { write: (line: string) => void logLines.push(line) })
+    : createLogger(process.env.TEST_VERBOSE ? 'debug' : 'silent');
   const skills: SkillRuntime = createSkillRuntime({
     cipher: createSkillCipher(TEST_SKILL_KEY),
     allowedNetworks: options.skills?.allowedNetworks ?? [],

@@ -56,6 +56,13 @@ export async function startSkillServer(): Promise<SkillServer> {
             authorization: req.headers.authorization ?? null,
             apiKey: req.headers['x-api-key'] ?? null,
           });
+        case '/echo-500':
+          // An error page that quotes the request, as some frameworks' debug pages do.
+          return json(500, { error: 'boom', request: { headers: req.headers, token: String(req.headers.authorization ?? '').replace(/^Bearer /, '') } });
+        case '/nul':
+          // Text PostgreSQL cannot store (a NUL), in a valid JSON answer.
+          res.writeHead(200, { 'content-type': 'application/json' });
+          return res.end('{"status":"ok","note":"a\\u0000b","k\\u0000":1}');
         case '/unhealthy':
           return json(200, { healthy: false, reason: 'checkout still answers 502' });
         case '/logs':
