@@ -182,8 +182,10 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
   };
 }
 
-/** Stops the parts in reverse order of start on SIGINT/SIGTERM, then exits. */
-/** Stops the parts, last started first, on SIGINT or SIGTERM; tells whether that has begun. */
+/**
+ * Stops the parts in reverse order of start on SIGINT/SIGTERM, then exits. The function it returns
+ * tells whether that has begun (supervisions must not restart what the signal stopped).
+ */
 export function stopOnSignals(parts: Stoppable[], logger: Logger): () => boolean {
   let stopping = false;
   const stopAll = async (signal: string) => {

@@ -82,8 +82,11 @@ export interface SkillInvoker {
   invoke(request: InvokeSkillRequest, on?: SkillDb): Promise<SkillOutcome>;
 }
 
+/** Shorter header values ("json", "1") are not secrets, and masking them would garble answers. */
+const MASKED_MIN_LENGTH = 8;
+
 /** `value` with every occurrence of the `secrets` in its strings (keys included) masked. */
-export function withoutValues(value: unknown, secrets: string[]): unknown {
+function withoutValues(value: unknown, secrets: string[]): unknown {
   // "Bearer <token>" is also echoed as the token alone.
   const masked = secrets
     .flatMap((secret) => [secret, /^[A-Za-z-]+ +(\S.*)$/.exec(secret)?.[1] ?? ''])
@@ -99,8 +102,6 @@ export function withoutValues(value: unknown, secrets: string[]): unknown {
   };
   return walk(value);
 }
-/** Shorter header values ("json", "1") are not secrets, and masking them would garble answers. */
-const MASKED_MIN_LENGTH = 8;
 
 export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger?: Pick<Logger, 'info' | 'warn'> }): SkillInvoker {
   const { runtime } = deps;

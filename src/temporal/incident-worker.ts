@@ -1,7 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ActivityInboundCallsInterceptor } from '@temporalio/worker';
-import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type ActivityInboundCallsInterceptor, type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
 import type { Db } from '../db/client.js';
