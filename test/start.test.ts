@@ -83,6 +83,20 @@ describe('npm start after it was killed', () => {
   }, 240_000);
 });
 
+/**
+ * Kills the process in `pidFile` with SIGKILL and waits for the supervision to record a new one
+ * there (running, with `mustInclude` in its command line); answers its pid.
+ */
+async function killAndAwaitRestart(pidFile: string, mustInclude: string[]): Promise<number> {
+  const crashed = pidFromFile(pidFile)!;
+  process.kill(crashed, 'SIGKILL');
+  await eventually(async () => !isRunning(crashed, mustInclude));
+  return eventually(async () => {
+    const pid = pidFromFile(pidFile);
+    return pid !== undefined && pid !== crashed && isRunning(pid, mustInclude) ? pid : undefined;
+  }, 30_000);
+}
+
 describe('npm start when its Temporal dev server dies', () => {
   it('starts the server again, and the calls that need Temporal go through again', async () => {
     const stack = await startStack();
@@ -90,14 +104,8 @@ describe('npm start when its Temporal dev server dies', () => {
     const before = await api(stack, 'POST', '/v1/incidents/chat', { title: 'Before the crash', description: 'Opened while Temporal ran' });
     expect(before.status).toBe(201);
     const pidFile = path.join(stack.dataDir, 'temporal.pid');
-    const crashed = pidFromFile(pidFile)!;
-    process.kill(crashed, 'SIGKILL');
-    await eventually(async () => !isRunning(crashed, ['start-dev']));
     // A new server process, recorded where the next start looks for leftovers.
-    const restarted = await eventually(async () => {
-      const pid = pidFromFile(pidFile);
-      return pid !== undefined && pid !== crashed && isRunning(pid, ['start-dev', stack.dataDir]) ? pid : undefined;
-    }, 30_000);
+    const restarted = await killAndAwaitRestart(pidFile, ['start-dev', stack.dataDir]);
     // A status change waits for the incident's workflow to answer: Temporal serves again, with
     // the state it had (the same SQLite file).
     const moved = await eventually(async () => {
@@ -117,16 +125,9 @@ describe('npm start when its embedded PostgreSQL dies', () => {
     started.push(stack);
     const before = await api(stack, 'POST', '/v1/incidents/chat', { title: 'Before the crash', description: 'Opened while PostgreSQL ran' });
     expect(before.status).toBe(201);
-    const pidFile = path.join(stack.dataDir, 'postgres', 'postmaster.pid');
-    const crashed = pidFromFile(pidFile)!;
-    process.kill(crashed, 'SIGKILL');
-    await eventually(async () => !isRunning(crashed, [stack.dataDir]));
     // A new postmaster on the same data folder (its crashed backends may hold the shared memory
     // for a moment, which the supervision's retries ride out).
-    const restarted = await eventually(async () => {
-      const pid = pidFromFile(pidFile);
-      return pid !== undefined && pid !== crashed && isRunning(pid, [stack.dataDir]) ? pid : undefined;
-    }, 30_000);
+    const restarted = await killAndAwaitRestart(path.join(stack.dataDir, 'postgres', 'postmaster.pid'), [stack.dataDir]);
     // The pools reconnect on their own: what was committed before the crash is there, and new
     // writes go through.
     const read = await eventually(async () => {

@@ -4,6 +4,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
+import { restartDelays, type Supervision } from '../supervision.js';
 
 type Log = (message: string) => void;
 
@@ -64,11 +65,7 @@ export async function startEmbeddedPostgres(options: {
    * No restart once `shuttingDown()` is true: a terminal's Ctrl-C stops PostgreSQL before the
    * launcher does.
    */
-  supervise?: {
-    exited(how: { code: number | null; signal: NodeJS.Signals | null; restartInMs: number; lastLog: string }): void;
-    restarted(pid: number | undefined): void;
-    shuttingDown(): boolean;
-  };
+  supervise?: Supervision<{ lastLog: string }>;
 }): Promise<RunningPostgres> {
   const EmbeddedPostgres = await importEmbeddedPostgres();
   mkdirSync(options.dataDir, { recursive: true });
@@ -122,7 +119,7 @@ export async function startEmbeddedPostgres(options: {
   let starting: Promise<void> | undefined;
   const supervise = options.supervise;
   if (supervise) {
-    let delay = 1_000;
+    const nextDelay = restartDelays();
     const attempt = () => {
       restart = undefined;
       if (stopping || supervise.shuttingDown()) return;
@@ -140,19 +137,16 @@ export async function startEmbeddedPostgres(options: {
         },
       );
     };
-    const retry = (how: { code: number | null; signal: NodeJS.Signals | null }) => {
+    const retry = (how: { code: number | null; signal: NodeJS.Signals | null }, ranForMs?: number) => {
       if (stopping || supervise.shuttingDown()) return;
+      const delay = nextDelay(ranForMs);
       supervise.exited({ ...how, restartInMs: delay, lastLog: lastLines });
       restart = setTimeout(attempt, delay);
-      delay = Math.min(delay * 2, 30_000);
     };
     const watch = (startedAt: number) => {
       const child = server();
       if (!child) return;
-      const exited = (code: number | null, signal: NodeJS.Signals | null) => {
-        if (Date.now() - startedAt > 60_000) delay = 1_000; // it ran a while: not a crash loop
-        retry({ code, signal });
-      };
+      const exited = (code: number | null, signal: NodeJS.Signals | null) => retry({ code, signal }, Date.now() - startedAt);
       if (hasExited(child)) exited(child.exitCode, child.signalCode);
       else child.once('exit', exited);
     };

@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
+import { restartDelays, type Supervision } from '../supervision.js';
 import { projectRoot } from '../config.js';
 import { customSearchAttributes } from '../workflows/search-attributes.js';
 
@@ -64,11 +65,7 @@ export interface DevServerOptions {
    * `restarted` after it, with the new process id. No restart once `shuttingDown()` is true: a
    * terminal's Ctrl-C stops the server before the launcher does.
    */
-  supervise?: {
-    exited(how: { code: number | null; signal: NodeJS.Signals | null; restartInMs: number }): void;
-    restarted(pid: number | undefined): void;
-    shuttingDown(): boolean;
-  };
+  supervise?: Supervision;
 }
 
 export interface RunningDevServer {
@@ -162,11 +159,11 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
   let restart: NodeJS.Timeout | undefined;
   const supervise = options.supervise;
   if (supervise) {
-    let delay = 1_000;
+    const nextDelay = restartDelays();
     const watch = (current: ChildProcess, startedAt: number) => {
       current.once('exit', (code, signal) => {
         if (stopping || supervise.shuttingDown()) return;
-        if (Date.now() - startedAt > 60_000) delay = 1_000; // it ran a while: not a crash loop
+        const delay = nextDelay(Date.now() - startedAt);
         supervise.exited({ code, signal, restartInMs: delay });
         restart = setTimeout(() => {
           if (stopping || supervise.shuttingDown()) return;
@@ -174,7 +171,6 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
           supervise.restarted(child.server.pid);
           watch(child.server, Date.now());
         }, delay);
-        delay = Math.min(delay * 2, 30_000);
       });
     };
     watch(child.server, Date.now());
