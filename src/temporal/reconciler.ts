@@ -4,6 +4,7 @@ import type postgres from 'postgres';
 import type { Db } from '../db/client.js';
 import { markWorkflowStarted, toWorkflowInput } from '../db/repositories/incidents.js';
 import { purgeExpiredAudit } from '../db/repositories/audit-retention.js';
+import { NOTIFICATION_RETENTION_MS, purgeNotifications } from '../db/repositories/notifications.js';
 import { purgeRateLimitWindows } from '../db/repositories/rate-limits.js';
 import { purgeSkillInvocations, SKILL_INVOCATION_RETENTION_MS } from '../db/repositories/skill-invocations.js';
 import { purgeWebhookDeliveries } from '../db/repositories/webhook-deliveries.js';
@@ -199,7 +200,8 @@ export interface Dispatcher {
  * notifications, Temporal back after an outage, crashed api processes). Passes never overlap;
  * a wake-up during a pass schedules one more. Beside the passes, once at start and every
  * `housekeepingIntervalMs`, deletes expired rate-limit windows, webhook delivery records, stream
- * tokens, audit entries past their plan's retention, and skill invocation records past theirs.
+ * tokens, audit entries past their plan's retention, skill invocation records past theirs, and
+ * notifications past theirs.
  */
 export function startDispatcher(
   deps: ReconcilerDeps,
@@ -236,8 +238,9 @@ export function startDispatcher(
       const streamTokens = await purgeExpiredStreamTokens(deps.sql);
       const auditEntries = await purgeExpiredAudit(deps.sql, { shouldStop: () => stopped });
       const skillInvocations = await purgeSkillInvocations(deps.sql, SKILL_INVOCATION_RETENTION_MS, { shouldStop: () => stopped });
-      if (rateLimitWindows + deliveries + streamTokens + auditEntries + skillInvocations > 0) {
-        deps.logger.info({ rateLimitWindows, deliveries, streamTokens, auditEntries, skillInvocations }, 'housekeeping purged expired rows');
+      const notifications = await purgeNotifications(deps.sql, NOTIFICATION_RETENTION_MS, { shouldStop: () => stopped });
+      if (rateLimitWindows + deliveries + streamTokens + auditEntries + skillInvocations + notifications > 0) {
+        deps.logger.info({ rateLimitWindows, deliveries, streamTokens, auditEntries, skillInvocations, notifications }, 'housekeeping purged expired rows');
       }
     })()
       .catch((err: unknown) => deps.logger.warn({ err }, 'housekeeping failed; will retry'))

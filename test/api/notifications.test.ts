@@ -1,8 +1,12 @@
 import { eq, inArray } from 'drizzle-orm';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NOTIFICATION_RETENTION_MS, purgeNotifications } from '../../src/db/repositories/notifications.js';
 import { notifications } from '../../src/db/schema/remediation.js';
 import { newId } from '../../src/ids.js';
+import { startDispatcher } from '../../src/temporal/reconciler.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/webhooks.js';
 
 let svc: TestService;
 let tenantId: string;
@@ -152,5 +156,44 @@ describe('POST /v1/notifications/read', () => {
     }
     expect((await svc.api('POST', '/v1/notifications/read', { body: { all: true } })).status).toBe(401);
     expect((await svc.api('POST', '/v1/notifications/read', { token: other.admin, body: { notificationIds: Array.from({ length: 200 }, (_, i) => `ntf_${i}`) } })).status).toBe(204);
+  });
+});
+
+describe('retention', () => {
+  const day = 24 * 60 * 60 * 1000;
+  const ids = (token: string) => list(token).then((r) => ({ ids: r.body.items.map((i: { notificationId: string }) => i.notificationId), unread: r.body.unreadCount }));
+  const stored = async (wanted: string[]) =>
+    (await svc.database.db.select({ id: notifications.id }).from(notifications).where(inArray(notifications.id, wanted))).map((r) => r.id).sort();
+
+  it('deletes notifications past 30 days, read or not, oldest first in chunks; younger ones stay', async () => {
+    const token = svc.token(tenantId, 'member', { sub: 'returning' });
+    const [oldRead, oldUnread] = await seed(tenantId, 'returning', 2, 'incident.created', Date.now() - NOTIFICATION_RETENTION_MS - day);
+    const [young] = await seed(tenantId, 'returning', 1, 'incident.resolved', Date.now() - NOTIFICATION_RETENTION_MS + day);
+    const elsewhere = await seed(other.tenantId, 'returning', 1, 'incident.created', Date.now() - NOTIFICATION_RETENTION_MS - day);
+    expect((await svc.api('POST', '/v1/notifications/read', { token, body: { notificationIds: [oldRead] } })).status).toBe(204);
+    expect(await ids(token)).toEqual({ ids: [young, oldUnread, oldRead], unread: 2 });
+
+    // Stopped after its first statement of one row: only the oldest of all went.
+    let statements = 0;
+    expect(await purgeNotifications(svc.database.sql, NOTIFICATION_RETENTION_MS, { chunkSize: 1, shouldStop: () => statements++ > 0 })).toBe(1);
+    expect(await purgeNotifications(svc.database.sql, NOTIFICATION_RETENTION_MS, { chunkSize: 1 })).toBeGreaterThanOrEqual(2);
+    expect(await stored([oldRead!, oldUnread!, young!, ...elsewhere])).toEqual([young]);
+    expect(await ids(token)).toEqual({ ids: [young], unread: 1 });
+    expect(await purgeNotifications(svc.database.sql)).toBe(0);
+  });
+
+  it('is run by the dispatcher housekeeping', async () => {
+    const [old] = await seed(tenantId, 'housekept', 1, 'incident.created', Date.now() - NOTIFICATION_RETENTION_MS - day);
+    const [young] = await seed(tenantId, 'housekept', 1, 'incident.created', Date.now() - day);
+    const dispatcher = startDispatcher(
+      { db: svc.database.db, sql: svc.database.sql, workflows: svc.workflows, logger: pino({ level: 'silent' }) },
+      { listen: false, intervalMs: 60_000, housekeepingIntervalMs: 60_000 },
+    );
+    try {
+      await eventually(async () => (await stored([old!, young!])).length === 1, 5_000);
+      expect(await stored([old!, young!])).toEqual([young]);
+    } finally {
+      await dispatcher.stop();
+    }
   });
 });

@@ -120,7 +120,11 @@ export const notifications = pgTable(
     readAt: timestamp('read_at', { withTimezone: true, precision: 3 }),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
-  (t) => [index('notifications_user_created_idx').on(t.tenantId, t.userId, t.createdAt, t.id)],
+  (t) => [
+    index('notifications_user_created_idx').on(t.tenantId, t.userId, t.createdAt, t.id),
+    // The retention purge walks it oldest first (src/db/repositories/notifications.ts).
+    index('notifications_created_idx').on(t.createdAt),
+  ],
 );
 
 /** Where each durable consumer of the outbox (`events`) has got to, by `seq`. */
