@@ -58,6 +58,13 @@ const envSchema = z.object({
     .max(3_600_000)
     .refine((ms) => ms === 0 || ms >= 150_000, { message: 'must be 0 (no bound) or at least 150000: above the longest activity timeout (2 minutes)' })
     .default(300_000),
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(100_000)
+    .refine((n) => n !== 1, { message: 'must be 0 (no cache) or at least 2' })
+    .default(1000),
   SKILL_ENCRYPTION_KEY: z
     .string()
     .trim()
@@ -148,6 +155,11 @@ export interface Config {
    * only ends what nothing else would.
    */
   workerStatementTimeoutMs: number;
+  /**
+   * How many incident workflows the worker keeps in memory between their tasks (about 85 KB
+   * each); one evicted replays its history on its next task (decision 229).
+   */
+  workerMaxCachedWorkflows: number;
   skills: {
     /** AES-256-GCM key for skill header values; generated into DATA_DIR by `npm start` when unset. */
     encryptionKey: Buffer | undefined;
@@ -216,6 +228,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     webhookRateLimitPerMinute: e.WEBHOOK_RATE_LIMIT_PER_MINUTE,
     apiStatementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS,
     workerStatementTimeoutMs: e.WORKER_STATEMENT_TIMEOUT_MS,
+    workerMaxCachedWorkflows: e.WORKER_MAX_CACHED_WORKFLOWS,
     skills: {
       encryptionKey: e.SKILL_ENCRYPTION_KEY ? Buffer.from(e.SKILL_ENCRYPTION_KEY, 'base64') : undefined,
       allowedNetworks: e.SKILL_ALLOWED_NETWORKS,

@@ -156,6 +156,7 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
     logger,
     skills,
     exports: { exportDir: config.exports.dir, ...(config.exports.s3 ? { s3: config.exports.s3 } : {}) },
+    maxCachedWorkflows: config.workerMaxCachedWorkflows,
     ...(config.temporal.workflowBundlePath ? { workflowBundlePath: config.temporal.workflowBundlePath } : {}),
   });
   const running = worker.run();

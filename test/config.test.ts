@@ -37,6 +37,9 @@ describe('loadConfig', () => {
       dataDir: '/var/lib/incidents', logLevel: 'debug', workerStatementTimeoutMs: 600_000,
     });
     expect(loadConfig({ WORKER_STATEMENT_TIMEOUT_MS: '0' }).workerStatementTimeoutMs).toBe(0);
+    expect(loadConfig({}).workerMaxCachedWorkflows).toBe(1000);
+    expect(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: '0' }).workerMaxCachedWorkflows).toBe(0);
+    expect(loadConfig({ WORKER_MAX_CACHED_WORKFLOWS: '2' }).workerMaxCachedWorkflows).toBe(2);
   });
 
   it.each([
@@ -51,6 +54,8 @@ describe('loadConfig', () => {
     [{ TEMPORAL_ANSWER_TIMEOUT_MS: '10' }, 'TEMPORAL_ANSWER_TIMEOUT_MS'],
     [{ LLM_TIMEOUT_MS: '60000' }, 'LLM_TIMEOUT_MS'],
     [{ WORKER_STATEMENT_TIMEOUT_MS: '30000' }, 'WORKER_STATEMENT_TIMEOUT_MS'],
+    [{ WORKER_MAX_CACHED_WORKFLOWS: '1' }, 'WORKER_MAX_CACHED_WORKFLOWS'],
+    [{ WORKER_MAX_CACHED_WORKFLOWS: '-5' }, 'WORKER_MAX_CACHED_WORKFLOWS'],
     [{ NODE_ENV: 'production' }, 'JWT_SECRET'],
   ])('rejects %j naming %s', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);

@@ -26,7 +26,16 @@ export interface IncidentWorkerOptions {
   exports?: ActivityDeps['exports'];
   /** A prebuilt workflow bundle (tests build one per run); otherwise bundled at start. */
   workflowBundlePath?: string;
+  /**
+   * Workflows kept in memory between their tasks (`WORKER_MAX_CACHED_WORKFLOWS`; 0: none). Every
+   * incident not closed has a running workflow, so the SDK's default, sized from the heap limit,
+   * would let the worker grow by about 85 KB per open incident up to thousands (decision 229).
+   */
+  maxCachedWorkflows?: number;
 }
+
+/** The SDK's default of concurrent workflow tasks, which may not exceed a non-zero cache. */
+const WORKFLOW_TASK_SLOTS = 40;
 
 /**
  * An activity's failure goes into the workflow's history (its Web UI, `investigation.failed`) and
@@ -65,5 +74,11 @@ export async function createIncidentWorker(options: IncidentWorkerOptions): Prom
     }),
     interceptors: incidentWorkerInterceptors,
     shutdownGraceTime: '10 seconds',
+    ...(options.maxCachedWorkflows !== undefined
+      ? {
+          maxCachedWorkflows: options.maxCachedWorkflows,
+          maxConcurrentWorkflowTaskExecutions: options.maxCachedWorkflows === 0 ? WORKFLOW_TASK_SLOTS : Math.min(WORKFLOW_TASK_SLOTS, options.maxCachedWorkflows),
+        }
+      : {}),
   });
 }

@@ -110,6 +110,8 @@ export interface TestServiceOptions {
   /** `TRUST_PROXY`: the client address from `X-Forwarded-For` (default false). */
   trustProxy?: boolean;
   webhookRateLimitPerMinute?: number;
+  /** The worker's workflow cache (`WORKER_MAX_CACHED_WORKFLOWS`; the SDK's default when absent). */
+  maxCachedWorkflows?: number;
   /** Run without a worker on the task queue (health checks). */
   withoutWorker?: boolean;
   /** Run without the background dispatcher (tests that drive passes themselves). */
@@ -177,6 +179,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
         skills,
         exports: exportSettings,
         workflowBundlePath: inject('workflowBundlePath'),
+        ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
       });
   const running = worker ? worker.run() : Promise.resolve();
 
