@@ -7,6 +7,7 @@ import { purgeExpiredAudit } from '../db/repositories/audit-retention.js';
 import { NOTIFICATION_RETENTION_MS, purgeNotifications } from '../db/repositories/notifications.js';
 import { purgeRateLimitWindows } from '../db/repositories/rate-limits.js';
 import { purgeSkillInvocations, SKILL_INVOCATION_RETENTION_MS } from '../db/repositories/skill-invocations.js';
+import { purgeTriggerFirings, TRIGGER_FIRING_RETENTION_MS } from '../db/repositories/trigger-firings.js';
 import { purgeWebhookDeliveries } from '../db/repositories/webhook-deliveries.js';
 import { auditExports } from '../db/schema/audit.js';
 import { incidents } from '../db/schema/incidents.js';
@@ -200,8 +201,8 @@ export interface Dispatcher {
  * notifications, Temporal back after an outage, crashed api processes). Passes never overlap;
  * a wake-up during a pass schedules one more. Beside the passes, once at start and every
  * `housekeepingIntervalMs`, deletes expired rate-limit windows, webhook delivery records, stream
- * tokens, audit entries past their plan's retention, skill invocation records past theirs, and
- * notifications past theirs.
+ * tokens, audit entries past their plan's retention, and skill invocation records, notifications
+ * and settled trigger firings past theirs.
  */
 export function startDispatcher(
   deps: ReconcilerDeps,
@@ -229,19 +230,21 @@ export function startDispatcher(
   const housekeep = (): void => {
     if (stopped || housekeeping) return;
     housekeeping = (async () => {
-      const rateLimitWindows = await purgeRateLimitWindows(deps.sql);
-      const deliveries = await purgeWebhookDeliveries(
-        deps.sql,
-        { bodyWindowMs: BODY_REPLAY_WINDOW_MS, idRetentionMs: DELIVERY_ID_RETENTION_MS },
-        { shouldStop: () => stopped },
-      );
-      const streamTokens = await purgeExpiredStreamTokens(deps.sql);
-      const auditEntries = await purgeExpiredAudit(deps.sql, { shouldStop: () => stopped });
-      const skillInvocations = await purgeSkillInvocations(deps.sql, SKILL_INVOCATION_RETENTION_MS, { shouldStop: () => stopped });
-      const notifications = await purgeNotifications(deps.sql, NOTIFICATION_RETENTION_MS, { shouldStop: () => stopped });
-      if (rateLimitWindows + deliveries + streamTokens + auditEntries + skillInvocations + notifications > 0) {
-        deps.logger.info({ rateLimitWindows, deliveries, streamTokens, auditEntries, skillInvocations, notifications }, 'housekeeping purged expired rows');
-      }
+      const shouldStop = () => stopped;
+      const purged = {
+        rateLimitWindows: await purgeRateLimitWindows(deps.sql),
+        deliveries: await purgeWebhookDeliveries(
+          deps.sql,
+          { bodyWindowMs: BODY_REPLAY_WINDOW_MS, idRetentionMs: DELIVERY_ID_RETENTION_MS },
+          { shouldStop },
+        ),
+        streamTokens: await purgeExpiredStreamTokens(deps.sql),
+        auditEntries: await purgeExpiredAudit(deps.sql, { shouldStop }),
+        skillInvocations: await purgeSkillInvocations(deps.sql, SKILL_INVOCATION_RETENTION_MS, { shouldStop }),
+        notifications: await purgeNotifications(deps.sql, NOTIFICATION_RETENTION_MS, { shouldStop }),
+        triggerFirings: await purgeTriggerFirings(deps.sql, TRIGGER_FIRING_RETENTION_MS, { shouldStop }),
+      };
+      if (Object.values(purged).some((n) => n > 0)) deps.logger.info(purged, 'housekeeping purged expired rows');
     })()
       .catch((err: unknown) => deps.logger.warn({ err }, 'housekeeping failed; will retry'))
       .finally(() => {

@@ -1,13 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, inArray } from 'drizzle-orm';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '../../src/auth/api-keys.js';
 import { appendEvent } from '../../src/db/repositories/events.js';
+import { purgeTriggerFirings, TRIGGER_FIRING_RETENTION_MS } from '../../src/db/repositories/trigger-firings.js';
 import { notifications } from '../../src/db/schema/remediation.js';
 import { skillInvocations } from '../../src/db/schema/skills.js';
 import { triggerFirings, triggers } from '../../src/db/schema/triggers.js';
 import { newId } from '../../src/ids.js';
+import { startDispatcher } from '../../src/temporal/reconciler.js';
 import { createTriggerDispatcher, type TriggerDispatcherOptions } from '../../src/triggers/dispatcher.js';
 import { startSkillServer, type SkillServer } from '../helpers/skill-server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -355,5 +357,61 @@ describe('the worker’s trigger dispatcher', () => {
     const firings = await full.database.db.select().from(triggerFirings).where(eq(triggerFirings.tenantId, tenant.tenantId));
     expect(firings).toHaveLength(1); // the search-api incident did not match
     expect(other.status).toBe(201);
+  });
+});
+
+describe('trigger firing retention', () => {
+  it('deletes settled firings 30 days after they settled, keeps unsettled ones, and the events are not fired again', async () => {
+    const tenant = await svc.newTenant({ settings: { allowHttpSkills: true } });
+    const key = randomBytes(4).toString('hex');
+    const ok = await create(tenant.admin, { name: 'ok', eventType: 'incident.created', action: 'webhook', actionConfig: { url: `${server.url}/echo?retention=${key}` } });
+    const down = await create(tenant.admin, { name: 'down', eventType: 'incident.created', action: 'webhook', actionConfig: { url: `${server.url}/always-503?retention=${key}` } });
+    const young = await create(tenant.admin, { name: 'young', eventType: 'incident.created', action: 'notify' });
+    for (const made of [ok, down, young]) expect(made.status).toBe(201);
+    await emit(tenant.tenantId, 'incident.created', { title: 'db down', severity: 'critical' });
+    const dispatcher = privateDispatcher(tenant.tenantId, { maxRuns: 1 });
+    expect((await dispatcher.runOnce()).ran.map((r) => r.status).sort()).toEqual(['failed', 'succeeded', 'succeeded']);
+    const calls = () => server.received.filter((r) => r.query.retention === key).length;
+    const callsBefore = calls();
+
+    const firingOf = async (triggerId: string) => (await svc.database.db.select().from(triggerFirings).where(eq(triggerFirings.triggerId, triggerId)))[0]!;
+    const [settledOk, settledDown, youngFiring] = [await firingOf(ok.body.triggerId), await firingOf(down.body.triggerId), await firingOf(young.body.triggerId)];
+    // A pending firing as old as they are: still to run, so it stays.
+    const pendingId = newId('trg');
+    await svc.database.db.insert(triggerFirings).values({ id: pendingId, tenantId: tenant.tenantId, triggerId: young.body.triggerId, eventSeq: -1, status: 'pending' });
+    const aged = [settledOk.id, settledDown.id, pendingId];
+    const day = 24 * 60 * 60 * 1000;
+    // Written long ago, settled 29 days ago: kept, since the age counts from settling.
+    await svc.database.sql`update trigger_firings set created_at = now() - interval '90 days', updated_at = now() - make_interval(secs => ${(TRIGGER_FIRING_RETENTION_MS - day) / 1000}) where id = any(${aged})`;
+    expect(await purgeTriggerFirings(svc.database.sql)).toBe(0);
+    await svc.database.sql`update trigger_firings set updated_at = now() - make_interval(secs => ${(TRIGGER_FIRING_RETENTION_MS + day) / 1000}) where id = any(${aged})`;
+    expect(await purgeTriggerFirings(svc.database.sql, TRIGGER_FIRING_RETENTION_MS, { chunkSize: 1 })).toBe(2);
+    const left = await svc.database.db.select({ id: triggerFirings.id }).from(triggerFirings).where(inArray(triggerFirings.id, [...aged, youngFiring.id]));
+    expect(left.map((r) => r.id).sort()).toEqual([pendingId, youngFiring.id].sort());
+    await svc.database.db.delete(triggerFirings).where(eq(triggerFirings.id, pendingId));
+
+    // The event lies behind the consumer's position: its purged firings are not decided again.
+    expect(await dispatcher.runOnce()).toMatchObject({ consumed: 0, ran: [] });
+    expect(calls()).toBe(callsBefore);
+    expect(await svc.database.db.select().from(triggerFirings).where(inArray(triggerFirings.triggerId, [ok.body.triggerId, down.body.triggerId]))).toEqual([]);
+  });
+
+  it('is run by the dispatcher housekeeping', async () => {
+    const tenant = await svc.newTenant();
+    const trig = await create(tenant.admin, { name: 'tell', eventType: 'incident.created', action: 'notify' });
+    await emit(tenant.tenantId, 'incident.created', { title: 'cache down' });
+    await privateDispatcher(tenant.tenantId).runOnce();
+    const firings = () => svc.database.db.select().from(triggerFirings).where(eq(triggerFirings.triggerId, trig.body.triggerId));
+    expect((await firings()).map((f) => f.status)).toEqual(['succeeded']);
+    await svc.database.sql`update trigger_firings set updated_at = now() - interval '31 days' where trigger_id = ${trig.body.triggerId}`;
+    const housekeeping = startDispatcher(
+      { db: svc.database.db, sql: svc.database.sql, workflows: svc.workflows, logger: pino({ level: 'silent' }) },
+      { listen: false, intervalMs: 60_000, housekeepingIntervalMs: 60_000 },
+    );
+    try {
+      await eventually(async () => (await firings()).length === 0, 5_000);
+    } finally {
+      await housekeeping.stop();
+    }
   });
 });
