@@ -23,6 +23,7 @@ import { incidents } from '../db/schema/incidents.js';
 import { ingestedEvents } from '../db/schema/ingestion.js';
 import { evidenceItems, investigations } from '../db/schema/investigation.js';
 import { approvals, notifications, remediations, remediationSteps, users, type RemediationStepPlan } from '../db/schema/remediation.js';
+import { activeUsers } from '../db/repositories/users.js';
 import { skills, type SkillRow } from '../db/schema/skills.js';
 import { newId } from '../ids.js';
 import { createSkillInvoker, type SkillRuntime } from '../skills/invoke.js';
@@ -223,7 +224,7 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
     const admins = await db
       .select({ userId: users.userId })
       .from(users)
-      .where(and(eq(users.tenantId, req.tenantId), sql`${users.roles} @> '["admin"]'::jsonb`));
+      .where(activeUsers(and(eq(users.tenantId, req.tenantId), sql`${users.roles} @> '["admin"]'::jsonb`)!));
 
     const steps = plan.map((s) => ({ index: s.index, kind: s.kind, action: s.action, description: s.description }));
     const created = await db

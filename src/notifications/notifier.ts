@@ -6,6 +6,7 @@ import { eventsChannel } from '../db/repositories/events.js';
 import { events } from '../db/schema/events.js';
 import { incidents } from '../db/schema/incidents.js';
 import { eventConsumers, notifications, users } from '../db/schema/remediation.js';
+import { activeUsers } from '../db/repositories/users.js';
 import { newId } from '../ids.js';
 
 /** The `event_consumers` row of the notifier. */
@@ -271,7 +272,7 @@ export async function notificationsFor(
   const people =
     tenantIds.length === 0
       ? []
-      : await tx.select({ tenantId: users.tenantId, userId: users.userId, roles: users.roles }).from(users).where(inArray(users.tenantId, tenantIds));
+      : await tx.select({ tenantId: users.tenantId, userId: users.userId, roles: users.roles }).from(users).where(activeUsers(inArray(users.tenantId, tenantIds)));
   const values: Array<typeof notifications.$inferInsert> = [];
   for (const row of rows) {
     const text = describeEvent(row.type, row.payload, row.incidentTitle);

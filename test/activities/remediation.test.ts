@@ -1,6 +1,7 @@
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRemediationActivities } from '../../src/activities/remediation.js';
+import { ACTIVE_USER_WINDOW_MS } from '../../src/db/repositories/users.js';
 import type { RemediationActivities } from '../../src/analysis/remediation-types.js';
 import { connectDatabase } from '../../src/db/client.js';
 import { auditLog } from '../../src/db/schema/audit.js';
@@ -87,6 +88,8 @@ async function setup(opts: { settings?: TenantSettings; actions?: string[] } = {
     { tenantId, userId: 'alice', email: 'alice@example.test', roles: ['admin'] },
     { tenantId, userId: 'bob', email: 'bob@example.test', roles: ['member', 'admin'] },
     { tenantId, userId: 'carol', email: 'carol@example.test', roles: ['member'] },
+    // An admin whose token the api last saw past the active window is not asked (decision 231).
+    { tenantId, userId: 'dave-left', email: 'dave@example.test', roles: ['admin'], lastSeenAt: new Date(Date.now() - ACTIVE_USER_WINDOW_MS - 86_400_000) },
   ]);
   return { tenantId, incidentId };
 }
@@ -178,7 +181,7 @@ describe('proposeRemediation', () => {
     expect(apr!.deadline.toISOString()).toBe(p.deadline);
   });
 
-  it('notifies each admin (not members) once, emits approval.requested once, and a retry returns the same ids', async () => {
+  it('notifies each admin seen in the last 90 days (not members) once, emits approval.requested once, and a retry returns the same ids', async () => {
     const { tenantId, incidentId } = await setup();
     const p = await propose(tenantId, incidentId);
     const again = await propose(tenantId, incidentId);

@@ -2,6 +2,7 @@ import { and, eq, inArray, max, sql } from 'drizzle-orm';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appendEvent } from '../../src/db/repositories/events.js';
+import { ACTIVE_USER_WINDOW_MS } from '../../src/db/repositories/users.js';
 import { events } from '../../src/db/schema/events.js';
 import { eventConsumers, notifications, users } from '../../src/db/schema/remediation.js';
 import { newId } from '../../src/ids.js';
@@ -76,8 +77,15 @@ const byUser = async (tenantId: string) => {
 };
 
 describe('notifier: fan-out', () => {
-  it('notifies every member and admin of the event tenant, export completions admins only, approval requests not again', async () => {
+  it('notifies every member and admin of the event tenant seen in the last 90 days, export completions admins only, approval requests not again', async () => {
     const tenantId = await tenantWithUsers();
+    // Seen just inside the active window, and just past it (decision 231).
+    await db()
+      .insert(users)
+      .values([
+        { tenantId, userId: 'erin-away', roles: ['member'], lastSeenAt: new Date(Date.now() - ACTIVE_USER_WINDOW_MS + 86_400_000) },
+        { tenantId, userId: 'dave-left', roles: ['member', 'admin'], lastSeenAt: new Date(Date.now() - ACTIVE_USER_WINDOW_MS - 86_400_000) },
+      ]);
     const other = await tenantWithUsers();
     const notifier = await privateNotifier(tenantId);
     const incidentId = newId('inc');
@@ -96,6 +104,8 @@ describe('notifier: fan-out', () => {
     expect(out['bob-member']).toEqual(all);
     expect(out['alice-admin']).toEqual([...all, 'system.export_completed'].sort());
     expect(out['carol-both']).toEqual([...all, 'system.export_completed'].sort());
+    expect(out['erin-away']).toEqual(all);
+    expect(out['dave-left']).toBeUndefined();
     const opened = rows.find((r) => r.type === 'incident.created' && r.userId === 'bob-member')!;
     expect(opened.payload).toMatchObject({ title: 'Incident opened: Checkout down', incidentId });
     expect(opened.incidentId).toBe(incidentId);
