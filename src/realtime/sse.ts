@@ -94,6 +94,12 @@ export async function openEventStream(args: {
   logger: Logger;
   /** Called once when the stream ends, however it ends. */
   onEnd?: () => void;
+  /**
+   * Ends the response at once, discarding what is queued for it (the route destroys its socket);
+   * false when it cannot (the response has not begun). The stream then errors instead, which the
+   * HTTP server reports on stderr as a failure.
+   */
+  drop?: () => boolean;
 }): Promise<ReadableStream<Uint8Array>> {
   const { hub, tenantId, types, hidden, settings, logger } = args;
   let controller!: ReadableStreamDefaultController<Uint8Array>;
@@ -118,7 +124,7 @@ export async function openEventStream(args: {
     args.signal.removeEventListener('abort', onAbort);
     if (reason === 'dropped') {
       logger.info({ tenantId, sentSeq }, 'slow stream client dropped');
-      controller.error(new Error('the client fell behind'));
+      if (!args.drop?.()) controller.error(new Error('the client fell behind'));
     } else if (reason === 'closed') {
       try {
         controller.close();
@@ -188,33 +194,40 @@ export async function openEventStream(args: {
   args.signal.addEventListener('abort', onAbort);
   write(`retry: 2000\n: connected\n\n`);
 
+  const goLive = () => {
+    replaying = false;
+    const buffered = pending;
+    pending = [];
+    for (const event of buffered) send(event);
+    if (ended) return;
+    running.heartbeat = setInterval(() => write(': ping\n\n'), settings.heartbeatMs);
+    running.heartbeat.unref();
+  };
+
   if (args.lastEventId === undefined) {
     sentSeq = sub.startSeq;
-  } else {
+    goLive();
+    return stream;
+  }
+  // The replay runs once the stream is handed back, as the client reads: a page past the bound
+  // waits for the client to take it, and nothing can read before the response has begun
+  // (decision 232). A client that does not read holds one page past the bound until it is
+  // dropped, not the whole history (decision 213).
+  void (async () => {
     try {
       for (;;) {
         const page = await hub.readEvents(tenantId, sentSeq, replayPage);
         for (const event of page) send(event);
         if (page.length < replayPage || ended) break;
-        // The next page only once the client has taken this one below the bound: a client that
-        // does not read holds one page past the bound until it is dropped, not the whole
-        // history (decision 213).
         while (!ended && (controller.desiredSize ?? 0) < 0) await new Promise((r) => setTimeout(r, 20));
         if (ended) break;
       }
     } catch (err) {
       logger.error({ err, tenantId }, 'replaying events failed');
       end('closed');
-      return stream;
+      return;
     }
-  }
-  replaying = false;
-  const buffered = pending;
-  pending = [];
-  for (const event of buffered) send(event);
-
-  if (ended) return stream;
-  running.heartbeat = setInterval(() => write(': ping\n\n'), settings.heartbeatMs);
-  running.heartbeat.unref();
+    goLive();
+  })();
   return stream;
 }

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import { AppError } from '../../errors.js';
 import { ADMIN_ONLY_EVENTS } from '../../notifications/notifier.js';
@@ -106,6 +107,14 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
         signal: c.req.raw.signal,
         logger: c.get('logger'),
         onEnd: release,
+        // Served by @hono/node-server, the response is a Node one: destroying its socket ends the
+        // stream quietly (its reader is cancelled), where an errored stream is printed as a failure.
+        drop: () => {
+          const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+          if (!outgoing?.headersSent) return false;
+          outgoing.destroy();
+          return true;
+        },
       }).catch((err: unknown) => {
         release();
         throw err;
