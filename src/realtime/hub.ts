@@ -29,6 +29,8 @@ export interface RealtimeHub {
   subscribe(tenantId: string, subscriber: HubSubscriber): Promise<Subscription>;
   /** Events of the tenant with seq > afterSeq, in seq order, at most `limit`. */
   readEvents(tenantId: string, afterSeq: number, limit: number): Promise<StreamEvent[]>;
+  /** The tenant's newest committed position (0 when it has no event). */
+  headSeq(tenantId: string): Promise<number>;
   /** Number of subscribers (all tenants). */
   size(): number;
   close(): Promise<void>;
@@ -148,19 +150,25 @@ export function createRealtimeHub(deps: { sql: postgres.Sql; logger: Logger }): 
     return listening;
   }
 
+  async function headSeq(tenantId: string): Promise<number> {
+    const [row] = await sql<Array<{ max: string | number | null }>>`
+      select max(stream_seq) as max from events where tenant_id = ${tenantId}`;
+    return Number(row?.max ?? 0);
+  }
+
   return {
     readEvents,
+    headSeq,
     async subscribe(tenantId, subscriber) {
       if (closed) throw new Error('the realtime hub is closed');
       await ensureListening();
       let channel = tenants.get(tenantId);
       if (!channel) {
-        const [row] = await sql<Array<{ max: string | number | null }>>`
-          select max(stream_seq) as max from events where tenant_id = ${tenantId}`;
+        const head = await headSeq(tenantId);
         // Another subscriber may have created it while we read.
         channel = tenants.get(tenantId);
         if (!channel) {
-          channel = { subscribers: new Set(), cursor: Number(row?.max ?? 0), reading: false, again: false };
+          channel = { subscribers: new Set(), cursor: head, reading: false, again: false };
           tenants.set(tenantId, channel);
         }
       }

@@ -215,6 +215,13 @@ export async function openEventStream(args: {
   // dropped, not the whole history (decision 213).
   void (async () => {
     try {
+      // A position beyond the newest event (an id from before a restore, or from elsewhere)
+      // resumes at the newest: live events after it are sent, none skipped up to the old id.
+      const head = await hub.headSeq(tenantId);
+      if (sentSeq > head) {
+        logger.info({ tenantId, lastEventId: sentSeq, head }, 'stream resumed from beyond the newest event; starting at the newest');
+        sentSeq = head;
+      }
       for (;;) {
         const page = await hub.readEvents(tenantId, sentSeq, replayPage);
         for (const event of page) send(event);

@@ -176,6 +176,17 @@ describe('GET /v1/notifications/stream', () => {
     expect(byQuery.messages.map((m) => m.data.payload.n)).toEqual([2, 3, 4, 5]);
   });
 
+  it('resumes from the newest event when Last-Event-ID is beyond it (a stale id), missing no later event', async () => {
+    const { tenantId, member } = await svc.newTenant();
+    for (let n = 1; n <= 10; n++) await append(tenantId, 'incident.created', { n });
+    const client = await stream('/v1/notifications/stream', { ...auth(member), 'last-event-id': '15' });
+    await sleep(300); // the replay has found nothing to send
+    for (let n = 11; n <= 20; n++) await append(tenantId, 'incident.created', { n });
+    const got = await client.waitFor(10, 10_000);
+    expect(got.map((m) => [Number(m.id), m.data.payload.n])).toEqual([...Array(10).keys()].map((i) => [11 + i, 11 + i]));
+    client.close();
+  });
+
   it('resumes without missing an event whose transaction committed after a later one was seen', async () => {
     const { tenantId, member } = await svc.newTenant();
     const client = await stream('/v1/notifications/stream', auth(member));
