@@ -37,6 +37,13 @@ export interface IncidentWorkerOptions {
 /** The SDK's default of concurrent workflow tasks, which may not exceed a non-zero cache. */
 const WORKFLOW_TASK_SLOTS = 40;
 
+/** The cache bound, with the concurrent tasks lowered to a bound below the SDK's default. */
+function cacheOptions(cache: number | undefined): Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentWorkflowTaskExecutions'> {
+  if (cache === undefined) return {};
+  if (cache > 0 && cache < WORKFLOW_TASK_SLOTS) return { maxCachedWorkflows: cache, maxConcurrentWorkflowTaskExecutions: cache };
+  return { maxCachedWorkflows: cache };
+}
+
 /**
  * An activity's failure goes into the workflow's history (its Web UI, `investigation.failed`) and
  * the SDK's log: never with a failed statement's parameters (decision 225).
@@ -74,11 +81,6 @@ export async function createIncidentWorker(options: IncidentWorkerOptions): Prom
     }),
     interceptors: incidentWorkerInterceptors,
     shutdownGraceTime: '10 seconds',
-    ...(options.maxCachedWorkflows !== undefined
-      ? {
-          maxCachedWorkflows: options.maxCachedWorkflows,
-          maxConcurrentWorkflowTaskExecutions: options.maxCachedWorkflows === 0 ? WORKFLOW_TASK_SLOTS : Math.min(WORKFLOW_TASK_SLOTS, options.maxCachedWorkflows),
-        }
-      : {}),
+    ...cacheOptions(options.maxCachedWorkflows),
   });
 }

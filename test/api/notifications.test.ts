@@ -1,12 +1,9 @@
 import { eq, inArray } from 'drizzle-orm';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NOTIFICATION_RETENTION_MS, purgeNotifications } from '../../src/db/repositories/notifications.js';
 import { notifications } from '../../src/db/schema/remediation.js';
 import { newId } from '../../src/ids.js';
-import { startDispatcher } from '../../src/temporal/reconciler.js';
-import { startTestService, type TestService } from '../helpers/service.js';
-import { eventually } from '../helpers/webhooks.js';
+import { housekeepUntil, startTestService, type TestService } from '../helpers/service.js';
 
 let svc: TestService;
 let tenantId: string;
@@ -185,15 +182,7 @@ describe('retention', () => {
   it('is run by the dispatcher housekeeping', async () => {
     const [old] = await seed(tenantId, 'housekept', 1, 'incident.created', Date.now() - NOTIFICATION_RETENTION_MS - day);
     const [young] = await seed(tenantId, 'housekept', 1, 'incident.created', Date.now() - day);
-    const dispatcher = startDispatcher(
-      { db: svc.database.db, sql: svc.database.sql, workflows: svc.workflows, logger: pino({ level: 'silent' }) },
-      { listen: false, intervalMs: 60_000, housekeepingIntervalMs: 60_000 },
-    );
-    try {
-      await eventually(async () => (await stored([old!, young!])).length === 1, 5_000);
-      expect(await stored([old!, young!])).toEqual([young]);
-    } finally {
-      await dispatcher.stop();
-    }
+    await housekeepUntil(svc, async () => (await stored([old!, young!])).length === 1);
+    expect(await stored([old!, young!])).toEqual([young]);
   });
 });

@@ -9,10 +9,9 @@ import { notifications } from '../../src/db/schema/remediation.js';
 import { skillInvocations } from '../../src/db/schema/skills.js';
 import { triggerFirings, triggers } from '../../src/db/schema/triggers.js';
 import { newId } from '../../src/ids.js';
-import { startDispatcher } from '../../src/temporal/reconciler.js';
 import { createTriggerDispatcher, type TriggerDispatcherOptions } from '../../src/triggers/dispatcher.js';
 import { startSkillServer, type SkillServer } from '../helpers/skill-server.js';
-import { startTestService, type TestService } from '../helpers/service.js';
+import { housekeepUntil, startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/webhooks.js';
 
 let svc: TestService;
@@ -404,14 +403,6 @@ describe('trigger firing retention', () => {
     const firings = () => svc.database.db.select().from(triggerFirings).where(eq(triggerFirings.triggerId, trig.body.triggerId));
     expect((await firings()).map((f) => f.status)).toEqual(['succeeded']);
     await svc.database.sql`update trigger_firings set updated_at = now() - interval '31 days' where trigger_id = ${trig.body.triggerId}`;
-    const housekeeping = startDispatcher(
-      { db: svc.database.db, sql: svc.database.sql, workflows: svc.workflows, logger: pino({ level: 'silent' }) },
-      { listen: false, intervalMs: 60_000, housekeepingIntervalMs: 60_000 },
-    );
-    try {
-      await eventually(async () => (await firings()).length === 0, 5_000);
-    } finally {
-      await housekeeping.stop();
-    }
+    await housekeepUntil(svc, async () => (await firings()).length === 0);
   });
 });

@@ -32,6 +32,7 @@ import { startDispatcher, type Dispatcher } from '../../src/temporal/reconciler.
 import { startNotifier, type NotifierLoop } from '../../src/notifications/notifier.js';
 import { startTriggerDispatcher } from '../../src/triggers/dispatcher.js';
 import { installTemporalRuntimeLogger } from '../../src/temporal/runtime-logger.js';
+import { eventually } from './webhooks.js';
 
 export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789';
 /** The skill header encryption key of test services (32 bytes). */
@@ -289,3 +290,19 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
 }
 
 export { TOKEN_AUDIENCE, TOKEN_ISSUER };
+
+/**
+ * Runs a dispatcher of the service's own whose housekeeping (its purges) runs at its start,
+ * until `done` holds (at most 5 s), then stops it: a test of a purge's wiring.
+ */
+export async function housekeepUntil(svc: TestService, done: () => Promise<boolean>): Promise<void> {
+  const dispatcher = startDispatcher(
+    { db: svc.database.db, sql: svc.database.sql, workflows: svc.workflows, logger: createLogger('silent') },
+    { listen: false, intervalMs: 60_000, housekeepingIntervalMs: 60_000 },
+  );
+  try {
+    await eventually(done, 5_000);
+  } finally {
+    await dispatcher.stop();
+  }
+}
