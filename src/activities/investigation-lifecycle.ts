@@ -4,11 +4,10 @@ import type { BeginInvestigationRequest, BeginInvestigationResult } from '../ana
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { appendEvent } from '../db/repositories/events.js';
-import { rootCauseUnlessCorrected } from '../db/repositories/incidents.js';
+import { setRootCauseUnlessCorrected } from '../db/repositories/incidents.js';
 import { findTenant } from '../db/repositories/tenants.js';
 import { consumeQuota } from '../db/repositories/usage.js';
 import { events } from '../db/schema/events.js';
-import { incidents } from '../db/schema/incidents.js';
 import { investigations, triageResults } from '../db/schema/investigation.js';
 import { monthlyQuota, usagePeriod } from '../domain/plans.js';
 
@@ -72,13 +71,7 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
           .returning({ run: investigations.run });
         // The machine's last conclusion is cleared; a person's correction (feedback correct_rca)
         // stays, as synthesis keeps it (decision 111).
-        await tx
-          .update(incidents)
-          .set({
-            rootCause: rootCauseUnlessCorrected(req.incidentId, null),
-            updatedAt: sql`now()`,
-          })
-          .where(and(eq(incidents.id, req.incidentId), eq(incidents.tenantId, req.tenantId)));
+        await setRootCauseUnlessCorrected(tx, req.tenantId, req.incidentId, null);
         const appended = await appendEvent(tx, {
           tenantId: req.tenantId,
           type: 'investigation.started',

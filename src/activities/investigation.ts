@@ -23,7 +23,7 @@ import { agentRoles, type AgentRole, type ModelProvider } from '../analysis/type
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { appendEvent } from '../db/repositories/events.js';
-import { rootCauseUnlessCorrected } from '../db/repositories/incidents.js';
+import { setRootCauseUnlessCorrected } from '../db/repositories/incidents.js';
 import { findSymptomMatches, incidentSymptoms, type SymptomMatch } from '../db/repositories/patterns.js';
 import { nearestOtherAlerts } from '../db/repositories/ingested-events.js';
 import { findRunbook, findRunbooksFor } from '../db/repositories/runbooks.js';
@@ -1151,17 +1151,9 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
         .where(and(eq(investigations.incidentId, req.incidentId), eq(investigations.tenantId, req.tenantId), eq(investigations.run, req.run)))
         .returning({ run: investigations.run });
       if (updated.length === 0) return; // a newer run owns the investigation: this result is stale
-      await tx
-        .update(incidents)
-        .set({
-          // A person's correction (feedback correct_rca) outranks a later machine conclusion on the
-          // incident; the investigation keeps its own conclusion.
-          rootCause: rootCauseUnlessCorrected(req.incidentId, result.rootCause),
-          recommendedActions: result.recommendedActions,
-          assignedAgents: roles,
-          updatedAt: sql`now()`,
-        })
-        .where(and(eq(incidents.id, req.incidentId), eq(incidents.tenantId, req.tenantId)));
+      // A person's correction (feedback correct_rca) outranks a later machine conclusion on the
+      // incident; the investigation keeps its own conclusion.
+      await setRootCauseUnlessCorrected(tx, req.tenantId, req.incidentId, result.rootCause, { recommendedActions: result.recommendedActions, assignedAgents: roles });
       const top = analysis.hypotheses[0]!;
       await appendEvent(tx, {
         tenantId: req.tenantId,

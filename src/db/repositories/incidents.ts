@@ -108,11 +108,28 @@ export async function markWorkflowStarted(db: Db, incidentId: string): Promise<v
     .where(and(eq(incidents.id, incidentId), isNull(incidents.workflowStartedAt)));
 }
 
+type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+type IncidentChanges = Omit<Partial<typeof incidents.$inferInsert>, 'id' | 'tenantId' | 'rootCause' | 'updatedAt'>;
+
 /**
- * The incident's root cause as it stands when a person corrected it (feedback `correct_rca`),
- * else `otherwise`: a correction outranks the machine's conclusions, the one an investigation
- * clears when it starts and the one its synthesis writes (decision 111).
+ * Writes a machine's root cause (`rootCause`: the one an investigation clears when it starts, the
+ * one its synthesis concludes) with `changes`, unless a person corrected it (feedback
+ * `correct_rca`): a correction outranks the machine's conclusions (decision 111).
+ *
+ * The row is locked first, in a statement of its own. Feedback corrects under that lock, and an
+ * UPDATE that waited for it re-reads the row but not its subquery, whose snapshot is from before
+ * the wait: the correction committed meanwhile was overwritten (decision 234). The UPDATE after
+ * the lock has a snapshot that includes it.
  */
-export function rootCauseUnlessCorrected(incidentId: string, otherwise: string | null): SQL {
-  return sql`case when exists (select 1 from root_cause_revisions r where r.incident_id = ${incidentId} and r.source = 'feedback') then ${incidents.rootCause} else ${otherwise} end`;
+export async function setRootCauseUnlessCorrected(tx: Tx, tenantId: string, incidentId: string, rootCause: string | null, changes: IncidentChanges = {}): Promise<void> {
+  const where = and(eq(incidents.id, incidentId), eq(incidents.tenantId, tenantId));
+  await tx.select({ id: incidents.id }).from(incidents).where(where).for('update');
+  await tx
+    .update(incidents)
+    .set({
+      ...changes,
+      rootCause: sql`case when exists (select 1 from root_cause_revisions r where r.incident_id = ${incidentId} and r.source = 'feedback') then ${incidents.rootCause} else ${rootCause} end`,
+      updatedAt: sql`now()`,
+    })
+    .where(where);
 }
