@@ -339,6 +339,30 @@ describe('POST /v1/knowledge/feedback', () => {
     expect(other.body.correctedPattern).toMatchObject({ category: 'dns_failure', confidence: patternConfidence(1, 0) });
   });
 
+  it('a correction given on a pattern waits for a resolution learning that pattern instead of deadlocking with it (decision 235)', async () => {
+    const service = freshService();
+    const id = await manualIncident(service);
+    const pattern = await insertPattern(tenant.tenantId, { service, category: 'connection_pool' });
+    // What learning from a similar resolution holds: the signature's lock, then the pattern's row.
+    let signatureHeld!: () => void;
+    const held = new Promise<void>((resolve) => (signatureHeld = resolve));
+    const learning = svc.database.sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(hashtext(${`patterns:${tenant.tenantId}:${service}:connection_pool`}))`;
+      signatureHeld();
+      await new Promise((r) => setTimeout(r, 300)); // the correction has begun meanwhile
+      await tx`select 1 from patterns where id = ${pattern.id} for update`;
+      return 'learned';
+    });
+    await held;
+    const comment = 'The connection pool was exhausted by a leaked cursor; restart pgbouncer';
+    const res = await feedbackPost({ incidentId: id, patternId: pattern.id, type: 'correct_rca', comment });
+    expect(await learning).toBe('learned');
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body).toMatchObject({ patternId: pattern.id, type: 'correct_rca', comment });
+    const [incident] = await db().select().from(incidents).where(eq(incidents.id, id));
+    expect(incident!.rootCause).toBe(comment);
+  });
+
   it('answers 400 validation_error, 404 not_found (another tenant’s too) and 401', async () => {
     const id = await manualIncident(freshService());
     for (const body of [{}, { incidentId: id }, { type: 'confirm_rca' }, { incidentId: id, type: 'approve' }, { incidentId: id, type: 'confirm_rca', extra: 1 }, { incidentId: '', type: 'confirm_rca' }]) {

@@ -18,7 +18,7 @@ import { incidents } from '../schema/incidents.js';
 import { feedback, rootCauseRevisions, type FeedbackType, type PatternRow } from '../schema/knowledge.js';
 import { appendAudit } from './audit.js';
 import { appendEvent } from './events.js';
-import { changePattern, incidentSymptoms, lockPattern, matchedPatternIds, recordOccurrence, toPatternView, type KnowledgeActor, type PatternView } from './patterns.js';
+import { changePattern, incidentSymptoms, lockPattern, lockSignature, matchedPatternIds, recordOccurrence, toPatternView, type KnowledgeActor, type PatternView } from './patterns.js';
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 type FeedbackRow = typeof feedback.$inferSelect;
@@ -137,6 +137,11 @@ export async function submitFeedback(db: Db, input: FeedbackInput): Promise<{ re
       .where(and(eq(incidents.tenantId, input.tenantId), eq(incidents.id, input.incidentId)))
       .for('update');
     if (!incident) throw new AppError('not_found', 'No incident has that identifier');
+    // A correction records an occurrence of the pattern it describes (below), which serialises on
+    // the signature's lock: taken now, before any pattern row, in the order learning takes them.
+    const symptoms = input.type === 'correct_rca' ? await incidentSymptoms(tx, input.tenantId, input.incidentId) : undefined;
+    const recognisable = symptoms && (symptoms.service || symptoms.alertNames.length > 0) ? symptoms : undefined;
+    if (recognisable) await lockSignature(tx, input.tenantId, recognisable.service, categorizeText(comment!));
 
     let target: PatternRow | undefined;
     if (input.patternId) {
@@ -193,9 +198,8 @@ export async function submitFeedback(db: Db, input: FeedbackInput): Promise<{ re
         requestId: input.requestId ?? null,
         details: { feedbackId: row.id, previousRootCause: incident.rootCause?.slice(0, 500) ?? null },
       });
-      const symptoms = await incidentSymptoms(tx, input.tenantId, input.incidentId);
-      if (symptoms && (symptoms.service || symptoms.alertNames.length > 0)) {
-        const signature: PatternSignature = { ...symptoms, category: categorizeText(comment), evidenceTypes: [], rootCause: comment };
+      if (recognisable) {
+        const signature: PatternSignature = { ...recognisable, category: categorizeText(comment), evidenceTypes: [], rootCause: comment };
         const occurrence = await recordOccurrence(tx, {
           tenantId: input.tenantId,
           incidentId: input.incidentId,

@@ -263,6 +263,16 @@ export interface OccurrenceInput {
 }
 
 /**
+ * Serialises the recording of occurrences of one tenant, service and category until the
+ * transaction ends. Taken before any pattern row is locked: a transaction that locks a pattern
+ * first and then waits here deadlocks with one recording an occurrence of that pattern
+ * (decision 235).
+ */
+export async function lockSignature(tx: Tx, tenantId: string, service: string | null, category: string): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`patterns:${tenantId}:${(service ?? '').toLowerCase()}:${category}`}))`);
+}
+
+/**
  * Records that an incident is an occurrence of the pattern its signature describes: matches the
  * tenant's patterns (same service and category, alert names in common; see `signatureMatch`)
  * or creates an `emerging` one (`knowledge.pattern_created`), then counts the incident once
@@ -271,7 +281,7 @@ export interface OccurrenceInput {
  */
 export async function recordOccurrence(tx: Tx, input: OccurrenceInput): Promise<{ pattern: PatternRow; created: boolean; counted: boolean }> {
   const sig = input.signature;
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`patterns:${input.tenantId}:${(sig.service ?? '').toLowerCase()}:${sig.category}`}))`);
+  await lockSignature(tx, input.tenantId, sig.service, sig.category);
   const candidates = (await patternsOfService(tx, input.tenantId, sig.service))
     .map((pattern) => ({ pattern, score: signatureMatch(sig, pattern) }))
     .filter((c): c is { pattern: PatternRow; score: number } => c.score !== null)
