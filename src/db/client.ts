@@ -28,6 +28,15 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
 }
 
+/**
+ * Seconds before a pool reconnects after a failed connection, `retries` being the pool's count of
+ * failures since its last successful connect: 50 ms doubling to 1 s, with jitter. postgres.js's
+ * default grows as 3^retries to 20 s, and the count is shared by the pool's connections: a
+ * restart of PostgreSQL under load raised it past 10 within the second it took, and the pool
+ * stayed away for up to 20 s after PostgreSQL was back, answering nothing (decision 236).
+ */
+export const reconnectBackoff = (retries: number): number => (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 1);
+
 export function connectDatabase(url: string, options: DatabaseOptions = {}): Database {
   const bounds: Record<string, string> = options.statementTimeoutMs
     ? { statement_timeout: String(options.statementTimeoutMs), idle_in_transaction_session_timeout: String(options.statementTimeoutMs) }
@@ -36,6 +45,7 @@ export function connectDatabase(url: string, options: DatabaseOptions = {}): Dat
     max: options.max ?? 10,
     connect_timeout: 10,
     idle_timeout: 30,
+    backoff: reconnectBackoff,
     onnotice: () => undefined,
     connection: bounds,
   });
@@ -44,6 +54,7 @@ export function connectDatabase(url: string, options: DatabaseOptions = {}): Dat
     max: 4,
     connect_timeout: 10,
     idle_timeout: 30,
+    backoff: reconnectBackoff,
     onnotice: () => undefined,
     connection: { ...bounds, synchronous_commit: 'off' },
   });
