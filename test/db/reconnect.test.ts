@@ -1,57 +1,23 @@
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDatabase, type Database } from '../../src/db/client.js';
 import { createTestDatabase } from '../helpers/service.js';
-import { freePort } from '../helpers/ports.js';
-
-/**
- * A TCP proxy in front of the test PostgreSQL that can go away and come back on the same port,
- * as a PostgreSQL restart looks to the pool: every connection dropped, new ones refused, then
- * accepted again.
- */
-function proxyTo(target: URL, port: number) {
-  const sockets = new Set<net.Socket>();
-  let server: net.Server | undefined;
-  const up = () =>
-    new Promise<void>((resolve) => {
-      server = net.createServer((client) => {
-        const upstream = net.connect(Number(target.port), target.hostname);
-        for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
-          sockets.add(a);
-          a.on('error', () => b.destroy());
-          a.on('close', () => {
-            sockets.delete(a);
-            b.destroy();
-          });
-          a.pipe(b);
-        }
-      });
-      server.listen(port, '127.0.0.1', () => resolve());
-    });
-  const down = () =>
-    new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      server?.close(() => resolve());
-    });
-  return { up, down };
-}
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 let database: Database;
-let proxy: ReturnType<typeof proxyTo>;
+let proxy: TcpProxy;
 
+// The pool reaches the test database through a relay that the test cuts and restores on the
+// same port, as a PostgreSQL restart looks to it: connections dropped, new ones refused, then
+// accepted again.
 beforeAll(async () => {
-  const target = new URL((await createTestDatabase()).url);
-  const port = await freePort();
-  proxy = proxyTo(target, port);
-  await proxy.up();
-  const url = new URL(target);
-  url.hostname = '127.0.0.1';
-  url.port = String(port);
+  const url = new URL((await createTestDatabase()).url);
+  proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
+  url.port = String(proxy.port);
   database = connectDatabase(url.toString(), { max: 10 });
 });
 afterAll(async () => {
   await database?.close();
-  await proxy?.down();
+  await proxy?.close();
 });
 
 describe('the pool after PostgreSQL restarts (decision 236)', () => {
@@ -74,9 +40,9 @@ describe('the pool after PostgreSQL restarts (decision 236)', () => {
       }
     });
     await new Promise((r) => setTimeout(r, 500));
-    await proxy.down(); // the restart: 1.5 s away, as measured for a killed postmaster
+    await proxy.cut(); // the restart: 1.5 s away, as measured for a killed postmaster
     await new Promise((r) => setTimeout(r, 1500));
-    await proxy.up();
+    await proxy.restore();
     backAt = Date.now();
     await new Promise((r) => setTimeout(r, 3000));
     running = false;
