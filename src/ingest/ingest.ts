@@ -53,6 +53,8 @@ export type IngestOutcome = { result: IngestResult; replayed: boolean };
 
 interface Pending {
   request: IngestRequest;
+  /** When it was submitted (`performance.now()`): a delivery waits for a batch `timeoutMs` at most. */
+  submittedAt: number;
   resolve: (outcome: IngestOutcome) => void;
   reject: (err: unknown) => void;
 }
@@ -146,6 +148,7 @@ export class IngestBatcher {
     return new Promise((resolve, reject) => {
       this.queue.push({
         request,
+        submittedAt: performance.now(),
         resolve: (outcome) => {
           release();
           resolve(outcome);
@@ -160,6 +163,7 @@ export class IngestBatcher {
   }
 
   private flush(): void {
+    this.expireQueued();
     const batch: Pending[] = [];
     let events = 0;
     while (this.queue.length > 0 && batch.length < this.limits.maxDeliveries) {
@@ -179,10 +183,28 @@ export class IngestBatcher {
     });
   }
 
+  private notStoredInTime(): AppError {
+    return new AppError('service_unavailable', `The database did not store the delivery within ${this.limits.timeoutMs / 1000} s; retry it`);
+  }
+
+  /**
+   * Answers 503 the deliveries that have waited for a batch as long as a batch may take: they
+   * were never sent, so nothing of them is stored. Without this, while the database did not
+   * answer, the queue drained one abandoned batch per `timeoutMs` and a delivery waited there
+   * for a minute and more (decision 237). The queue is in submission order.
+   */
+  private expireQueued(): void {
+    const expiredBefore = performance.now() - this.limits.timeoutMs;
+    if (!(this.queue[0] && this.queue[0].submittedAt <= expiredBefore)) return;
+    const err = this.notStoredInTime();
+    while (this.queue[0] && this.queue[0].submittedAt <= expiredBefore) this.queue.shift()!.reject(err);
+  }
+
   /**
    * One timer for the batcher, not one per batch: it abandons the batch in flight once it has
    * taken longer than the limit, answering its deliveries 503 and letting the next batch go on
-   * another connection. The abandoned attempt goes on in the background, its outcome dropped.
+   * another connection, and answers the deliveries that waited that long for a batch. The
+   * abandoned attempt goes on in the background, its outcome dropped.
    */
   private watch(): void {
     if (this.watchdog) return;
@@ -193,9 +215,10 @@ export class IngestBatcher {
         this.watchdog = null;
         return;
       }
+      this.expireQueued();
       if (performance.now() - current.startedAt < this.limits.timeoutMs) return;
       current.abandoned = true;
-      const err = new AppError('service_unavailable', `The database did not store the delivery within ${this.limits.timeoutMs / 1000} s; retry it`);
+      const err = this.notStoredInTime();
       for (const pending of current.batch) pending.reject(err);
       this.current = null;
       if (this.queue.length > 0) this.flush();

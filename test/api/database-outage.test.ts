@@ -340,6 +340,33 @@ describe('a dependency unavailable', () => {
     });
   });
 
+  it('answers 503 within the bound a delivery that waited that long for a batch, not after one stuck batch after another (decision 237)', async () => {
+    await onRelayedPool(1, async (relayed) => {
+      const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 1000, maxDeliveries: 1 });
+      proxy.stall();
+      const started = performance.now();
+      try {
+        // One in a batch that never ends, three waiting behind it, a batch of one at a time.
+        const answers = await Promise.all(
+          [1, 2, 3, 4].map((n) =>
+            batcher.submit(unkeyedDelivery(`expire-${n}`)).then(
+              () => ({ n, code: 'stored', ms: performance.now() - started }),
+              (err: AppError) => ({ n, code: err.code, message: err.message, ms: performance.now() - started }),
+            ),
+          ),
+        );
+        for (const answer of answers) {
+          expect(answer).toMatchObject({ code: 'service_unavailable', message: 'The database did not store the delivery within 1 s; retry it' });
+          // Within the bound and a tick of the watchdog (250 ms here), not one abandoned batch
+          // after another (4 s for the last).
+          expect(answer.ms).toBeLessThan(1600);
+        }
+      } finally {
+        await proxy.restore();
+      }
+    });
+  });
+
   it('refuses deliveries at once while the bodies held pass the byte bound, and takes one alone however large', async () => {
     await onRelayedPool(1, async (relayed) => {
       const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 60_000, maxHeldBytes: 1000 });
