@@ -10,6 +10,7 @@ import { createRealtimeHub } from './realtime/hub.js';
 import { createTokenVerifier } from './auth/tokens.js';
 import type { Config } from './config.js';
 import { connectDatabase } from './db/client.js';
+import { createDatabaseProbe } from './db/probe.js';
 import type { RuntimeSettings } from './runtime.js';
 import { createSkillCipher } from './skills/crypto.js';
 import { createSkillRuntime, type SkillRuntime } from './skills/invoke.js';
@@ -62,6 +63,7 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
     skills: skillRuntime(config, settings),
     realtime: { hub },
     model: createModelProvider(config.llm, (reason) => logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in responder answered')),
+    databaseWatch: { answers: createDatabaseProbe(settings.databaseUrl), everyMs: DATABASE_WATCH_MS },
     exports: {
       dir: config.exports.dir,
       urlKey:
@@ -90,6 +92,9 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
     },
   };
 }
+
+/** How long an api request waits before PostgreSQL is probed, and between probes (decision 238). */
+export const DATABASE_WATCH_MS = 10_000;
 
 /** How long a stopping api goes on answering the requests it has (then it cuts the rest off). */
 export const API_DRAIN_MS = 10_000;

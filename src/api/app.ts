@@ -10,6 +10,7 @@ import { AppError, type ErrorBody } from '../errors.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { authenticate, clientAddress } from './middleware/auth.js';
 import { bodyLimit } from './middleware/body-limit.js';
+import { watchDatabase } from './middleware/database-watch.js';
 import { refusedWebhookWindow } from './middleware/key-failures.js';
 import { requestContext } from './middleware/request-context.js';
 import { storableText } from './middleware/storable-text.js';
@@ -115,6 +116,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   const webhookKeyFailures = createWebhookKeyFailureGuard(deps);
   app.use('*', requestContext(deps));
+  if (deps.databaseWatch) app.use('*', watchDatabase(deps.databaseWatch, () => new AppError('service_unavailable', DEPENDENCY_UNAVAILABLE_MESSAGE)));
   // Every answer carries the X-RateLimit headers (a webhook's refused ones its address's window,
   // an oversized body the caller's window): both come before the body limit.
   app.use('/v1/webhooks/*', refusedWebhookWindow(webhookKeyFailures, (c) => clientAddress(c, deps.config.trustProxy)));

@@ -44,6 +44,12 @@ export interface AppDeps {
   model?: ModelProvider;
   /** Webhook ingestion's batch bounds (defaults when absent; tests shorten the timeout). */
   ingest?: Partial<IngestBatcherLimits>;
+  /**
+   * A request not answered after `everyMs` has PostgreSQL probed (`answers`, on a fresh
+   * connection), and again every `everyMs`; when it does not answer, the request is answered 503
+   * (decision 238). No watch when absent.
+   */
+  databaseWatch?: { answers: () => Promise<boolean>; everyMs: number };
 }
 
 export interface AuthContext extends Principal {

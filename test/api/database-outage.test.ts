@@ -31,6 +31,7 @@ beforeAll(async () => {
     logLines,
     ingest: { timeoutMs: 1500 },
     statementTimeoutMs: 1000,
+    databaseWatchMs: 1000,
     connectVia: async (url) => {
       const target = new URL(url);
       direct = postgres(url, { max: 2, onnotice: () => undefined });
@@ -148,6 +149,34 @@ describe('a dependency unavailable', () => {
       where d.tenant_id = ${tenant.tenantId} and d.delivery_key like 'id:stall-%' order by d.delivery_key`;
     expect(rows.map((r) => r.delivery_key)).toEqual(ids.map((id) => `id:${id}`));
     expect(rows.map((r) => r.title)).toEqual(alerts.map((a) => `[${a.name}] ${a.summary}`));
+  });
+
+  it('answers 503 a user call that waits on a database that stopped answering, and serves again once it answers (decision 238)', async () => {
+    const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Frozen database', description: 'Requests hang while the database is frozen' } });
+    expect(created.status).toBe(201);
+    proxy.stall(); // a frozen server, or a partition: connections open, nothing answered
+    const started = performance.now();
+    try {
+      const [list, one] = await Promise.all([
+        svc.api('GET', '/v1/incidents', { token: tenant.member }),
+        svc.api('GET', `/v1/incidents/${created.body.incidentId}`, { token: tenant.member }),
+      ]);
+      const waited = performance.now() - started;
+      for (const res of [list, one]) {
+        expect(res.status).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('5');
+        expect(res.body).toEqual({ error: 'service_unavailable', message: 'The service cannot reach its database or another dependency; retry shortly' });
+      }
+      // The watch (1 s here) and a probe that waits 3 s, not until the database answers.
+      expect(waited).toBeLessThan(6000);
+    } finally {
+      await proxy.restore();
+    }
+    const again = await eventually(async () => {
+      const res = await svc.api('GET', `/v1/incidents/${created.body.incidentId}`, { token: tenant.member });
+      return res.status === 200 ? res : undefined;
+    });
+    expect(again.body).toMatchObject({ incidentId: created.body.incidentId, title: 'Frozen database' });
   });
 
   it('writes a batch again, once and whole, when its connection is lost between its reads and its writes', async () => {

@@ -10,6 +10,7 @@ import { createLogger } from '../../src/logger.js';
 import postgres from 'postgres';
 import { inject } from 'vitest';
 import { createApp } from '../../src/api/app.js';
+import { createDatabaseProbe } from '../../src/db/probe.js';
 import type { AppDeps } from '../../src/api/context.js';
 import type { ModelProvider } from '../../src/analysis/types.js';
 import { createTokenVerifier, signToken, TOKEN_AUDIENCE, TOKEN_ISSUER, type Role } from '../../src/auth/tokens.js';
@@ -136,12 +137,15 @@ export interface TestServiceOptions {
   ingest?: AppDeps['ingest'];
   /** The pools' statement bound (`API_STATEMENT_TIMEOUT_MS`'s default when absent). */
   statementTimeoutMs?: number;
+  /** Probes PostgreSQL for a request that has waited this long, as the api does (no watch when absent). */
+  databaseWatchMs?: number;
 }
 
 /** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
   const { url } = await createTestDatabase();
-  const database = connectDatabase(options.connectVia ? await options.connectVia(url) : url, {
+  const poolUrl = options.connectVia ? await options.connectVia(url) : url;
+  const database = connectDatabase(poolUrl, {
     max: 10,
     statementTimeoutMs: options.statementTimeoutMs ?? loadConfig({}).apiStatementTimeoutMs,
   });
@@ -207,6 +211,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     realtime: { hub: realtimeHub, ...(options.stream ? { settings: options.stream } : {}) },
     ...(options.model ? { model: options.model } : {}),
     ...(options.ingest ? { ingest: options.ingest } : {}),
+    ...(options.databaseWatchMs ? { databaseWatch: { answers: createDatabaseProbe(poolUrl), everyMs: options.databaseWatchMs } } : {}),
     exports: { dir: exportDir, urlKey: exportUrlKey, ...(options.exports?.s3 ? { s3: options.exports.s3 } : {}) },
   };
   const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000, repeatIntervalMs: 500, housekeepingIntervalMs: HOUSEKEEPING_ONCE }) : undefined;

@@ -1,0 +1,30 @@
+import type { MiddlewareHandler } from 'hono';
+import type { AppDeps, AppEnv } from '../context.js';
+
+/**
+ * Answers 503 a request that waits on a database that does not answer: once it has waited
+ * `everyMs`, and every `everyMs` after, PostgreSQL is probed on a fresh connection, and when the
+ * probe fails the request is given up (its handler runs on, its outcome dropped). PostgreSQL's
+ * statement bound (decision 158) cannot act while the server itself is frozen or cut off, and
+ * such requests waited until it answered again, 90 s and more (decision 238). A request that is
+ * only slow (a model, Temporal, a long verification) is left alone: the probe answers. Webhooks
+ * have their batch's bounds (decisions 156, 237); a delivery answered here would stay queued.
+ */
+export function watchDatabase(watch: NonNullable<AppDeps['databaseWatch']>, unavailable: () => Error): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (c.req.path.startsWith('/v1/webhooks/')) return next();
+    let timer: NodeJS.Timeout | undefined;
+    const givenUp = new Promise<never>((_, reject) => {
+      timer = setInterval(() => {
+        void watch.answers().then((answered) => {
+          if (!answered) reject(unavailable());
+        });
+      }, watch.everyMs);
+    });
+    try {
+      await Promise.race([next(), givenUp]);
+    } finally {
+      clearInterval(timer);
+    }
+  };
+}
