@@ -1,7 +1,21 @@
-import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import type { Logger } from 'pino';
+import { failureReason, isDependencyUnavailable, isWorkflowEngineUnavailable } from '../unavailable.js';
 
 let installed = false;
+
+/**
+ * What of an SDK log entry's metadata is logged. Never the activity's task token, with which the
+ * activity can be completed or failed through Temporal's API. An activity that failed because a
+ * dependency cannot be reached (the SDK's "Activity failed", one per attempt of every running
+ * activity during a database outage) as its reason in one line, without the stack, as the api
+ * logs its 503s (decisions 223, 239); any other failure with its error and stack.
+ */
+export function sdkLogFields(meta: LogMetadata = {}): LogMetadata {
+  const { taskToken: _taskToken, error, ...rest } = meta;
+  if (error === undefined) return rest;
+  return isDependencyUnavailable(error) || isWorkflowEngineUnavailable(error) ? { ...rest, reason: failureReason(error) } : { ...rest, error };
+}
 
 /**
  * Sends the Temporal SDK's own logs (worker state, bundling) through our structured logger at
@@ -18,7 +32,7 @@ export function installTemporalRuntimeLogger(logger: Logger, level: LogLevel = '
     shutdownSignals: [],
     logger: new DefaultLogger(level, (entry) => {
       const method = entry.level === 'ERROR' ? 'error' : entry.level === 'WARN' ? 'warn' : entry.level === 'INFO' ? 'info' : 'debug';
-      sdkLogger[method](entry.meta ?? {}, entry.message);
+      sdkLogger[method](sdkLogFields(entry.meta), entry.message);
     }),
   });
 }

@@ -7,6 +7,7 @@ import { IngestBatcher, type IngestRequest } from '../../src/ingest/ingest.js';
 import { findProvider } from '../../src/ingest/providers/index.js';
 import { createTemporalWorkflowPort, TemporalUnavailableError } from '../../src/temporal/port.js';
 import { temporalConnectionOptions } from '../../src/temporal/connection.js';
+import { sdkLogFields } from '../../src/temporal/runtime-logger.js';
 import { isDependencyUnavailable, isWorkflowEngineUnavailable } from '../../src/unavailable.js';
 import { createApp } from '../../src/api/app.js';
 import { tenants } from '../../src/db/schema/tenants.js';
@@ -311,6 +312,21 @@ describe('a dependency unavailable', () => {
     expect(lines.some((l) => l.includes('params:'))).toBe(false);
     const stored = await direct`select count(*)::int as n from api_keys where tenant_id = ${tenant.tenantId} and name = ${name}`;
     expect(stored[0]!.n).toBe(0);
+  });
+
+  it('logs an activity that failed on an unreachable database as its reason, and never a task token (decision 239)', async () => {
+    const nowhere = postgres(`postgres://nobody@127.0.0.1:${await freePort()}/none`, { max: 1, connect_timeout: 2, onnotice: () => undefined });
+    const refused = await nowhere`select 1`.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    await nowhere.end({ timeout: 1 });
+    expect(isDependencyUnavailable(refused)).toBe(true);
+    const meta = { taskToken: 'CiQwMWEyMDkzMS1jYTJh', activityType: 'synthesizeInvestigation', attempt: 3 };
+    expect(sdkLogFields({ ...meta, error: refused })).toEqual({ activityType: 'synthesizeInvestigation', attempt: 3, reason: expect.stringContaining('ECONNREFUSED') });
+    const fault = new TypeError('Cannot read properties of undefined');
+    expect(sdkLogFields({ ...meta, error: fault })).toEqual({ activityType: 'synthesizeInvestigation', attempt: 3, error: fault });
+    expect(sdkLogFields(meta)).toEqual({ activityType: 'synthesizeInvestigation', attempt: 3 });
   });
 
   it("logs no value the driver's error quotes, however the error is keyed", async () => {
