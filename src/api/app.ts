@@ -184,6 +184,12 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.onError(async (err, c) => {
     const { status, body, logAs } = toErrorResponse(err);
     const logger = c.get('logger') ?? deps.logger;
+    const givenUp = c.get('givenUp');
+    if (givenUp && givenUp !== err) {
+      // Answered 503 already by the database watch; this is its handler failing afterwards.
+      logger.debug({ reason: failureReason(err) }, 'a request given up on failed after its answer');
+      return c.json(body, status as ContentfulStatusCode);
+    }
     // An outage's 503s are expected and many: one line each, without the stack (decision 223).
     if (status === 503) logger.warn({ reason: failureReason(err) }, logAs ?? 'unavailable'); // also a statement past its bound
     else if (status >= 500) logger.error({ err }, logAs ?? 'unhandled error');

@@ -68,6 +68,8 @@ export interface AppEnv {
      * only once the route's role check passed: a caller without the role gets 403, never 400.
      */
     deferredInputError?: AppError;
+    /** The 503 the database watch answered the request with while its handler ran on (decision 238). */
+    givenUp?: Error;
   };
 }
 

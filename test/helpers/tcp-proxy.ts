@@ -18,6 +18,11 @@ export interface TcpProxy {
   /** Drops stalled connections and relays again, on the same port. */
   restore(): Promise<void>;
   /**
+   * Relays again what was stalled, as a frozen server does once thawed: the connections it held
+   * carry on with what was sent meanwhile (those accepted during the stall are dropped).
+   */
+  resume(): void;
+  /**
    * Drops, once, the connection whose client next sends bytes containing `marker` (a statement's
    * text), before they reach the server: that connection is lost mid-transaction, the others
    * carry on. Resolves when it has dropped it.
@@ -29,6 +34,8 @@ export interface TcpProxy {
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   const pairs = new Set<{ client: Socket; upstream: Socket }>();
+  /** Connections accepted while stalled, never relayed. */
+  const held = new Set<Socket>();
   let stalled = false;
   let cutOn: { marker: string; done: () => void } | null = null;
   const track = (socket: Socket) => {
@@ -41,6 +48,7 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       track(client);
       if (stalled) {
         client.pause(); // accepted, never answered
+        held.add(client);
         return;
       }
       const upstream = connect(target);
@@ -100,6 +108,16 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
         client.pause();
         upstream.pause();
       }
+    },
+    resume() {
+      stalled = false;
+      for (const { client, upstream } of pairs) {
+        upstream.pipe(client);
+        client.resume();
+        upstream.resume();
+      }
+      for (const socket of held) socket.destroy();
+      held.clear();
     },
     async restore() {
       if (stalled) {

@@ -9,21 +9,28 @@ import type { AppDeps, AppEnv } from '../context.js';
  * such requests waited until it answered again, 90 s and more (decision 238). A request that is
  * only slow (a model, Temporal, a long verification) is left alone: the probe answers. Webhooks
  * have their batch's bounds (decisions 156, 237); a delivery answered here would stay queued.
+ * What the handler meets once the database answers (its request body already gone with the
+ * answer, say) is logged at debug level only, marked by `givenUp`.
  */
 export function watchDatabase(watch: NonNullable<AppDeps['databaseWatch']>, unavailable: () => Error): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (c.req.path.startsWith('/v1/webhooks/')) return next();
     let timer: NodeJS.Timeout | undefined;
+    let settled = false;
     const givenUp = new Promise<never>((_, reject) => {
       timer = setInterval(() => {
         void watch.answers().then((answered) => {
-          if (!answered) reject(unavailable());
+          if (answered || settled || c.get('givenUp')) return; // probes overlap: give up once
+          const answer = unavailable();
+          c.set('givenUp', answer);
+          reject(answer);
         });
       }, watch.everyMs);
     });
     try {
       await Promise.race([next(), givenUp]);
     } finally {
+      settled = true;
       clearInterval(timer);
     }
   };
