@@ -98,6 +98,10 @@ export interface IngestBatcherLimits {
   maxHeldBytes: number;
 }
 
+/** How long deliveries are refused at once after a probe found the database not answering. */
+const REFUSE_AFTER_FAILED_PROBE_MS = 2000;
+const DATABASE_NOT_ANSWERING = 'The service cannot reach its database or another dependency; retry shortly';
+
 const DEFAULT_INGEST_LIMITS: IngestBatcherLimits = { maxDeliveries: 128, maxEvents: 4000, timeoutMs: 10_000, maxQueued: 2048, maxHeldBytes: 256 * 1024 * 1024 };
 
 /**
@@ -123,17 +127,32 @@ export class IngestBatcher {
   private current: InFlightBatch | null = null;
   private watchdog: NodeJS.Timeout | null = null;
   private readonly limits: IngestBatcherLimits;
+  /**
+   * After a batch was abandoned, the database is in doubt until `probe` says it answers: nothing
+   * is sent meanwhile (decision 240). `probing` while a probe runs (deliveries wait for it);
+   * until `refuseUntil` after a failed one, deliveries are refused at once.
+   */
+  private inDoubt = false;
+  private probing = false;
+  private refuseUntil = 0;
 
+  /** `probe`: whether PostgreSQL answers a fresh connection (none: the next batch just goes ahead). */
   constructor(
     private readonly sql: postgres.Sql,
     private readonly clock: () => Date,
     limits: Partial<IngestBatcherLimits> = {},
+    private readonly probe?: () => Promise<boolean>,
   ) {
     this.limits = { ...DEFAULT_INGEST_LIMITS, ...limits };
   }
 
   submit(request: IngestRequest): Promise<IngestOutcome> {
     const bytes = request.bytes ?? 0;
+    if (this.inDoubt && !this.probing) {
+      // Refused without being sent, so nothing of it is stored; past the window, a probe again.
+      if (performance.now() < this.refuseUntil) return Promise.reject(new AppError('service_unavailable', DATABASE_NOT_ANSWERING));
+      this.checkDatabase();
+    }
     if (this.queue.length >= this.limits.maxQueued || (this.heldBytes > 0 && this.heldBytes + bytes > this.limits.maxHeldBytes)) {
       // The database is not keeping up (or not answering): refuse now rather than hold more
       // requests, and their bodies, in memory. The tool retries.
@@ -158,7 +177,29 @@ export class IngestBatcher {
           reject(err);
         },
       });
-      if (!this.current) this.flush();
+      if (!this.current && !this.inDoubt) this.flush();
+    });
+  }
+
+  /**
+   * Probes the database before anything more is sent to it: when it answers, the waiting
+   * deliveries go in a batch; when not, they are answered 503 unsent, and so are new ones for
+   * `REFUSE_AFTER_FAILED_PROBE_MS`.
+   */
+  private checkDatabase(): void {
+    if (this.probing) return;
+    this.inDoubt = true;
+    this.probing = true;
+    void this.probe!().then((answered) => {
+      this.probing = false;
+      if (answered) {
+        this.inDoubt = false;
+        if (!this.current && this.queue.length > 0) this.flush();
+        return;
+      }
+      this.refuseUntil = performance.now() + REFUSE_AFTER_FAILED_PROBE_MS;
+      const err = new AppError('service_unavailable', DATABASE_NOT_ANSWERING);
+      for (const pending of this.queue.splice(0)) pending.reject(err);
     });
   }
 
@@ -221,7 +262,10 @@ export class IngestBatcher {
       const err = this.notStoredInTime();
       for (const pending of current.batch) pending.reject(err);
       this.current = null;
-      if (this.queue.length > 0) this.flush();
+      // A database that does not answer would take the next batch too, and commit it, answered
+      // 503, when it answers again: it is probed first when it can be.
+      if (this.probe) this.checkDatabase();
+      else if (this.queue.length > 0) this.flush();
     }, Math.min(1000, this.limits.timeoutMs / 4));
     this.watchdog.unref();
   }

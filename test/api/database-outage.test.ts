@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { IngestBatcher, type IngestRequest } from '../../src/ingest/ingest.js';
+import { createDatabaseProbe } from '../../src/db/probe.js';
 import { findProvider } from '../../src/ingest/providers/index.js';
 import { createTemporalWorkflowPort, TemporalUnavailableError } from '../../src/temporal/port.js';
 import { temporalConnectionOptions } from '../../src/temporal/connection.js';
@@ -125,11 +126,16 @@ describe('a dependency unavailable', () => {
     proxy.stall(); // a partition: the pool's sockets stay open and nothing answers
     try {
       const refused = await Promise.all([0, 1, 2].map(post));
+      // The batch's deliveries when it is abandoned; those behind it once the probe that follows
+      // finds the database not answering (decision 240).
+      const messages = ['The database did not store the delivery within 1.5 s; retry it', 'The service cannot reach its database or another dependency; retry shortly'];
       for (const res of refused) {
         expect(res.status).toBe(503);
         expect(res.headers.get('retry-after')).toBe('5');
-        expect(res.body).toEqual({ error: 'service_unavailable', message: 'The database did not store the delivery within 1.5 s; retry it' });
+        expect(res.body.error).toBe('service_unavailable');
+        expect(messages).toContain(res.body.message);
       }
+      expect(refused.map((res) => res.body.message)).toContain(messages[0]);
       // The stuck batch does not hold the next one back: it too gets its answer.
       expect((await post(0)).status).toBe(503);
     } finally {
@@ -417,6 +423,40 @@ describe('a dependency unavailable', () => {
       } finally {
         await proxy.restore();
       }
+    });
+  });
+
+  it('sends nothing while the database does not answer a probe, after a batch was abandoned (decision 240)', async () => {
+    await onRelayedPool(1, async (relayed) => {
+      const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 1000 }, createDatabaseProbe(relayUrl, 1000));
+      const answer = async (n: number) => {
+        const sent = performance.now();
+        return batcher.submit(unkeyedDelivery(`gate-${n}`)).then(
+          () => ({ code: 'stored', message: '', ms: performance.now() - sent }),
+          (err: AppError) => ({ code: err.code, message: err.message, ms: performance.now() - sent }),
+        );
+      };
+      const notAnswering = { code: 'service_unavailable', message: 'The service cannot reach its database or another dependency; retry shortly' };
+      proxy.stall();
+      try {
+        const first = answer(1); // its batch never ends: abandoned after 1 s, then a probe (1 s)
+        await new Promise((r) => setTimeout(r, 1400));
+        const second = answer(2); // arrives while the probe runs: waits for it, is not sent
+        expect(await first).toMatchObject({ code: 'service_unavailable', message: 'The database did not store the delivery within 1 s; retry it' });
+        const waited = await second;
+        expect(waited).toMatchObject(notAnswering);
+        expect(waited.ms).toBeLessThan(1000); // the probe's end, not a batch of its own
+        // Refused at once for a while after the failed probe: not sent to a database that holds it.
+        const third = await answer(3);
+        expect(third).toMatchObject(notAnswering);
+        expect(third.ms).toBeLessThan(100);
+      } finally {
+        await proxy.restore();
+      }
+      // Past the window, a probe that the database answers lets deliveries through again: this
+      // one is judged by it (its key is refused).
+      await new Promise((r) => setTimeout(r, 2100));
+      expect(await answer(4)).toMatchObject({ code: 'unauthorized' });
     });
   });
 

@@ -35,7 +35,7 @@ export function createWebhookKeyFailureGuard(deps: AppDeps): KeyFailureGuard {
 }
 
 export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, keyFailures: KeyFailureGuard): void {
-  const batcher = new IngestBatcher(deps.sql, deps.clock, deps.ingest);
+  const batcher = new IngestBatcher(deps.sql, deps.clock, deps.ingest, deps.databaseWatch?.answers);
   // Only for a payload that is refused before it reaches a batch (which judges keys itself).
   const credentials = new Coalescer((lookups: Array<{ tenantId: string; keyHash: string }>) => findWebhookCredentials(deps.relaxedSql, lookups));
   app.openapi(
