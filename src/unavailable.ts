@@ -54,6 +54,9 @@ function anyCause(err: unknown, test: (e: Cause) => boolean): boolean {
   return false;
 }
 
+/** What a client is told while the database (or another dependency) cannot be reached. */
+export const DEPENDENCY_UNAVAILABLE_MESSAGE = 'The service cannot reach its database or another dependency; retry shortly';
+
 /** Whether the unreachable dependency is Temporal (its client gave up, or our gate refused at once). */
 export function isWorkflowEngineUnavailable(err: unknown): boolean {
   return isDependencyUnavailable(err) && anyCause(err, (e) => e.name === 'ServiceError' || e.code === 'TEMPORAL_UNAVAILABLE');

@@ -36,7 +36,7 @@ import { registerMemoryRoutes } from './routes/memory.js';
 import { registerAuditExportRoutes } from './routes/audit-export.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
-import { failureReason, isDependencyUnavailable, isStatementTimeout, isWorkflowEngineUnavailable } from '../unavailable.js';
+import { DEPENDENCY_UNAVAILABLE_MESSAGE, failureReason, isDependencyUnavailable, isStatementTimeout, isWorkflowEngineUnavailable } from '../unavailable.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 /**
@@ -45,9 +45,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
  */
 export const MAX_WEBHOOK_BODY_BYTES = 4 * 1024 * 1024;
 
-/** What a client is told while the database (or another dependency) cannot be reached. */
-const DEPENDENCY_UNAVAILABLE_MESSAGE = 'The service cannot reach its database or another dependency; retry shortly';
-/** The same, when what cannot be reached is the workflow engine (incidents' lifecycles). */
+/** What a client is told when what cannot be reached is the workflow engine (incidents' lifecycles). */
 const WORKFLOW_ENGINE_UNAVAILABLE_MESSAGE = 'The service cannot reach its workflow engine (Temporal); retry shortly';
 /** What a client is told when its request's statement ran past the api's bound (or was cancelled). */
 const STATEMENT_TIMEOUT_MESSAGE = 'The database did not answer in time (busy, or waiting on a lock); retry shortly';

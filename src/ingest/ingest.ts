@@ -4,7 +4,7 @@ import { ownershipOf, ownershipPayload, type Ownership } from '../domain/ownersh
 import { monthlyQuota, quotaWarningKey, quotaWarningsCrossed, usagePeriod } from '../domain/plans.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
-import { isDependencyUnavailable } from '../unavailable.js';
+import { DEPENDENCY_UNAVAILABLE_MESSAGE, isDependencyUnavailable } from '../unavailable.js';
 import type { NormalizedAlert, NormalizedEvent } from './types.js';
 
 /** The channel the dispatcher listens on: something waits for a workflow start or signal. */
@@ -100,7 +100,6 @@ export interface IngestBatcherLimits {
 
 /** How long deliveries are refused at once after a probe found the database not answering. */
 const REFUSE_AFTER_FAILED_PROBE_MS = 2000;
-const DATABASE_NOT_ANSWERING = 'The service cannot reach its database or another dependency; retry shortly';
 
 const DEFAULT_INGEST_LIMITS: IngestBatcherLimits = { maxDeliveries: 128, maxEvents: 4000, timeoutMs: 10_000, maxQueued: 2048, maxHeldBytes: 256 * 1024 * 1024 };
 
@@ -150,7 +149,7 @@ export class IngestBatcher {
     const bytes = request.bytes ?? 0;
     if (this.inDoubt && !this.probing) {
       // Refused without being sent, so nothing of it is stored; past the window, a probe again.
-      if (performance.now() < this.refuseUntil) return Promise.reject(new AppError('service_unavailable', DATABASE_NOT_ANSWERING));
+      if (performance.now() < this.refuseUntil) return Promise.reject(new AppError('service_unavailable', DEPENDENCY_UNAVAILABLE_MESSAGE));
       this.checkDatabase();
     }
     if (this.queue.length >= this.limits.maxQueued || (this.heldBytes > 0 && this.heldBytes + bytes > this.limits.maxHeldBytes)) {
@@ -190,7 +189,8 @@ export class IngestBatcher {
     if (this.probing) return;
     this.inDoubt = true;
     this.probing = true;
-    void this.probe!().then((answered) => {
+    const answers = this.probe!().catch(() => false);
+    void answers.then((answered) => {
       this.probing = false;
       if (answered) {
         this.inDoubt = false;
@@ -198,7 +198,7 @@ export class IngestBatcher {
         return;
       }
       this.refuseUntil = performance.now() + REFUSE_AFTER_FAILED_PROBE_MS;
-      const err = new AppError('service_unavailable', DATABASE_NOT_ANSWERING);
+      const err = new AppError('service_unavailable', DEPENDENCY_UNAVAILABLE_MESSAGE);
       for (const pending of this.queue.splice(0)) pending.reject(err);
     });
   }
