@@ -117,3 +117,31 @@ export function failureReason(err: unknown): string {
   }
   return messages.join(': ');
 }
+
+/**
+ * Runs `call`, watching the dependency it waits on: once it has waited `everyMs`, and every
+ * `everyMs` after, `answers` probes the dependency; when it does not answer, the call is given up
+ * with `unavailable()` (made once) and its outcome, whenever it comes, is dropped. Used for
+ * Temporal (decision 216) and PostgreSQL (decision 238): their clients' own bounds cannot act on
+ * a server that keeps its connections open and answers nothing.
+ */
+export function watchCall<T>(answers: () => Promise<boolean>, everyMs: number, unavailable: () => Error, call: () => Promise<T>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    let done = false;
+    const finish = (settle: () => void) => {
+      if (done) return;
+      done = true;
+      clearInterval(timer);
+      settle();
+    };
+    const timer = setInterval(() => {
+      void answers().then((answered) => {
+        if (!answered) finish(() => reject(unavailable()));
+      });
+    }, everyMs);
+    call().then(
+      (value) => finish(() => resolve(value)),
+      (err: unknown) => finish(() => reject(err)),
+    );
+  });
+}

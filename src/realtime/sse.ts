@@ -216,11 +216,15 @@ export async function openEventStream(args: {
   void (async () => {
     try {
       // A position beyond the newest event (an id from before a restore, or from elsewhere)
-      // resumes at the newest: live events after it are sent, none skipped up to the old id.
-      const head = await hub.headSeq(tenantId);
-      if (sentSeq > head) {
-        logger.info({ tenantId, lastEventId: sentSeq, head }, 'stream resumed from beyond the newest event; starting at the newest');
-        sentSeq = head;
+      // resumes at the newest: live events after it are sent, none skipped up to the old id. Only
+      // a position past where the live subscription starts can be (another api process may have
+      // read further, so that start is not the newest itself).
+      if (sentSeq > sub.startSeq) {
+        const head = await hub.headSeq(tenantId);
+        if (sentSeq > head) {
+          logger.info({ tenantId, lastEventId: sentSeq, head }, 'stream resumed from beyond the newest event; starting at the newest');
+          sentSeq = head;
+        }
       }
       for (;;) {
         const page = await hub.readEvents(tenantId, sentSeq, replayPage);

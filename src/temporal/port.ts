@@ -8,7 +8,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import { AppError } from '../errors.js';
-import { isDeadlineExceeded, isDependencyUnavailable } from '../unavailable.js';
+import { isDeadlineExceeded, isDependencyUnavailable, watchCall } from '../unavailable.js';
 import { auditExportWorkflowType, type AuditExportInput } from '../exports/types.js';
 import { skillTestWorkflowType, type SkillOutcome, type SkillTestInput } from '../skills/types.js';
 import {
@@ -167,33 +167,13 @@ export function createTemporalGate(answers: () => Promise<boolean>): <T>(call: (
 }
 
 /**
- * Watches a call: once it has waited `everyMs`, and every `everyMs` after, the server is probed;
- * when it does not answer, the call is given up with TemporalUnavailableError. The client's own
- * bounds do not cover that case: a frozen server keeps its connections open, the keepalive drops
- * them after 45 s, and the client's retry of a dropped call is a new call that neither the
- * request's cancellation reaches nor, without a deadline, anything ends (decision 216). The call
- * given up runs on to its deadline, and its outcome is dropped.
+ * Watches a call on Temporal with `watchCall`: a frozen server keeps its connections open, the
+ * keepalive drops them after 45 s, and the client's retry of a dropped call is a new call that
+ * neither the request's cancellation reaches nor, without a deadline, anything ends (decision
+ * 216). The call given up runs on to its deadline, and its outcome is dropped.
  */
 export function watchTemporalCall(answers: () => Promise<boolean>, everyMs: number): <T>(call: () => Promise<T>) => Promise<T> {
-  return (call) =>
-    new Promise((resolve, reject) => {
-      let done = false;
-      const finish = (settle: () => void) => {
-        if (done) return;
-        done = true;
-        clearInterval(timer);
-        settle();
-      };
-      const timer = setInterval(() => {
-        void answers().then((answered) => {
-          if (!answered) finish(() => reject(new TemporalUnavailableError()));
-        });
-      }, everyMs);
-      call().then(
-        (value) => finish(() => resolve(value)),
-        (err: unknown) => finish(() => reject(err)),
-      );
-    });
+  return (call) => watchCall(answers, everyMs, () => new TemporalUnavailableError(), call);
 }
 
 /** How long a call that waits for a workflow's answer waits, by default (`TEMPORAL_ANSWER_TIMEOUT_MS`). */

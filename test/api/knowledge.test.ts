@@ -7,6 +7,7 @@ import { incidents } from '../../src/db/schema/incidents.js';
 import { investigations } from '../../src/db/schema/investigation.js';
 import { feedback, patternOccurrences, patterns, rootCauseRevisions } from '../../src/db/schema/knowledge.js';
 import { newId } from '../../src/ids.js';
+import { signatureLockKey } from '../../src/db/repositories/patterns.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/webhooks.js';
 
@@ -347,7 +348,7 @@ describe('POST /v1/knowledge/feedback', () => {
     let signatureHeld!: () => void;
     const held = new Promise<void>((resolve) => (signatureHeld = resolve));
     const learning = svc.database.sql.begin(async (tx) => {
-      await tx`select pg_advisory_xact_lock(hashtext(${`patterns:${tenant.tenantId}:${service}:connection_pool`}))`;
+      await tx`select pg_advisory_xact_lock(hashtext(${signatureLockKey(tenant.tenantId, service, 'connection_pool')}))`;
       signatureHeld();
       await new Promise((r) => setTimeout(r, 300)); // the correction has begun meanwhile
       await tx`select 1 from patterns where id = ${pattern.id} for update`;

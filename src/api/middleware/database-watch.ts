@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
+import { watchCall } from '../../unavailable.js';
 import type { AppDeps, AppEnv } from '../context.js';
 
 /**
@@ -15,23 +16,10 @@ import type { AppDeps, AppEnv } from '../context.js';
 export function watchDatabase(watch: NonNullable<AppDeps['databaseWatch']>, unavailable: () => Error): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (c.req.path.startsWith('/v1/webhooks/')) return next();
-    let timer: NodeJS.Timeout | undefined;
-    let settled = false;
-    const givenUp = new Promise<never>((_, reject) => {
-      timer = setInterval(() => {
-        void watch.answers().then((answered) => {
-          if (answered || settled || c.get('givenUp')) return; // probes overlap: give up once
-          const answer = unavailable();
-          c.set('givenUp', answer);
-          reject(answer);
-        });
-      }, watch.everyMs);
-    });
-    try {
-      await Promise.race([next(), givenUp]);
-    } finally {
-      settled = true;
-      clearInterval(timer);
-    }
+    await watchCall(watch.answers, watch.everyMs, () => {
+      const answer = unavailable();
+      c.set('givenUp', answer);
+      return answer;
+    }, next);
   };
 }

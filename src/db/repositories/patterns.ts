@@ -269,8 +269,11 @@ export interface OccurrenceInput {
  * (decision 235).
  */
 export async function lockSignature(tx: Tx, tenantId: string, service: string | null, category: string): Promise<void> {
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`patterns:${tenantId}:${(service ?? '').toLowerCase()}:${category}`}))`);
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${signatureLockKey(tenantId, service, category)}))`);
 }
+
+/** The text whose hash is `lockSignature`'s advisory lock. */
+export const signatureLockKey = (tenantId: string, service: string | null, category: string): string => `patterns:${tenantId}:${(service ?? '').toLowerCase()}:${category}`;
 
 /**
  * Records that an incident is an occurrence of the pattern its signature describes: matches the
