@@ -25,7 +25,7 @@
 import { Agent, request } from 'node:http';
 import { cpus } from 'node:os';
 import postgres from 'postgres';
-import { cpuWindow, lowerWorkerPriority, measure, runBenchmark, startApi, startFloorServer, startStack } from './stack.js';
+import { cpuWindow, devServerPids, lowerWorkerPriority, measure, processCpuWindow, runBenchmark, startApi, startFloorServer, startStack } from './stack.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 30);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -79,6 +79,11 @@ async function main() {
   );
   if (stopWorker) process.kill(stack.pid, 'SIGSTOP');
   const cpu = cpuWindow();
+  const cpuByProcess = processCpuWindow({
+    ...(sharedProcess ? { 'api and worker': [stack.pid] } : { api: [(api as { pid: number }).pid], worker: [stack.pid] }),
+    'Temporal dev server': devServerPids(stack),
+    'load generator': [process.pid],
+  });
   const ingest = await measure(`webhook ingestion (${distinct} distinct alerts)`, { durationMs: seconds * 1000, parallel: concurrency }, async (i) => {
     const n = i % distinct;
     const res = await post(
@@ -97,6 +102,8 @@ async function main() {
     return res;
   });
   console.log(`cpu during ingestion: ${cpu()}`);
+  const used = cpuByProcess();
+  console.log(`cores used during ingestion: ${Object.entries(used).map(([name, cores]) => `${name} ${cores.toFixed(2)}`).join(', ')}`);
   if (stopWorker) process.kill(stack.pid, 'SIGCONT');
   console.log(`statuses: ${JSON.stringify(Object.fromEntries(statuses))}`);
   const pool = postgres(stack.databaseUrl, { max: 20 });
@@ -121,6 +128,15 @@ async function main() {
     floorRate = (await measure('floor: Hono handler, parse and 202 only', { durationMs: 10_000, parallel: concurrency }, (i) => post(bareUrl, headers, body(i)))).perSecond;
     bare.stop();
   }
+  // What the ingestion path (api, PostgreSQL, load generator) spent per accepted event, and what
+  // the ratio target would take at that cost: the machine's cores bound it whatever overlaps.
+  const front = sharedProcess ? 'api and worker' : 'api';
+  const pathCores = [front, `postgres for ${front}`, 'load generator', 'postgres for load generator'].reduce((sum, name) => sum + (used[name] ?? 0), 0);
+  const perEventMs = (1000 * pathCores) / ingest.perSecond;
+  console.log(
+    `cpu per accepted event: ${perEventMs.toFixed(2)} ms (${front}, its postgres backends and the load generator: ${pathCores.toFixed(2)} cores); ` +
+      `at that cost 40 % of the raw insert rate (${(0.4 * raw.perSecond).toFixed(0)}/s) would take ${((0.4 * raw.perSecond * perEventMs) / 1000).toFixed(1)} cores of the machine's ${cpus().length}`,
+  );
   const [stored] = await pool<{ events: string; incidents: string }[]>`
     select (select count(*) from ingested_events) as events, (select count(*) from incidents) as incidents`;
   await pool.end();

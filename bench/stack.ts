@@ -3,7 +3,7 @@
  * with its own data folder, and hands back what a load generator needs.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { setPriority, tmpdir } from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../src/config.js';
@@ -207,13 +207,7 @@ export async function startFloorServer(): Promise<{ baseUrl: string; stop(): voi
  * writes through it.
  */
 export function lowerWorkerPriority(stack: Stack, nice: number): void {
-  let temporal: number[] = [];
-  try {
-    temporal = execFileSync('pgrep', ['-P', String(stack.pid), 'temporal']).toString().split('\n').filter(Boolean).map(Number);
-  } catch {
-    // pgrep exits 1 when it finds none (TEMPORAL_ADDRESS pointed the service elsewhere).
-  }
-  for (const pid of [stack.pid, ...temporal]) {
+  for (const pid of [stack.pid, ...devServerPids(stack)]) {
     for (const tid of readdirSync(`/proc/${pid}/task`)) setPriority(Number(tid), nice);
     // The dev server shares the service's session (one scheduling group); written for each in
     // case a launcher gives it a session of its own.
@@ -222,6 +216,15 @@ export function lowerWorkerPriority(stack: Stack, nice: number): void {
     } catch {
       // No autogroup scheduling on this kernel: the threads' nice values are all there is.
     }
+  }
+}
+
+/** The Temporal dev server the service process started (none when TEMPORAL_ADDRESS pointed it elsewhere). */
+export function devServerPids(stack: Stack): number[] {
+  try {
+    return execFileSync('pgrep', ['-P', String(stack.pid), 'temporal']).toString().split('\n').filter(Boolean).map(Number);
+  } catch {
+    return []; // pgrep exits 1 when it finds none
   }
 }
 
@@ -234,5 +237,92 @@ export function cpuWindow(): () => string {
     const total = user + nice + system + idle + iowait + irq + softirq + steal;
     const pct = (v: number) => `${Math.round((100 * v) / total)} %`;
     return `user ${pct(user)}, niced ${pct(nice)}, system ${pct(system + irq + softirq)}, idle ${pct(idle + iowait)}, stolen by the host ${pct(steal)}`;
+  };
+}
+
+/** The TCP sockets a process holds, by inode (Linux: /proc/<pid>/fd). */
+function socketInodes(pid: number | string): string[] {
+  const inodes: string[] = [];
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const match = readlinkSync(`/proc/${pid}/fd/${fd}`).match(/^socket:\[(\d+)\]$/);
+        if (match) inodes.push(match[1]!);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  } catch {
+    // exited
+  }
+  return inodes;
+}
+
+/** Every TCP connection on the machine by inode: its local and remote address (hex, as /proc/net/tcp writes them). */
+function tcpConnections(): Map<string, { local: string; remote: string }> {
+  const byInode = new Map<string, { local: string; remote: string }>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length > 9) byInode.set(fields[9]!, { local: fields[1]!, remote: fields[2]! });
+    }
+  }
+  return byInode;
+}
+
+/**
+ * The CPU each group of processes used over a window, in cores (Linux: /proc/<pid>/stat, every
+ * thread; USER_HZ is 100). PostgreSQL's backends are counted for the group at the other end of
+ * their connection (`postgres for <group>`); its postmaster, its background processes and the
+ * backends of anything else are `postgres (rest)`. A backend that exits within the window loses
+ * its time (the pools' connections stay for the window).
+ */
+export function processCpuWindow(groups: Record<string, number[]>): () => Record<string, number> {
+  const ticks = (pid: number | string): { comm: string; ticks: number } | undefined => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return { comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ticks: Number(fields[11]) + Number(fields[12]) };
+    } catch {
+      return undefined; // exited
+    }
+  };
+  /** Each PostgreSQL process with its ticks and the group its client belongs to. */
+  const postgres = () => {
+    const connections = tcpConnections();
+    const groupOf = new Map<string, string>(); // local address of a client socket -> group
+    for (const [name, pids] of Object.entries(groups)) {
+      for (const pid of pids) for (const inode of socketInodes(pid)) {
+        const c = connections.get(inode);
+        if (c) groupOf.set(c.local, name);
+      }
+    }
+    const found = new Map<string, { ticks: number; group: string }>();
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      const t = ticks(pid);
+      if (t?.comm !== 'postgres') continue;
+      const client = socketInodes(pid).map((inode) => groupOf.get(connections.get(inode)?.remote ?? '')).find(Boolean);
+      found.set(pid, { ticks: t.ticks, group: client ? `postgres for ${client}` : 'postgres (rest)' });
+    }
+    return found;
+  };
+  const read = () => ({ groups: Object.fromEntries(Object.entries(groups).map(([name, pids]) => [name, pids.map((pid) => ticks(pid)?.ticks ?? 0)])), postgres: postgres() });
+  const before = read();
+  const startedAt = performance.now();
+  return () => {
+    const after = read();
+    const seconds = (performance.now() - startedAt) / 1000;
+    const result: Record<string, number> = {};
+    for (const [name, list] of Object.entries(after.groups)) result[name] = list.reduce((sum, t, i) => sum + t - before.groups[name]![i]!, 0);
+    for (const [pid, { ticks: t, group }] of after.postgres) result[group] = (result[group] ?? 0) + t - (before.postgres.get(pid)?.ticks ?? 0);
+    for (const name of Object.keys(result)) result[name] = result[name]! / 100 / seconds;
+    return result;
   };
 }
