@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { ApprovalDecided, ApprovalDecisionRecord, ProposedRemediation, RemediationActivities, StepOutcome } from '../analysis/remediation-types.js';
-import type { Db } from '../db/client.js';
+import { transactionOnce, type Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { appendEvent } from '../db/repositories/events.js';
 import { findTenant } from '../db/repositories/tenants.js';
@@ -475,7 +475,8 @@ export function createRemediationActivities(deps: { db: Db; skills: SkillRuntime
     // the second waits, then finds the outcome and returns it without acting again. The skill's
     // own reads and record go through the same transaction: a step waiting on the pool for a
     // second connection while it holds one would deadlock a pool full of such steps (decision 166).
-    return db.transaction(async (tx) => {
+    // Run once even when PostgreSQL aborts it for a conflict: the skill may have acted (decision 242).
+    return transactionOnce(db, async (tx) => {
       const [locked] = await tx.select().from(remediationSteps).where(where).for('update');
       if (locked!.status === 'succeeded' || locked!.status === 'failed') return storedOutcome(locked!);
       let outcome: StepOutcome;

@@ -37,6 +37,62 @@ export interface DatabaseOptions {
  */
 export const reconnectBackoff = (retries: number): number => (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 1);
 
+/** SQLSTATEs after which PostgreSQL has rolled a transaction back and running it again may succeed. */
+const CONFLICT_CODES = new Set(['40P01', '40001']); // deadlock_detected, serialization_failure
+
+/** The SQLSTATE of a failed statement: on the error, or on the driver's error drizzle wraps. */
+function sqlState(err: unknown): string | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+}
+
+const RUN_ONCE = Symbol('transaction run once');
+type OnceDb = Db & { [RUN_ONCE]?: Db['transaction'] };
+type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+
+/**
+ * A transaction whose callback runs once whatever PostgreSQL aborts it for: for the one callback
+ * that acts outside the database (a remediation step calling the tenant's HTTP skill, whose
+ * record and row lock share its transaction; decision 166), where running it again would act
+ * twice.
+ */
+export function transactionOnce<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const once = (db as OnceDb)[RUN_ONCE] ?? db.transaction.bind(db);
+  return once(fn);
+}
+
+/** How many times a transaction runs at most when PostgreSQL aborts it for a conflict. */
+export const CONFLICT_ATTEMPTS = 3;
+
+/**
+ * Makes `db.transaction` run its callback again, on a fresh transaction, when PostgreSQL aborted
+ * it as a deadlock victim or for a serialization failure: the whole transaction was rolled back,
+ * so nothing of the attempt stays, and the other side of the conflict has gone ahead. Up to
+ * `CONFLICT_ATTEMPTS` runs, 10–40 ms apart (jittered, so two crossed callers do not meet again);
+ * then the error as before. Without it the caller got the error: a 500 for a person's request
+ * (two crossed root-cause corrections, decision 235's remainder). Callbacks therefore do only
+ * database work (decision 242), or run through `transactionOnce`; a savepoint
+ * (`tx.transaction`) is not retried on its own, since its whole transaction is aborted.
+ */
+export function retryConflicts(db: Db): Db {
+  const once = db.transaction.bind(db);
+  (db as OnceDb)[RUN_ONCE] = once;
+  db.transaction = (async (...args: Parameters<Db['transaction']>) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await once(...args);
+      } catch (err) {
+        if (attempt >= CONFLICT_ATTEMPTS || !CONFLICT_CODES.has(sqlState(err) ?? '')) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 10 * attempt * (1 + Math.random())));
+      }
+    }
+  }) as Db['transaction'];
+  return db;
+}
+
 export function connectDatabase(url: string, options: DatabaseOptions = {}): Database {
   const bounds: Record<string, string> = options.statementTimeoutMs
     ? { statement_timeout: String(options.statementTimeoutMs), idle_in_transaction_session_timeout: String(options.statementTimeoutMs) }
@@ -49,7 +105,7 @@ export function connectDatabase(url: string, options: DatabaseOptions = {}): Dat
     onnotice: () => undefined,
     connection: bounds,
   });
-  const db = drizzle(sql, { schema });
+  const db = retryConflicts(drizzle(sql, { schema }));
   const relaxedSql = postgres(url, {
     max: 4,
     connect_timeout: 10,
