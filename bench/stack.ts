@@ -240,7 +240,7 @@ export function cpuWindow(): () => string {
   };
 }
 
-/** The TCP sockets a process holds, by inode (Linux: /proc/<pid>/fd). */
+/** The sockets a process holds, by inode (Linux: /proc/<pid>/fd); `tcpConnections` names the TCP ones. */
 function socketInodes(pid: number | string): string[] {
   const inodes: string[] = [];
   try {
