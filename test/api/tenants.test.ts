@@ -27,7 +27,7 @@ describe('GET /v1/tenants/{tenantId}', () => {
       plan: 'plan_pro',
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
-      settings: { cloudRoleArn: null, cloudExternalId: null, cloudRegion: null, autoRemediation: false, requireWebhookSignature: false, autoResolve: false, approvalTimeoutMinutes: 60, allowHttpSkills: false },
+      settings: { cloudRoleArn: '', cloudExternalId: '', cloudRegion: '', autoRemediation: false, requireWebhookSignature: false, autoResolve: false, approvalTimeoutMinutes: 60, allowHttpSkills: false },
     });
   });
 
@@ -69,9 +69,18 @@ describe('PATCH /v1/tenants/{tenantId}', () => {
       token: tenant.admin,
       body: { settings: { cloudRegion: null } },
     });
-    expect(cleared.body.settings).toMatchObject({ cloudRegion: null, autoRemediation: true });
+    expect(cleared.body.settings).toMatchObject({ cloudRegion: '', autoRemediation: true });
     const again = await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.member });
     expect(again.body).toEqual(cleared.body);
+    // A read's settings sent back as they are: an unset one ("") stays unset, stored as not set.
+    const echoed = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, {
+      token: tenant.admin,
+      body: { settings: { ...again.body.settings, cloudExternalId: '' } },
+    });
+    expect(echoed.status).toBe(200);
+    expect(echoed.body.settings).toMatchObject({ cloudRoleArn: 'arn:cloud:iam::123456789012:role/incident-reader', cloudExternalId: '', cloudRegion: '' });
+    const [stored] = await svc.database.db.select().from(tenants).where(eq(tenants.id, tenant.tenantId));
+    expect(stored!.settings).toMatchObject({ cloudExternalId: null, cloudRegion: null });
 
     const audit = await svc.database.db.select().from(auditLog).where(eq(auditLog.action, 'tenant.updated')).orderBy(auditLog.seq);
     const mine = audit.filter((a) => a.tenantId === tenant.tenantId);
@@ -79,6 +88,7 @@ describe('PATCH /v1/tenants/{tenantId}', () => {
       { name: false, settings: ['cloudRoleArn', 'cloudRegion'] },
       { name: true, settings: ['cloudExternalId', 'autoRemediation'] },
       { name: false, settings: ['cloudRegion'] },
+      { name: false, settings: ['cloudRoleArn', 'cloudExternalId', 'cloudRegion', 'autoRemediation', 'requireWebhookSignature', 'autoResolve', 'approvalTimeoutMinutes', 'allowHttpSkills'] },
     ]);
     for (const value of ['ext-42', 'incident-reader', 'eu-west-1', 'Acme Payments EU']) expect(JSON.stringify(mine)).not.toContain(value);
   });
@@ -89,6 +99,7 @@ describe('PATCH /v1/tenants/{tenantId}', () => {
     [{ settings: { autoRemediation: 'yes' } }],
     [{ settings: { unknownSetting: true } }],
     [{ settings: { cloudRegion: 'Not A Region!' } }],
+    [{ settings: { cloudRoleArn: '   ' } }],
     [{ plan: 'plan_enterprise' }],
     [{ settings: 'none' }],
   ])('rejects %j with 400 validation_error', async (body) => {

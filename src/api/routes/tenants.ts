@@ -17,9 +17,9 @@ export function toTenantView(row: TenantRow) {
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
     settings: {
-      cloudRoleArn: row.settings.cloudRoleArn ?? null,
-      cloudExternalId: row.settings.cloudExternalId ?? null,
-      cloudRegion: row.settings.cloudRegion ?? null,
+      cloudRoleArn: row.settings.cloudRoleArn ?? '',
+      cloudExternalId: row.settings.cloudExternalId ?? '',
+      cloudRegion: row.settings.cloudRegion ?? '',
       autoRemediation: row.settings.autoRemediation ?? false,
       requireWebhookSignature: row.settings.requireWebhookSignature ?? false,
       autoResolve: row.settings.autoResolve ?? false,

@@ -2,10 +2,13 @@ import { z } from '@hono/zod-openapi';
 import { oneLine } from './common.js';
 import { planIds } from '../../domain/plans.js';
 
+/** The cloud settings are strings, as the interface types them: empty when not set (decision 243). */
+const cloudText = () => z.string().openapi({ description: 'empty when not set' });
+
 export const TenantSettingsSchema = z.object({
-  cloudRoleArn: z.string().nullable(),
-  cloudExternalId: z.string().nullable(),
-  cloudRegion: z.string().nullable(),
+  cloudRoleArn: cloudText(),
+  cloudExternalId: cloudText(),
+  cloudRegion: cloudText(),
   autoRemediation: z.boolean(),
   requireWebhookSignature: z.boolean(),
   autoResolve: z.boolean(),
@@ -26,7 +29,9 @@ export const Tenant = z
   })
   .openapi('Tenant');
 
-const optionalText = (max: number) => z.string().trim().min(1).max(max).nullable().optional();
+/** Clearing a cloud setting: `""` (what a read of an unset one shows) or `null`, both stored as not set. */
+const cleared = z.literal('').transform(() => null);
+const optionalText = (max: number) => z.union([cleared, z.string().trim().min(1).max(max)]).nullable().optional();
 
 export const UpdateTenantBody = z
   .object({
@@ -36,8 +41,7 @@ export const UpdateTenantBody = z
         cloudRoleArn: optionalText(2048),
         cloudExternalId: optionalText(1224),
         cloudRegion: z
-          .string()
-          .regex(/^[a-z0-9-]{2,32}$/, 'cloudRegion must be a region name such as eu-west-1')
+          .union([cleared, z.string().regex(/^[a-z0-9-]{2,32}$/, 'cloudRegion must be a region name such as eu-west-1')])
           .nullable()
           .optional(),
         autoRemediation: z.boolean().optional(),
