@@ -53,7 +53,7 @@ async function main() {
   const admin = postgres(stack.databaseUrl, { max: 1 });
   await admin`update tenants set plan = 'plan_enterprise' where id = ${stack.tenantId}`; // unlimited events
   await admin.end();
-  const api = sharedProcess ? { baseUrl: stack.baseUrl, stop: () => undefined } : await startApi(stack);
+  const api = sharedProcess ? { pid: stack.pid, baseUrl: stack.baseUrl, stop: () => undefined } : await startApi(stack);
   if (workerNice > 0) lowerWorkerPriority(stack, workerNice);
   const created = await fetch(`${api.baseUrl}/v1/api-keys`, {
     method: 'POST',
@@ -80,7 +80,7 @@ async function main() {
   if (stopWorker) process.kill(stack.pid, 'SIGSTOP');
   const cpu = cpuWindow();
   const cpuByProcess = processCpuWindow({
-    ...(sharedProcess ? { 'api and worker': [stack.pid] } : { api: [(api as { pid: number }).pid], worker: [stack.pid] }),
+    ...(sharedProcess ? { 'api and worker': [api.pid] } : { api: [api.pid], worker: [stack.pid] }),
     'Temporal dev server': devServerPids(stack),
     'load generator': [process.pid],
   });

@@ -84,6 +84,14 @@ export function isStatementTimeout(err: unknown): boolean {
 }
 
 /**
+ * Whether PostgreSQL aborted the transaction as a deadlock victim (40P01) or for a serialization
+ * failure (40001): rolled back whole, so running it again may succeed (decision 242).
+ */
+export function isTransactionConflict(err: unknown): boolean {
+  return anyCause(err, (e) => e.name === 'PostgresError' && (e.code === '40P01' || e.code === '40001'));
+}
+
+/**
  * Whether a Temporal call ended past its gRPC deadline: the client's own error for an Update
  * (`WorkflowUpdateRPCTimeoutOrCancelledError`), or a ServiceError with DEADLINE_EXCEEDED. The
  * server may end a call so a moment before the client's clock reaches the deadline.

@@ -3,6 +3,7 @@ import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import { projectRoot } from '../config.js';
+import { isTransactionConflict } from '../unavailable.js';
 import * as schema from './schema/index.js';
 
 export type Db = PostgresJsDatabase<typeof schema>;
@@ -36,18 +37,6 @@ export interface DatabaseOptions {
  * stayed away for up to 20 s after PostgreSQL was back, answering nothing (decision 236).
  */
 export const reconnectBackoff = (retries: number): number => (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 1);
-
-/** SQLSTATEs after which PostgreSQL has rolled a transaction back and running it again may succeed. */
-const CONFLICT_CODES = new Set(['40P01', '40001']); // deadlock_detected, serialization_failure
-
-/** The SQLSTATE of a failed statement: on the error, or on the driver's error drizzle wraps. */
-function sqlState(err: unknown): string | undefined {
-  for (let e = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-  }
-  return undefined;
-}
 
 const RUN_ONCE = Symbol('transaction run once');
 type OnceDb = Db & { [RUN_ONCE]?: Db['transaction'] };
@@ -85,7 +74,7 @@ export function retryConflicts(db: Db): Db {
       try {
         return await once(...args);
       } catch (err) {
-        if (attempt >= CONFLICT_ATTEMPTS || !CONFLICT_CODES.has(sqlState(err) ?? '')) throw err;
+        if (attempt >= CONFLICT_ATTEMPTS || !isTransactionConflict(err)) throw err;
         await new Promise((resolve) => setTimeout(resolve, 10 * attempt * (1 + Math.random())));
       }
     }
