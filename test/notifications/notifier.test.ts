@@ -194,6 +194,61 @@ describe('notifier: exactly once', () => {
     const { out } = await byUser(tenantId);
     expect(out['bob-member']).toEqual(['incident.resolved', 'triage.failed']);
   });
+
+  it('waits for a seq drawn when its transaction had no transaction id yet (decision 244)', async () => {
+    // A BEFORE trigger holds the insert after its seq is drawn and before its row is written,
+    // where a transaction whose first write is the event used to have no transaction id.
+    const lockKey = 244_001;
+    await svc.database.sql.unsafe(`
+      create or replace function test_hold_event() returns trigger language plpgsql as $$
+      begin
+        if new.incident_id = 'inc_held' then perform pg_advisory_xact_lock(${lockKey}); end if;
+        return new;
+      end $$;
+      create or replace trigger test_hold_event before insert on events for each row execute function test_hold_event()`);
+    const holder = await svc.database.sql.reserve();
+    let release: (() => void) | undefined;
+    let held: Promise<unknown> | undefined;
+    try {
+      await holder`select pg_advisory_lock(${lockKey})`;
+      const tenantId = await tenantWithUsers();
+      const notifier = await privateNotifier(tenantId);
+      held = svc.database.sql.begin(async (tx) => {
+        await tx`insert into events (id, tenant_id, type, incident_id, payload, idempotency_key)
+                 values (${newId('oev')}, ${tenantId}, 'incident.resolved', 'inc_held', '{"incidentId":"inc_held"}'::jsonb, ${newId('oev')})`;
+        await new Promise<void>((r) => (release = r));
+      });
+      // The insert is waiting in its trigger: its seq is drawn.
+      for (let i = 0; ; i++) {
+        const [waiting] = await svc.database.sql`
+          select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = ${lockKey} and not granted`;
+        if (waiting!.n === 1) break;
+        if (i > 200) throw new Error('the held insert never reached its trigger');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const later = await append(tenantId, 'triage.failed', { incidentId: 'inc_fast', reason: 'model down' }, 'inc_fast');
+      for (let i = 0; i < 5; i++) {
+        const r = await notifier.runOnce();
+        expect(r.lastSeq).toBeLessThan(later);
+        await new Promise((res) => setTimeout(res, 20));
+      }
+      await holder`select pg_advisory_unlock(${lockKey})`;
+      // Written, still uncommitted: the consumer still waits for it.
+      await new Promise((res) => setTimeout(res, 50));
+      expect((await notifier.runOnce()).lastSeq).toBeLessThan(later);
+      release!();
+      await held;
+      await drainPast(notifier, later);
+      const { out } = await byUser(tenantId);
+      expect(out['bob-member']).toEqual(['incident.resolved', 'triage.failed']);
+    } finally {
+      await holder`select pg_advisory_unlock_all()`;
+      holder.release();
+      release?.();
+      await held?.catch(() => undefined);
+      await svc.database.sql.unsafe('drop trigger if exists test_hold_event on events; drop function if exists test_hold_event()');
+    }
+  });
 });
 
 describe('notifier: consumer row', () => {

@@ -11,6 +11,8 @@ import { tenants } from './tenants.js';
 export const events = pgTable(
   'events',
   {
+    // Its default takes the transaction id before the seq (drizzle/0017, decision 244), which
+    // this builder cannot state: the outbox consumers' gap settle relies on that order.
     seq: bigserial('seq', { mode: 'number' }).primaryKey(),
     id: text('id').notNull().unique(),
     tenantId: text('tenant_id').notNull().references(() => tenants.id),
