@@ -63,7 +63,13 @@ describe('header value encryption', () => {
     expect(() => cipher.decrypt(one, { ...context, tenantId: 'ten_b' })).toThrow(/cannot be decrypted/);
     expect(() => cipher.decrypt(one, { ...context, header: 'X-Api-Key' })).toThrow(/cannot be decrypted/);
     expect(() => createSkillCipher(Buffer.alloc(32, 2)).decrypt(one, context)).toThrow(/cannot be decrypted/);
-    const tampered = one.slice(0, -2) + (one.endsWith('AA') ? 'AB' : 'AA');
+    // One bit of the ciphertext flipped. Rewriting its last base64url characters could leave
+    // the bytes as they were (the last character of a 10-byte value carries 2 bits of data).
+    const parts = one.split('.');
+    const body = Buffer.from(parts[3]!, 'base64url');
+    body[0] = body[0]! ^ 1;
+    const tampered = [...parts.slice(0, 3), body.toString('base64url')].join('.');
+    expect(tampered).not.toBe(one);
     expect(() => cipher.decrypt(tampered, context)).toThrow(/cannot be decrypted/);
     expect(() => cipher.decrypt('plain', context)).toThrow(/not in a known format/);
     expect(() => createSkillCipher(Buffer.alloc(16))).toThrow(/32 bytes/);
