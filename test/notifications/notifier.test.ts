@@ -8,6 +8,7 @@ import { eventConsumers, notifications, users } from '../../src/db/schema/remedi
 import { newId } from '../../src/ids.js';
 import { createNotifier } from '../../src/notifications/notifier.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/webhooks.js';
 
 let svc: TestService;
 
@@ -39,6 +40,14 @@ async function drainPast(notifier: { name: string; runOnce: () => Promise<unknow
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`consumer did not get past ${seq}`);
+}
+
+/** Passes that must all stop before `seq`: an earlier event is still being written. */
+async function staysBefore(notifier: { runOnce: () => Promise<{ lastSeq: number }> }, seq: number, passes = 5) {
+  for (let i = 0; i < passes; i++) {
+    expect((await notifier.runOnce()).lastSeq).toBeLessThan(seq);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 async function tenantWithUsers() {
@@ -183,11 +192,7 @@ describe('notifier: exactly once', () => {
     });
     await wasInserted;
     const later = await append(tenantId, 'triage.failed', { incidentId: 'inc_fast', reason: 'model down' }, 'inc_fast');
-    for (let i = 0; i < 5; i++) {
-      const r = await notifier.runOnce();
-      expect(r.lastSeq).toBeLessThan(later);
-      await new Promise((res) => setTimeout(res, 20));
-    }
+    await staysBefore(notifier, later);
     release();
     await held;
     await drainPast(notifier, later);
@@ -219,23 +224,16 @@ describe('notifier: exactly once', () => {
         await new Promise<void>((r) => (release = r));
       });
       // The insert is waiting in its trigger: its seq is drawn.
-      for (let i = 0; ; i++) {
-        const [waiting] = await svc.database.sql`
+      await eventually(async () => {
+        const [waiting] = await svc.database.sql<{ n: number }[]>`
           select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = ${lockKey} and not granted`;
-        if (waiting!.n === 1) break;
-        if (i > 200) throw new Error('the held insert never reached its trigger');
-        await new Promise((r) => setTimeout(r, 10));
-      }
+        return waiting!.n === 1;
+      });
       const later = await append(tenantId, 'triage.failed', { incidentId: 'inc_fast', reason: 'model down' }, 'inc_fast');
-      for (let i = 0; i < 5; i++) {
-        const r = await notifier.runOnce();
-        expect(r.lastSeq).toBeLessThan(later);
-        await new Promise((res) => setTimeout(res, 20));
-      }
+      await staysBefore(notifier, later);
       await holder`select pg_advisory_unlock(${lockKey})`;
       // Written, still uncommitted: the consumer still waits for it.
-      await new Promise((res) => setTimeout(res, 50));
-      expect((await notifier.runOnce()).lastSeq).toBeLessThan(later);
+      await staysBefore(notifier, later, 1);
       release!();
       await held;
       await drainPast(notifier, later);
