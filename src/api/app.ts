@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { swaggerUI } from '@hono/swagger-ui';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ZodError } from 'zod';
@@ -35,6 +34,7 @@ import { registerStreamRoutes } from './routes/stream.js';
 import { registerMemoryRoutes } from './routes/memory.js';
 import { registerAuditExportRoutes } from './routes/audit-export.js';
 import { registerAuditRoutes } from './routes/audit.js';
+import { registerDocsRoutes } from './routes/docs.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
 import { DEPENDENCY_UNAVAILABLE_MESSAGE, failureReason, isDependencyUnavailable, isStatementTimeout, isWorkflowEngineUnavailable } from '../unavailable.js';
 
@@ -175,7 +175,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
       )),
     ),
   );
-  app.get('/docs', swaggerUI({ url: '/openapi.json', title: 'Incident investigation service API' }));
+  registerDocsRoutes(app, deps);
 
   app.notFound((c) => c.json({ error: 'not_found', message: `No route for ${c.req.method} ${c.req.path}` }, 404));
   const auditAuthFailure = createAuthFailureAuditor(deps);
