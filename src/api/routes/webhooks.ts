@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
-import { hashApiKey, presentedApiKey, verifySignature } from '../../auth/api-keys.js';
+import { hashApiKey, presentedApiKey } from '../../auth/api-keys.js';
+import { checkWebhookSignature } from '../../auth/webhook-signatures.js';
 import { Coalescer } from '../../db/coalescer.js';
 import { findWebhookCredentials, touchApiKey, type WebhookCredential } from '../../db/repositories/api-keys.js';
 import { AppError } from '../../errors.js';
@@ -44,7 +45,7 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
       path: '/v1/webhooks/{tenantId}/{provider}',
       tags: ['ingestion'],
       summary: 'Ingest a monitoring, CI or VCS webhook (API key; optional HMAC signature)',
-      description: `Providers: ${Object.keys(providers).join(', ')}. Authenticate with \`Authorization: Bearer flo_…\` or \`X-API-Key\` (for a tool that takes only a URL: Basic credentials holding the key, or the \`api_key\` query parameter); when \`X-Webhook-Signature: sha256=<hex>\` (GitHub: \`X-Hub-Signature-256\`) is sent it must be the HMAC-SHA256 of the raw body with the key's signing secret.`,
+      description: `Providers: ${Object.keys(providers).join(', ')}. Authenticate with \`Authorization: Bearer flo_…\` or \`X-API-Key\` (for a tool that takes only a URL: Basic credentials holding the key, or the \`api_key\` query parameter); when \`X-Webhook-Signature: sha256=<hex>\` is sent it must be the HMAC-SHA256 with the key's signing secret of \`<X-Webhook-Timestamp>.<raw body>\` (Unix seconds, within 5 minutes; required when the tenant requires signatures) or of the raw body alone; GitHub's \`X-Hub-Signature-256\` and Grafana's \`X-Grafana-Alerting-Signature\` are verified too.`,
       security: [{ apiKey: [] }],
       request: {
         params: z.object({
@@ -84,18 +85,15 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
             throw new AppError('unauthorized', 'The API key is invalid, revoked, or not for this tenant');
           }
           c.set('apiKeyId', credential.keyId);
-          // GitHub signs with the webhook's secret in X-Hub-Signature-256, in our format: with the
-          // key's signing secret as that secret, it is the same check.
-          const ours = c.req.header('x-webhook-signature');
-          const signature = ours ?? (provider.name === 'github' ? c.req.header('x-hub-signature-256') : undefined);
-          const signatureHeader = ours !== undefined ? 'X-Webhook-Signature' : 'X-Hub-Signature-256';
-          if (signature !== undefined) {
-            if (!verifySignature(credential.signingSecret, rawBody, signature)) {
-              throw new AppError('unauthorized', `${signatureHeader} does not match the body`);
-            }
-          } else if (credential.settings.requireWebhookSignature) {
-            throw new AppError('unauthorized', 'This tenant requires X-Webhook-Signature on webhooks');
-          }
+          const refusal = checkWebhookSignature({
+            provider: provider.name,
+            header: (name) => c.req.header(name),
+            rawBody,
+            signingSecret: credential.signingSecret,
+            requireSignature: credential.settings.requireWebhookSignature ?? false,
+            now: deps.clock(),
+          });
+          if (refusal) throw new AppError('unauthorized', refusal);
           const limit = deps.config.webhookRateLimitPerMinute;
           applyRateLimit(
             c,
