@@ -3,6 +3,7 @@ import { limitParam, oneLine } from './common.js';
 
 export const CreateApiKeyBody = z
   .object({ name: oneLine(100, 'name is required').openapi({ example: 'prometheus-prod' }) })
+  .strict()
   .openapi('CreateApiKey');
 
 export const ApiKey = z

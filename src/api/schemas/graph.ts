@@ -15,6 +15,7 @@ export const CreateServiceBody = z
     team: Team.nullable().optional(),
     criticality: Criticality.default(5),
   })
+  .strict()
   .openapi('CreateServiceNode');
 
 export const UpdateServiceBody = z
@@ -54,6 +55,7 @@ export const CreateEdgeBody = z
     sourceServiceId: ServiceIdField('The service that depends on the target'),
     targetServiceId: ServiceIdField('The service it depends on'),
   })
+  .strict()
   .refine((body) => body.sourceServiceId !== body.targetServiceId, {
     message: 'A service cannot depend on itself',
     path: ['targetServiceId'],

@@ -19,6 +19,7 @@ export const CreateIncidentBody = z
       .optional()
       .openapi({ description: 'The affected service; when it names a topology node, its team owns the incident', example: 'checkout-api' }),
   })
+  .strict()
   .openapi('CreateIncident');
 
 export const CreatedIncident = z
@@ -29,8 +30,8 @@ export const CreatedIncident = z
     status: IncidentStatusSchema,
     source: z.enum(incidentSources),
     createdAt: z.string(),
-    investigationsRemaining: z.number().int().nullable().openapi({ description: 'null when the plan is unlimited' }),
-    eventsRemaining: z.number().int().nullable().openapi({ description: 'null when the plan is unlimited' }),
+    investigationsRemaining: z.number().int().openapi({ description: "Investigations left this month (an enterprise tenant's custom quota, decision 251)" }),
+    eventsRemaining: z.number().int().openapi({ description: "Events left this month (an enterprise tenant's custom quota, decision 251)" }),
   })
   .openapi('CreatedIncident');
 
@@ -79,7 +80,7 @@ export const IncidentList = z
   .object({ incidents: z.array(IncidentSummary), count: z.number().int(), cursor: z.string().nullable() })
   .openapi('IncidentList');
 
-export const UpdateIncidentBody = z.object({ status: IncidentStatusSchema }).openapi('UpdateIncident');
+export const UpdateIncidentBody = z.object({ status: IncidentStatusSchema }).strict().openapi('UpdateIncident');
 
 export const IncidentIdParam = z.object({
   incidentId: z.string().min(1).max(64).openapi({ param: { name: 'incidentId', in: 'path' } }),
