@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { request } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { and, eq, inArray } from 'drizzle-orm';
@@ -539,7 +539,16 @@ describe('webhook authentication', () => {
     const unsigned = await postWebhook(svc, strict.tenantId, 'generic', body(), { key: strictKey.key });
     expect(unsigned.status).toBe(401);
     expect(unsigned.body.message).toContain('X-Webhook-Signature');
-    expect((await postWebhook(svc, strict.tenantId, 'generic', body(), { key: strictKey.key, sign: strictKey.signingSecret })).status).toBe(202);
+    // Under the requirement a signature covers a timestamp (decision 249): the body alone is refused.
+    const bodyOnly = await postWebhook(svc, strict.tenantId, 'generic', body(), { key: strictKey.key, sign: strictKey.signingSecret });
+    expect([bodyOnly.status, bodyOnly.body.message]).toEqual([401, expect.stringContaining('add X-Webhook-Timestamp')]);
+    const raw = JSON.stringify(body());
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const signed = await postWebhook(svc, strict.tenantId, 'generic', raw, {
+      key: strictKey.key,
+      headers: { 'x-webhook-timestamp': timestamp, 'x-webhook-signature': `sha256=${createHmac('sha256', strictKey.signingSecret).update(`${timestamp}.${raw}`).digest('hex')}` },
+    });
+    expect(signed.status).toBe(202);
   });
 
   it("answers 401 for a key used on another tenant's path, and stores nothing", async () => {
