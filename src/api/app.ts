@@ -10,7 +10,7 @@ import type { AppDeps, AppEnv } from './context.js';
 import { authenticate, clientAddress } from './middleware/auth.js';
 import { bodyLimit } from './middleware/body-limit.js';
 import { watchDatabase } from './middleware/database-watch.js';
-import { refusedWebhookWindow } from './middleware/key-failures.js';
+import { refusedWebhookWindow } from './middleware/webhook-key-gate.js';
 import { requestContext } from './middleware/request-context.js';
 import { storableText } from './middleware/storable-text.js';
 import { registerHealthRoutes } from './routes/health.js';
@@ -29,7 +29,7 @@ import { registerSkillRoutes } from './routes/skills.js';
 import { registerInvestigationRoutes } from './routes/investigation.js';
 import { registerApprovalRespondRoute } from './routes/remediation-respond.js';
 import { registerTriageRoutes } from './routes/triage.js';
-import { createWebhookKeyFailureGuard, registerWebhookRoutes } from './routes/webhooks.js';
+import { createWebhookKeyGateOf, registerWebhookRoutes } from './routes/webhooks.js';
 import { registerStreamRoutes } from './routes/stream.js';
 import { registerMemoryRoutes } from './routes/memory.js';
 import { registerAuditExportRoutes } from './routes/audit-export.js';
@@ -112,12 +112,12 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     },
   });
 
-  const webhookKeyFailures = createWebhookKeyFailureGuard(deps);
+  const webhookKeyGate = createWebhookKeyGateOf(deps);
   app.use('*', requestContext(deps));
   if (deps.databaseWatch) app.use('*', watchDatabase(deps.databaseWatch, () => new AppError('service_unavailable', DEPENDENCY_UNAVAILABLE_MESSAGE)));
   // Every answer carries the X-RateLimit headers (a webhook's refused ones its address's window,
   // an oversized body the caller's window): both come before the body limit.
-  app.use('/v1/webhooks/*', refusedWebhookWindow(webhookKeyFailures, (c) => clientAddress(c, deps.config.trustProxy)));
+  app.use('/v1/webhooks/*', refusedWebhookWindow(webhookKeyGate, (c) => clientAddress(c, deps.config.trustProxy)));
   app.use('*', authenticate(deps));
   const webhookBodyLimit = bodyLimit(MAX_WEBHOOK_BODY_BYTES, 'The request body exceeds 4 MiB');
   const bodyLimitOfApi = bodyLimit(MAX_BODY_BYTES, 'The request body exceeds 1 MiB');
@@ -129,7 +129,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerIncidentRoutes(app, deps);
   registerTenantRoutes(app, deps);
   registerApiKeyRoutes(app, deps);
-  registerWebhookRoutes(app, deps, webhookKeyFailures);
+  registerWebhookRoutes(app, deps, webhookKeyGate);
   registerTriageRoutes(app, deps);
   registerInvestigationRoutes(app, deps);
   registerApprovalRespondRoute(app, deps);

@@ -12,6 +12,7 @@ import type { RealtimeHub } from '../realtime/hub.js';
 import type { StreamSettings } from '../realtime/sse.js';
 import type { ExportApiSettings } from './routes/audit-export.js';
 import type { IngestBatcherLimits } from '../ingest/ingest.js';
+import type { DeliveryParserSettings } from '../ingest/parse-pool.js';
 import type { Context, MiddlewareHandler } from 'hono';
 
 /** Everything the api needs, injected (no module singletons). */
@@ -42,6 +43,8 @@ export interface AppDeps {
   exports?: ExportApiSettings;
   /** The model behind the assistant chat (the same provider as investigations); built-in when absent. */
   model?: ModelProvider;
+  /** Where webhook deliveries are parsed: threads, and the body size from which one goes to a thread (ADR 0252). */
+  webhookParse?: Partial<DeliveryParserSettings>;
   /** Webhook ingestion's batch bounds (defaults when absent; tests shorten the timeout). */
   ingest?: Partial<IngestBatcherLimits>;
   /**

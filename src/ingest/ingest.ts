@@ -5,7 +5,7 @@ import { monthlyQuota, quotaWarningKey, quotaWarningsCrossed, usagePeriod } from
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import { DEPENDENCY_UNAVAILABLE_MESSAGE, isDependencyUnavailable } from '../unavailable.js';
-import type { NormalizedAlert, NormalizedEvent } from './types.js';
+import type { ParsedAlert, ParsedEvent } from './types.js';
 
 /** The channel the dispatcher listens on: something waits for a workflow start or signal. */
 export const dispatchChannel = 'incident_dispatch';
@@ -41,7 +41,7 @@ export interface IngestRequest {
   provider: string;
   /** `id:<tool delivery id>` or `body:<sha256 of the raw body>`. */
   deliveryKey: string;
-  events: NormalizedEvent[];
+  events: ParsedEvent[];
   ignored?: string;
   requestId: string;
   /** The size of the delivery's body, held in memory until it is answered (the byte bound). */
@@ -64,7 +64,7 @@ interface IncidentChange {
   isNew: boolean;
   tenantId: string;
   fingerprint: string;
-  first?: NormalizedAlert;
+  first?: ParsedAlert;
   firstEventId?: string;
   keyId?: string;
   requestId?: string;
@@ -358,7 +358,7 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
     const lockKeys = [
       ...new Set([
         ...keyed.map((r) => `delivery:${r.tenantId}:${r.provider}:${r.deliveryKey}`),
-        ...requests.flatMap((r) => r.events.filter((e): e is NormalizedAlert => e.kind === 'alert').map((a) => `${r.tenantId}:${a.fingerprint}`)),
+        ...requests.flatMap((r) => r.events.filter((e): e is ParsedAlert => e.kind === 'alert').map((a) => `${r.tenantId}:${a.fingerprint}`)),
       ]),
     ].sort();
     const alertCount = (r: IngestRequest) => r.events.filter((e) => e.kind === 'alert').length;
@@ -561,7 +561,7 @@ export async function writeBatch(sql: postgres.Sql, requests: IngestRequest[], n
           title: event.title,
           description: event.description,
           labels: JSON.stringify(event.labels),
-          raw: JSON.stringify(event.raw ?? {}),
+          raw: event.rawJson,
           occurred_at: event.occurredAt.toISOString(),
           incident_id: incidentId,
           delivered_at: delivered ? now.toISOString() : null,

@@ -33,6 +33,10 @@ export interface NormalizedChange {
 
 export type NormalizedEvent = NormalizedAlert | NormalizedChange;
 
+/** An event ready to store: its raw part already JSON text (it may come from a parse thread). */
+export type ParsedAlert = Omit<NormalizedAlert, 'raw'> & { rawJson: string };
+export type ParsedEvent = ParsedAlert | (Omit<NormalizedChange, 'raw'> & { rawJson: string });
+
 export interface ParsedDelivery {
   events: NormalizedEvent[];
   /** The tool's own delivery id, when it sends one (retries reuse it). */

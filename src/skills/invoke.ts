@@ -17,7 +17,7 @@ import type { SkillCipher } from './crypto.js';
 import { SkillFailure } from './failure.js';
 import { callHttpSkill, type HttpCallLimits, type HttpMethod } from './http.js';
 import { checkInput, describeProblems } from './json-schema.js';
-import { storableCopy } from '../api/middleware/storable-text.js';
+import { storableCopy } from '../domain/json-text.js';
 import { NetworkAllowlist } from './networks.js';
 import { systemResolver, type HostResolver } from './ssrf.js';
 import type { InvokeSkillRequest, SkillErrorInfo, SkillOutcome } from './types.js';

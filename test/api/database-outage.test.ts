@@ -5,7 +5,7 @@ import { AppError } from '../../src/errors.js';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { IngestBatcher, type IngestRequest } from '../../src/ingest/ingest.js';
 import { createDatabaseProbe } from '../../src/db/probe.js';
-import { findProvider } from '../../src/ingest/providers/index.js';
+import { parseDelivery } from '../../src/ingest/parse-delivery.js';
 import { createTemporalWorkflowPort, TemporalUnavailableError } from '../../src/temporal/port.js';
 import { temporalConnectionOptions } from '../../src/temporal/connection.js';
 import { sdkLogFields } from '../../src/temporal/runtime-logger.js';
@@ -225,7 +225,8 @@ describe('a dependency unavailable', () => {
     // goes back to the pool as closed, to be reconnected (patches/postgres+3.4.9.patch): put
     // back as open, it failed the retry's first statement, and the delivery got a 503.
     const marker = `lost-single-connection-${Date.now()}`;
-    const parsed = findProvider('generic')!.parse({ name: 'LostSingleConnection', severity: 'high', service: 'orders-db', summary: marker }, () => undefined);
+    const body = new TextEncoder().encode(JSON.stringify({ name: 'LostSingleConnection', severity: 'high', service: 'orders-db', summary: marker }));
+    const parsed = parseDelivery({ provider: 'generic', body, headers: {} });
     await onRelayedPool(1, async (relayed) => {
       const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 10_000 });
       const cut = proxy.cutOnce(marker);

@@ -214,7 +214,8 @@ describe('rate limits', () => {
     const sends = Array.from({ length: 6 }, (_, i) => [
       postWebhook(svc, a.tenantId, 'generic', { name: `ConcurrentA${i}`, severity: 'low' }, { key: keyA.key }),
       postWebhook(svc, b.tenantId, 'generic', { name: `ConcurrentB${i}`, severity: 'low' }, { key: keyB.key }),
-      postWebhook(svc, a.tenantId, 'generic', { name: `Forged${i}`, severity: 'low' }, { key: keyB.key }), // wrong tenant
+      // Wrong tenant; each from its own address, so the refused-key window (4 here) stays out of it.
+      postWebhook(svc, a.tenantId, 'generic', { name: `Forged${i}`, severity: 'low' }, { key: keyB.key, headers: { 'x-forwarded-for': `203.0.113.${i + 1}` } }),
     ]).flat();
     const results = await Promise.all(sends);
     // Sends are interleaved: index % 3 is 0 for tenant a, 1 for tenant b, 2 for a with b's key.

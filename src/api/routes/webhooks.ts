@@ -1,19 +1,16 @@
-import { createHash } from 'node:crypto';
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import { hashApiKey, presentedApiKey } from '../../auth/api-keys.js';
 import { checkWebhookSignature } from '../../auth/webhook-signatures.js';
 import { Coalescer } from '../../db/coalescer.js';
-import { findWebhookCredentials, touchApiKey, type WebhookCredential } from '../../db/repositories/api-keys.js';
+import { findActiveWebhookKeys, findWebhookCredentials, touchApiKey, type WebhookCredential } from '../../db/repositories/api-keys.js';
 import { AppError } from '../../errors.js';
 import { IngestBatcher } from '../../ingest/ingest.js';
+import { createDeliveryParser } from '../../ingest/parse-pool.js';
 import { findProvider, providers } from '../../ingest/providers/index.js';
-import { PayloadError, type HeaderReader, type WebhookProvider } from '../../ingest/types.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { clientAddress } from '../middleware/auth.js';
-import { createKeyFailureGuard, type KeyFailureGuard } from '../middleware/key-failures.js';
+import { createWebhookKeyGate, type WebhookKeyGate } from '../middleware/webhook-key-gate.js';
 import { applyRateLimit } from '../middleware/rate-limit.js';
-import { assertJsonDepth, storableCopy, storableJson } from '../middleware/storable-text.js';
-import { withOneLineLabels } from '../../ingest/normalize.js';
 import { errorResponses } from '../schemas/common.js';
 
 const IngestResponse = z
@@ -27,16 +24,22 @@ const IngestResponse = z
 
 /** A tool's delivery id: 1–200 visible ASCII characters (base64 ids hold `/`, `+` and `=`); else the body hash is used. */
 const deliveryIdPattern = /^[\x21-\x7e]{1,200}$/;
-/** Webhook requests with a refused key one address may send a minute before it is refused at once (decision 182). */
+/** Webhook requests with a refused key one address may send a tenant path a minute before 429 (decision 182). */
 const DEFAULT_KEY_FAILURES_PER_MINUTE = 600;
 
-/** The per-address guard against floods of refused keys (decision 182), one per api process. */
-export function createWebhookKeyFailureGuard(deps: AppDeps): KeyFailureGuard {
-  return createKeyFailureGuard({ limitPerMinute: deps.config.webhookKeyFailuresPerMinute ?? DEFAULT_KEY_FAILURES_PER_MINUTE, clock: deps.clock });
+/** The webhook key gate (ADR 0252), one per api process: keys judged before bodies are read. */
+export function createWebhookKeyGateOf(deps: AppDeps): WebhookKeyGate {
+  const lookups = new Coalescer((keys: Array<{ tenantId: string; keyHash: string }>) => findActiveWebhookKeys(deps.relaxedSql, keys));
+  return createWebhookKeyGate({
+    limitPerMinute: deps.config.webhookKeyFailuresPerMinute ?? DEFAULT_KEY_FAILURES_PER_MINUTE,
+    clock: deps.clock,
+    lookup: async (keys) => Promise.all(keys.map((key) => lookups.submit(key))),
+  });
 }
 
-export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, keyFailures: KeyFailureGuard): void {
+export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, keyGate: WebhookKeyGate): void {
   const batcher = new IngestBatcher(deps.sql, deps.clock, deps.ingest, deps.databaseWatch?.answers);
+  const parser = createDeliveryParser(deps.webhookParse);
   // Only for a payload that is refused before it reaches a batch (which judges keys itself).
   const credentials = new Coalescer((lookups: Array<{ tenantId: string; keyHash: string }>) => findWebhookCredentials(deps.relaxedSql, lookups));
   app.openapi(
@@ -70,10 +73,13 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
       }
       const keyHash = hashApiKey(key);
       const address = clientAddress(c, deps.config.trustProxy);
-      const wait = keyFailures.blockedFor(address, keyHash);
-      if (wait > 0) {
-        c.header('Retry-After', String(wait));
-        throw new AppError('rate_limit_exceeded', `Too many webhook requests with a refused API key from this address; retry in ${wait} s`);
+      const presented = { address, tenantId, keyHash };
+      try {
+        // Judged from the headers: a refused key's body is never parsed (ADR 0252).
+        await keyGate.admit(presented);
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'rate_limit_exceeded') c.header('Retry-After', String(keyGate.retryAfter()));
+        throw err;
       }
       try {
         const rawBody = new Uint8Array(await c.req.arrayBuffer());
@@ -105,15 +111,15 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
 
         let parsed;
         try {
-          parsed = parsePayload(provider, rawBody, (name) => c.req.header(name));
+          parsed = await parser.parse({ provider: provider.name, body: rawBody, headers: c.req.header() });
         } catch (err) {
           // What is wrong with a payload is told only to a caller whose key is good: the key is
           // judged on its own first (a valid payload has its key judged in the batch instead).
-          if (err instanceof AppError) admit(await credentials.submit({ tenantId, keyHash }));
+          if (err instanceof AppError && err.code === 'validation_error') admit(await credentials.submit({ tenantId, keyHash }));
           throw err;
         }
         const deliveryId = parsed.deliveryId && deliveryIdPattern.test(parsed.deliveryId) ? parsed.deliveryId : undefined;
-        const deliveryKey = deliveryId ? `id:${deliveryId}` : `body:${createHash('sha256').update(rawBody).digest('hex')}`;
+        const deliveryKey = deliveryId ? `id:${deliveryId}` : `body:${parsed.bodyHash}`;
 
         let credential: WebhookCredential | undefined;
         const { result, replayed } = await batcher.submit({
@@ -131,57 +137,12 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
           touchApiKey(deps.db, credential.keyId).catch((err: unknown) => c.get('logger').warn({ err }, 'could not record key use'));
         }
         if (replayed) c.header('Idempotent-Replayed', 'true');
-        keyFailures.accepted(keyHash);
+        keyGate.accepted(tenantId, keyHash);
         return c.json(result, 202);
       } catch (err) {
-        if (err instanceof AppError && err.code === 'unauthorized') keyFailures.refused(address, keyHash);
+        if (err instanceof AppError && err.code === 'unauthorized') keyGate.refused(presented);
         throw err;
       }
     },
   );
-}
-
-/** The raw body as the provider's payload; a 400 `validation_error` saying what is wrong. */
-function parsePayload(provider: WebhookProvider, rawBody: Uint8Array, header: HeaderReader) {
-  // A UTF-8 byte-order mark, which some senders write first, is not part of the JSON text.
-  const text = Buffer.from(rawBody).toString('utf8').replace(/^\uFEFF/, '');
-  const body = /^application\/x-www-form-urlencoded\s*(;|$)/i.test(header('content-type') ?? '') ? formPayload(text) : jsonPayload(text);
-  try {
-    const parsed = provider.parse(body, header);
-    return { ...parsed, events: withOneLineLabels(parsed.events) };
-  } catch (err) {
-    if (err instanceof PayloadError) throw new AppError('validation_error', err.message, err.details);
-    throw err;
-  }
-}
-
-function jsonPayload(text: string): unknown {
-  assertJsonDepth(text);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new AppError('validation_error', 'Malformed JSON in request body');
-  }
-  return storableJson(text, body);
-}
-
-/**
- * A form-encoded body: GitHub's default content type carries the JSON payload in a `payload`
- * field; Datadog's "Encode as form" sends the payload template's keys as fields of their own
- * (a field sent twice becomes a list of its values).
- */
-function formPayload(text: string): unknown {
-  const fields = new URLSearchParams(text);
-  const payload = fields.get('payload');
-  if (payload !== null) return jsonPayload(payload);
-  const body: Record<string, string | string[]> = {};
-  for (const [name, value] of fields) {
-    const seen = body[name];
-    body[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
-  }
-  if (Object.keys(body).length === 0) {
-    throw new AppError('validation_error', 'A form-encoded delivery must carry its fields, or its JSON in a payload field', [{ path: 'payload', message: 'is required' }]);
-  }
-  return storableCopy(body);
 }

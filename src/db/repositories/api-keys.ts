@@ -114,3 +114,17 @@ export async function touchApiKey(db: Db, keyId: string): Promise<void> {
     .set({ lastUsedAt: sql`now()` })
     .where(and(eq(apiKeys.id, keyId), or(isNull(apiKeys.lastUsedAt), lt(apiKeys.lastUsedAt, sql`now() - interval '1 minute'`))));
 }
+
+/**
+ * Which (tenant, key hash) pairs name an active key of an active tenant: read only, counting
+ * nothing, for judging a webhook's key before its body is read (ADR 0252).
+ */
+export async function findActiveWebhookKeys(sql: postgres.Sql, lookups: Array<{ tenantId: string; keyHash: string }>): Promise<boolean[]> {
+  const rows = await sql<Array<{ n: string }>>`
+    select r.n
+    from unnest(${lookups.map((l) => l.tenantId)}::text[], ${lookups.map((l) => l.keyHash)}::text[]) with ordinality as r(tenant_id, key_hash, n)
+    join api_keys k on k.key_hash = r.key_hash and k.tenant_id = r.tenant_id and k.revoked_at is null
+    join tenants t on t.id = k.tenant_id and t.status = 'active'`;
+  const found = new Set(rows.map((row) => Number(row.n)));
+  return lookups.map((_, i) => found.has(i + 1));
+}
