@@ -45,6 +45,10 @@ const envSchema = z.object({
   JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   JWKS_URL: z.url().refine(withoutCredentials, CREDENTIALS_IN_URL).optional(),
   JWT_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600),
+  /** The longest lifetime (`exp` - `iat`) a token may claim (decision 0248). */
+  JWT_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(60).max(2_592_000).default(86_400),
+  /** How far ahead of ours a token issuer's clock may be (`iat`, `nbf`). */
+  JWT_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(600).default(60),
   DATA_DIR: optionalString,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   TRUST_PROXY: z.enum(['true', 'false']).default('false'),
@@ -136,7 +140,7 @@ export interface Config {
     answerTimeoutMs: number;
   };
   pgPort: number;
-  auth: { jwtSecret: string | undefined; jwksUrl: string | undefined; tokenTtlSeconds: number };
+  auth: { jwtSecret: string | undefined; jwksUrl: string | undefined; tokenTtlSeconds: number; maxLifetimeSeconds: number; clockSkewSeconds: number };
   dataDir: string;
   logLevel: string;
   trustProxy: boolean;
@@ -194,6 +198,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
   }
   const e = parsed.data;
+  if (e.JWT_TTL_SECONDS > e.JWT_MAX_LIFETIME_SECONDS) {
+    // The token npm start prints (and the CLI's default) would be refused by the api itself.
+    throw new ConfigError([`JWT_TTL_SECONDS: must be at most JWT_MAX_LIFETIME_SECONDS (${e.JWT_MAX_LIFETIME_SECONDS})`]);
+  }
   if (e.NODE_ENV === 'production' && !e.JWT_SECRET && !e.JWKS_URL) {
     throw new ConfigError(['JWT_SECRET: required in production unless JWKS_URL is set']);
   }
@@ -220,7 +228,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       answerTimeoutMs: e.TEMPORAL_ANSWER_TIMEOUT_MS,
     },
     pgPort: e.PG_PORT,
-    auth: { jwtSecret: e.JWT_SECRET, jwksUrl: e.JWKS_URL, tokenTtlSeconds: e.JWT_TTL_SECONDS },
+    auth: {
+      jwtSecret: e.JWT_SECRET,
+      jwksUrl: e.JWKS_URL,
+      tokenTtlSeconds: e.JWT_TTL_SECONDS,
+      maxLifetimeSeconds: e.JWT_MAX_LIFETIME_SECONDS,
+      clockSkewSeconds: e.JWT_CLOCK_SKEW_SECONDS,
+    },
     dataDir,
     logLevel: e.LOG_LEVEL,
     trustProxy: e.TRUST_PROXY === 'true',

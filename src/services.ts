@@ -56,7 +56,12 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
     sql: database.sql,
     relaxedSql: database.relaxedSql,
     workflows: createTemporalWorkflowPort(client, config.temporal.taskQueue, { answerTimeoutMs: config.temporal.answerTimeoutMs }),
-    tokens: createTokenVerifier({ jwtSecret: settings.jwtSecret, jwksUrl: config.auth.jwksUrl }),
+    tokens: createTokenVerifier({
+      jwtSecret: settings.jwtSecret,
+      jwksUrl: config.auth.jwksUrl,
+      maxLifetimeSeconds: config.auth.maxLifetimeSeconds,
+      clockSkewSeconds: config.auth.clockSkewSeconds,
+    }),
     clock: () => new Date(),
     logger,
     config,

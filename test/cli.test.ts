@@ -67,6 +67,8 @@ describe('operator CLI', () => {
     [['token', '--tenant', 'ten_abc', '--role', 'owner']],
     [['token', '--role', 'admin']],
     [['token', '--tenant', 't', '--role', 'admin', '--ttl', 'soon']],
+    // Longer than the api accepts (JWT_MAX_LIFETIME_SECONDS, 24 h by default): it would be refused.
+    [['token', '--tenant', 't', '--role', 'admin', '--ttl', '86401']],
     [['token', '--tenant', 't', '--role', 'admin', '--unknown']],
     [['launch']],
     [[]],

@@ -23,7 +23,14 @@ export interface Principal {
   email: string | undefined;
   tenantId: string;
   roles: Role[];
+  /** When the credential stops being valid (a JWT's `exp`, a stream token's expiry): a stream ends there. */
+  expiresAt?: Date;
 }
+
+/** The longest lifetime (`exp` - `iat`) a token may claim, by default (`JWT_MAX_LIFETIME_SECONDS`). */
+export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400;
+/** How far ahead of ours an issuer's clock may be (`iat`, `nbf`), by default (`JWT_CLOCK_SKEW_SECONDS`). */
+export const DEFAULT_CLOCK_SKEW_SECONDS = 60;
 
 export interface TokenVerifier {
   /** Resolves the principal, or rejects when the token is not acceptable for any reason. */
@@ -51,22 +58,50 @@ export function signToken(args: {
   );
 }
 
-function toPrincipal(payload: unknown): Principal {
+function toPrincipal(payload: unknown, exp: number): Principal {
   const claims = claimsSchema.parse(payload);
   return {
     userId: claims.sub,
     email: claims.email,
     tenantId: claims.tenant_id,
     roles: claims.roles.filter((r): r is Role => (roles as readonly string[]).includes(r)),
+    expiresAt: new Date(exp * 1000),
   };
+}
+
+/**
+ * The time claims, the same for both algorithms (the libraries were given the skew as their
+ * tolerance, which they apply to `exp` too): not expired, with no tolerance; issued no further
+ * ahead than the skew; living no longer than the maximum. A token without `iat` counts as issued
+ * now, so it may not stay valid for longer than the maximum from now. Returns `exp`.
+ */
+function checkTimes(payload: { exp?: unknown; iat?: unknown }, bounds: { maxLifetimeSeconds: number; clockSkewSeconds: number }): number {
+  const { exp, iat } = payload;
+  if (typeof exp !== 'number') throw new Error('token has no expiry');
+  if (iat !== undefined && typeof iat !== 'number') throw new Error('token iat is not a number');
+  const now = Date.now() / 1000;
+  if (exp <= now) throw new Error('token expired');
+  if (iat !== undefined && iat > now + bounds.clockSkewSeconds) throw new Error('token issued in the future');
+  if (exp - (iat ?? now) > bounds.maxLifetimeSeconds) throw new Error(`token lifetime over ${bounds.maxLifetimeSeconds} s`);
+  return exp;
 }
 
 /**
  * HS256 tokens signed with the configured secret and, when a JWKS URL is configured, RS256
  * tokens from an external identity provider. `iss`, `aud` and `exp` are always checked and only
- * these two algorithms are ever accepted (never `none`).
+ * these two algorithms are ever accepted (never `none`); the lifetime and the issuer's clock are
+ * bounded (`checkTimes`; decision 0248).
  */
-export function createTokenVerifier(options: { jwtSecret?: string | undefined; jwksUrl?: string | undefined }): TokenVerifier {
+export function createTokenVerifier(options: {
+  jwtSecret?: string | undefined;
+  jwksUrl?: string | undefined;
+  maxLifetimeSeconds?: number;
+  clockSkewSeconds?: number;
+}): TokenVerifier {
+  const bounds = {
+    maxLifetimeSeconds: options.maxLifetimeSeconds ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS,
+    clockSkewSeconds: options.clockSkewSeconds ?? DEFAULT_CLOCK_SKEW_SECONDS,
+  };
   // One KeyObject for the process: given a string, jsonwebtoken rebuilds (and first tries to
   // parse as a public key) the key on every verification, which dominated the request's CPU.
   const hmacKey = options.jwtSecret ? createSecretKey(Buffer.from(options.jwtSecret, 'utf8')) : undefined;
@@ -82,9 +117,10 @@ export function createTokenVerifier(options: { jwtSecret?: string | undefined; j
           algorithms: ['HS256'],
           issuer: TOKEN_ISSUER,
           audience: TOKEN_AUDIENCE,
+          clockTolerance: bounds.clockSkewSeconds,
         });
-        if (typeof payload === 'string' || payload.exp === undefined) throw new Error('token has no expiry');
-        return toPrincipal(payload);
+        if (typeof payload === 'string') throw new Error('token has no claims');
+        return toPrincipal(payload, checkTimes(payload, bounds));
       }
       if (header.alg === 'RS256' && jwks) {
         const { payload } = await jwtVerify(token, jwks, {
@@ -92,8 +128,9 @@ export function createTokenVerifier(options: { jwtSecret?: string | undefined; j
           issuer: TOKEN_ISSUER,
           audience: TOKEN_AUDIENCE,
           requiredClaims: ['exp', 'sub'],
+          clockTolerance: bounds.clockSkewSeconds,
         });
-        return toPrincipal(payload);
+        return toPrincipal(payload, checkTimes(payload, bounds));
       }
       throw new Error(`unsupported token algorithm ${String(header.alg)}`);
     },

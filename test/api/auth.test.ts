@@ -3,6 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import jwt from 'jsonwebtoken';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serve, type ServerType } from '@hono/node-server';
+import { createApp } from '../../src/api/app.js';
+import { createTokenVerifier } from '../../src/auth/tokens.js';
+import { loadConfig } from '../../src/config.js';
 import { startTestService, TEST_JWT_SECRET, TOKEN_AUDIENCE, TOKEN_ISSUER, type TestService } from '../helpers/service.js';
 
 let svc: TestService;
@@ -203,5 +207,67 @@ describe('JWT authentication', () => {
     expect((await svc.api('GET', '/v1/integrations/catalog')).status).toBe(200);
     expect((await svc.api('GET', '/health')).status).toBe(200);
     expect((await svc.api('GET', '/openapi.json')).status).toBe(200);
+  });
+});
+
+describe('JWT lifetime and clock skew (24 h and 60 s by default)', () => {
+  const nowSeconds = () => Math.floor(Date.now() / 1000);
+  const year = 365 * 86_400;
+  const rs256 = (build: (jwt: SignJWT) => SignJWT) =>
+    build(new SignJWT(claims(tenant.tenantId)).setProtectedHeader({ alg: 'RS256', kid: 'idp-key-1' }).setSubject('idp-user').setIssuer(TOKEN_ISSUER).setAudience(TOKEN_AUDIENCE)).sign(privateKey);
+  const status = async (token: string, api = svc.api.bind(svc)) => (await api('GET', '/v1/incidents', { token })).status;
+
+  it('refuses an HS256 token living 100 years or issued a year ahead, and accepts up to the bounds', async () => {
+    expect(await status(hs256(claims(tenant.tenantId), { expiresIn: '100y' }))).toBe(401);
+    expect(await status(hs256({ ...claims(tenant.tenantId), iat: nowSeconds() + year }))).toBe(401);
+    expect(await status(hs256({ ...claims(tenant.tenantId), iat: nowSeconds() + 120 }))).toBe(401);
+    expect(await status(hs256({ ...claims(tenant.tenantId), nbf: nowSeconds() + 120 }))).toBe(401);
+    const refused = await svc.api('GET', '/v1/incidents', { token: hs256(claims(tenant.tenantId), { expiresIn: 86_401 }) });
+    expect([refused.status, refused.body]).toEqual([401, { error: 'unauthorized', message: 'The bearer token is invalid or expired' }]);
+
+    expect(await status(hs256(claims(tenant.tenantId)))).toBe(200);
+    expect(await status(hs256(claims(tenant.tenantId), { expiresIn: 86_400 }))).toBe(200);
+    // A clock a little ahead of ours is tolerated.
+    expect(await status(hs256({ ...claims(tenant.tenantId), iat: nowSeconds() + 30 }))).toBe(200);
+    expect(await status(hs256({ ...claims(tenant.tenantId), nbf: nowSeconds() + 30 }))).toBe(200);
+  });
+
+  it('refuses an RS256 token from the identity provider living 100 years or issued a year ahead; one without iat is judged from now', async () => {
+    expect(await status(await rs256((t) => t.setIssuedAt().setExpirationTime('100y')))).toBe(401);
+    expect(await status(await rs256((t) => t.setIssuedAt(nowSeconds() + year).setExpirationTime(nowSeconds() + year + 600)))).toBe(401);
+    expect(await status(await rs256((t) => t.setIssuedAt(nowSeconds() + 120).setExpirationTime(nowSeconds() + 600)))).toBe(401);
+    expect(await status(await rs256((t) => t.setExpirationTime('2d')))).toBe(401);
+
+    expect(await status(await rs256((t) => t.setIssuedAt().setExpirationTime('1h')))).toBe(200);
+    expect(await status(await rs256((t) => t.setExpirationTime('23h')))).toBe(200);
+    expect(await status(await rs256((t) => t.setIssuedAt(nowSeconds() + 30).setExpirationTime('10m')))).toBe(200);
+  });
+
+  it('honours a configured maximum lifetime and skew', async () => {
+    const config = loadConfig({ JWT_MAX_LIFETIME_SECONDS: '3600', JWT_CLOCK_SKEW_SECONDS: '5', JWT_TTL_SECONDS: '1800' });
+    expect(config.auth).toMatchObject({ maxLifetimeSeconds: 3600, clockSkewSeconds: 5 });
+    expect(loadConfig({}).auth).toMatchObject({ maxLifetimeSeconds: 86_400, clockSkewSeconds: 60 });
+    // What the service signs itself (npm start's token, the CLI's default) must pass its own bound.
+    expect(() => loadConfig({ JWT_MAX_LIFETIME_SECONDS: '3600', JWT_TTL_SECONDS: '7200' })).toThrow(/JWT_TTL_SECONDS: must be at most JWT_MAX_LIFETIME_SECONDS \(3600\)/);
+
+    // A second app over the same database, verifying with those bounds, over real HTTP.
+    const app = createApp({
+      ...svc.appDeps,
+      tokens: createTokenVerifier({ jwtSecret: TEST_JWT_SECRET, maxLifetimeSeconds: config.auth.maxLifetimeSeconds, clockSkewSeconds: config.auth.clockSkewSeconds }),
+    });
+    const server = await new Promise<ServerType>((resolve) => {
+      const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+    });
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const get = async (token: string) => (await fetch(`${base}/v1/incidents`, { headers: { authorization: `Bearer ${token}` } })).status;
+      expect(await get(hs256(claims(tenant.tenantId), { expiresIn: 7200 }))).toBe(401);
+      expect(await get(hs256(claims(tenant.tenantId), { expiresIn: 3600 }))).toBe(200);
+      expect(await get(hs256({ ...claims(tenant.tenantId), iat: nowSeconds() + 30 }))).toBe(401);
+      // The same tokens on the default bounds.
+      expect(await status(hs256(claims(tenant.tenantId), { expiresIn: 7200 }))).toBe(200);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
