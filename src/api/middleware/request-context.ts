@@ -4,12 +4,17 @@ import type { AppDeps, AppEnv } from '../context.js';
 
 const acceptableRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Gives every request an id (echoed in X-Request-Id) and one structured log line. */
+/**
+ * Gives every request an id of the service's own (in X-Request-Id, the logs and the audit log)
+ * and one structured log line. A caller's X-Request-Id is logged beside it as `clientRequestId`,
+ * never used as it: the audit log's request ids must be ours, not chosen by a client (decision 0248).
+ */
 export function requestContext(deps: AppDeps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const incoming = c.req.header('x-request-id');
-    const requestId = incoming && acceptableRequestId.test(incoming) ? incoming : newId('req');
-    const logger = deps.logger.child({ requestId });
+    const clientRequestId = incoming && acceptableRequestId.test(incoming) ? incoming : undefined;
+    const requestId = newId('req');
+    const logger = deps.logger.child(clientRequestId ? { requestId, clientRequestId } : { requestId });
     c.set('requestId', requestId);
     c.set('logger', logger);
     c.header('X-Request-Id', requestId);
