@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { type HubSubscriber, type RealtimeHub, type StreamEvent } from './hub.js';
+import { STREAM_TOKEN_TTL_SECONDS } from './stream-tokens.js';
 
 export interface StreamSettings {
   /** Milliseconds between `: ping` comments. */
@@ -10,6 +11,8 @@ export interface StreamSettings {
   maxQueuedMessages: number;
   /** Streams one user may hold open on one api process at once (decision 173). */
   maxStreamsPerUser: number;
+  /** How long a stream token opens the stream (again, for reconnects) and the stream lasts (decision 0247). */
+  tokenTtlSeconds: number;
   /**
    * How long a client may stay past those bounds before it is dropped. One commit (or one
    * replay page) is fanned out at once, faster than any socket takes it: a client is judged by
@@ -24,7 +27,11 @@ export const defaultStreamSettings: StreamSettings = {
   maxQueuedMessages: 1000,
   drainGraceMs: 2_000,
   maxStreamsPerUser: 10,
+  tokenTtlSeconds: STREAM_TOKEN_TTL_SECONDS,
 };
+
+/** The name of the stream's last message when its credential expires: transport, not an outbox event. */
+export const STREAM_EXPIRED_EVENT = 'stream.expired';
 
 const replayPage = 1000;
 const encoder = new TextEncoder();
@@ -61,6 +68,27 @@ export function formatEvent(event: StreamEvent, id: number): string {
 }
 
 /**
+ * The last message of a stream whose credential expired. It has no `id:`, so a client's
+ * Last-Event-ID stays the last event's, for the resume with a fresh token.
+ */
+export function formatExpired(expiresAt: Date): string {
+  const data = { type: STREAM_EXPIRED_EVENT, reason: 'token_expired', expiresAt: expiresAt.toISOString() };
+  return `event: ${STREAM_EXPIRED_EVENT}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** Runs `then` at `at` (re-armed past setTimeout's 24.8-day bound); returns its cancel. */
+function runAt(at: Date, then: () => void): () => void {
+  let timer: NodeJS.Timeout;
+  const arm = () => {
+    const left = at.getTime() - Date.now();
+    timer = setTimeout(left > 2 ** 31 - 1 ? arm : then, Math.min(Math.max(left, 0), 2 ** 31 - 1));
+    timer.unref();
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
+
+/**
  * The encoded message of an event, made once per event and id and shared by every stream the hub
  * fans it out to (the same event object reaches each subscriber): 1,000 clients cost one
  * JSON.stringify, not 1,000. The bytes are never mutated.
@@ -74,15 +102,7 @@ function encodedEvent(event: StreamEvent, id: number): Uint8Array {
   return bytes;
 }
 
-/**
- * Opens a Server-Sent Events stream of the tenant's events. It subscribes to the hub first, then
- * replays the outbox after `lastEventId` (when given), then sends the live events, skipping any
- * position already sent, so there is neither a gap nor a duplicate. The `id:` of each message is
- * the event's position in the tenant's stream (`stream_seq`, numbered in commit order, so a resume
- * after it misses nothing). A client that leaves more than the bound unread for longer than the
- * drain grace is dropped: the stream ends and the client reconnects with `Last-Event-ID`.
- */
-export async function openEventStream(args: {
+export interface EventStreamArgs {
   hub: RealtimeHub;
   tenantId: string;
   lastEventId: number | undefined;
@@ -90,6 +110,8 @@ export async function openEventStream(args: {
   /** Types this client may not see (admin-only events on a member's stream). */
   hidden?: ReadonlySet<string>;
   settings: StreamSettings;
+  /** When the caller's credential expires: the stream ends there. */
+  endsAt?: Date | undefined;
   signal: AbortSignal;
   logger: Logger;
   /** Called once when the stream ends, however it ends. */
@@ -100,7 +122,18 @@ export async function openEventStream(args: {
    * HTTP server reports on stderr as a failure.
    */
   drop?: () => boolean;
-}): Promise<ReadableStream<Uint8Array>> {
+}
+
+/**
+ * Opens a Server-Sent Events stream of the tenant's events. It subscribes to the hub first, then
+ * replays the outbox after `lastEventId` (when given), then sends the live events, skipping any
+ * position already sent, so there is neither a gap nor a duplicate. The `id:` of each message is
+ * the event's position in the tenant's stream (`stream_seq`, numbered in commit order, so a resume
+ * after it misses nothing). A client that leaves more than the bound unread for longer than the
+ * drain grace is dropped: the stream ends and the client reconnects with `Last-Event-ID`. At
+ * `endsAt` (its credential's expiry) the stream sends `stream.expired` and ends (decision 0247).
+ */
+export async function openEventStream(args: EventStreamArgs): Promise<ReadableStream<Uint8Array>> {
   const { hub, tenantId, types, hidden, settings, logger } = args;
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   /**
@@ -112,7 +145,7 @@ export async function openEventStream(args: {
   let pending: StreamEvent[] = [];
   let ended = false;
   /** Set once the stream is running, or while the client is past the bounds; `end` clears them. */
-  const running: { heartbeat?: NodeJS.Timeout; overflow?: NodeJS.Timeout; subscription?: { unsubscribe(): void } } = {};
+  const running: { heartbeat?: NodeJS.Timeout; overflow?: NodeJS.Timeout; expiry?: () => void; subscription?: { unsubscribe(): void } } = {};
 
   const end = (reason: 'closed' | 'dropped' | 'disconnected') => {
     if (ended) return;
@@ -120,6 +153,7 @@ export async function openEventStream(args: {
     args.onEnd?.();
     clearInterval(running.heartbeat);
     clearTimeout(running.overflow);
+    running.expiry?.();
     running.subscription?.unsubscribe();
     args.signal.removeEventListener('abort', onAbort);
     if (reason === 'dropped') {
@@ -193,6 +227,12 @@ export async function openEventStream(args: {
   }
   args.signal.addEventListener('abort', onAbort);
   write(`retry: 2000\n: connected\n\n`);
+  const endsAt = args.endsAt;
+  if (endsAt)
+    running.expiry = runAt(endsAt, () => {
+      write(formatExpired(endsAt));
+      end('closed');
+    });
 
   const goLive = () => {
     replaying = false;

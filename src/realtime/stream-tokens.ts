@@ -1,28 +1,33 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { and, eq, gt, isNull, sql } from 'drizzle-orm';
+import { and, eq, gt, sql } from 'drizzle-orm';
 import type postgres from 'postgres';
 import type { Role } from '../auth/tokens.js';
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { streamTokens } from '../db/schema/remediation.js';
 
-/** How long a stream token may wait for its one use. */
-export const STREAM_TOKEN_TTL_SECONDS = 60;
+/**
+ * How long a stream token opens the stream, by default. It opens it again until then (a browser's
+ * EventSource reconnects with the same URL), and a stream opened with it ends then (decision 0247):
+ * short, since URLs end up in proxy and browser logs.
+ */
+export const STREAM_TOKEN_TTL_SECONDS = 300;
 const prefix = 'sst_';
 
 function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
-/** Issues a single-use stream token for the caller; only its SHA-256 hash is stored. */
+/** Issues a stream token for the caller, valid `ttlSeconds`; only its SHA-256 hash is stored. */
 export async function issueStreamToken(
   db: Db,
   principal: { tenantId: string; userId: string; roles: Role[] },
   now: Date,
   requestId?: string,
+  ttlSeconds = STREAM_TOKEN_TTL_SECONDS,
 ): Promise<{ token: string; expiresAt: Date }> {
   const token = `${prefix}${randomBytes(32).toString('base64url')}`;
-  const expiresAt = new Date(now.getTime() + STREAM_TOKEN_TTL_SECONDS * 1000);
+  const expiresAt = new Date(now.getTime() + ttlSeconds * 1000);
   await db.transaction(async (tx) => {
     await tx.insert(streamTokens).values({
       tokenHash: hashToken(token),
@@ -47,22 +52,28 @@ export async function issueStreamToken(
 }
 
 /**
- * Uses a stream token: marks it used in one statement, so it works once and only before it
- * expires. Resolves the principal, or undefined for an unknown, used or expired token (and for
+ * Uses a stream token: valid any number of times until it expires, so a client reconnects with
+ * it (decision 0247); `used_at` keeps its first use. Resolves the principal with the token's
+ * expiry, where the stream it opens ends, or undefined for an unknown or expired token (and for
  * anything else, such as an access token put in the URL).
  */
-export async function consumeStreamToken(
+export async function useStreamToken(
   db: Db,
   token: string,
-): Promise<{ tenantId: string; userId: string; roles: Role[] } | undefined> {
+): Promise<{ tenantId: string; userId: string; roles: Role[]; expiresAt: Date } | undefined> {
   if (!token.startsWith(prefix) || token.length > 100) return undefined;
   const [row] = await db
     .update(streamTokens)
-    .set({ usedAt: sql`now()` })
-    .where(and(eq(streamTokens.tokenHash, hashToken(token)), isNull(streamTokens.usedAt), gt(streamTokens.expiresAt, sql`now()`)))
-    .returning({ tenantId: streamTokens.tenantId, userId: streamTokens.userId, roles: streamTokens.roles });
+    .set({ usedAt: sql`coalesce(${streamTokens.usedAt}, now())` })
+    .where(and(eq(streamTokens.tokenHash, hashToken(token)), gt(streamTokens.expiresAt, sql`now()`)))
+    .returning({ tenantId: streamTokens.tenantId, userId: streamTokens.userId, roles: streamTokens.roles, expiresAt: streamTokens.expiresAt });
   if (!row) return undefined;
-  return { tenantId: row.tenantId, userId: row.userId, roles: row.roles.filter((r): r is Role => r === 'admin' || r === 'member') };
+  return {
+    tenantId: row.tenantId,
+    userId: row.userId,
+    roles: row.roles.filter((r): r is Role => r === 'admin' || r === 'member'),
+    expiresAt: row.expiresAt,
+  };
 }
 
 /**

@@ -108,6 +108,9 @@ function openStream(baseUrl: string, path: string, headers: Record<string, strin
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Waits for the stream to end, failing after `ms` with what was expected. */
+const endsWithin = (client: SseClient, ms: number) =>
+  Promise.race([client.ended, sleep(ms).then(() => Promise.reject(new Error(`the stream did not end within ${ms} ms`)))]);
 
 describe('GET /v1/notifications/stream', () => {
   let svc: TestService;
@@ -305,31 +308,74 @@ describe('GET /v1/notifications/stream', () => {
     expect(client.messages.map((m) => m.event)).toEqual(['approval.requested', 'incident.resolved']);
   });
 
-  it('accepts a stream token once, and no other credential in the URL', async () => {
+  it('accepts a stream token again until it expires, and no other credential in the URL', async () => {
     const { tenantId, member } = await svc.newTenant();
     const issued = await svc.api('POST', '/v1/notifications/stream-token', { token: member });
     expect(issued.status).toBe(201);
-    expect(Date.parse(issued.body.expiresAt) - Date.now()).toBeLessThanOrEqual(60_000);
+    expect(Date.parse(issued.body.expiresAt) - Date.now()).toBeLessThanOrEqual(300_000);
     const client = await stream(`/v1/notifications/stream?token=${issued.body.token}`);
     expect(client.status).toBe(200);
-    await append(tenantId, 'incident.created');
-    await client.waitFor(1);
+    await append(tenantId, 'incident.created', { n: 1 });
+    const [first] = await client.waitFor(1);
+    client.close();
 
-    const again = await svc.api('GET', `/v1/notifications/stream?token=${issued.body.token}`);
-    expect(again.status).toBe(401);
-    expect(again.body.error).toBe('unauthorized');
+    // What a browser's EventSource does on its own after a drop: the same URL, with Last-Event-ID.
+    await append(tenantId, 'incident.status_changed', { n: 2 });
+    await append(tenantId, 'incident.resolved', { n: 3 });
+    const resumed = await stream(`/v1/notifications/stream?token=${issued.body.token}`, { 'last-event-id': first!.id! });
+    expect(resumed.status).toBe(200);
+    await resumed.waitFor(2);
+    await sleep(200);
+    expect(resumed.messages.map((m) => m.data.payload.n)).toEqual([2, 3]);
+    resumed.close();
 
-    const expiring = await svc.api('POST', '/v1/notifications/stream-token', { token: member });
-    await svc.database.db.update(streamTokens).set({ expiresAt: sql`now() - interval '1 second'` });
-    expect((await svc.api('GET', `/v1/notifications/stream?token=${expiring.body.token}`)).status).toBe(401);
+    // Past its expiry it is refused.
+    await svc.database.db.update(streamTokens).set({ expiresAt: sql`now() - interval '1 second'` }).where(eq(streamTokens.tenantId, tenantId));
+    const late = await svc.api('GET', `/v1/notifications/stream?token=${issued.body.token}`, { headers: { 'last-event-id': first!.id! } });
+    expect(late.status).toBe(401);
+    expect(late.body).toEqual({ error: 'unauthorized', message: 'The stream token is unknown or expired' });
 
     expect((await svc.api('GET', `/v1/notifications/stream?token=${member}`)).status).toBe(401);
     expect((await svc.api('GET', '/v1/notifications/stream?token=sst_unknown')).status).toBe(401);
     expect((await svc.api('GET', '/v1/notifications/stream')).status).toBe(401);
     expect((await svc.api('POST', '/v1/notifications/stream-token')).status).toBe(401);
-    // A stream token is no credential for any other route.
+    // A stream token is no credential for any other route, in the URL or the header.
     const other = await svc.api('POST', '/v1/notifications/stream-token', { token: member });
     expect((await svc.api('GET', `/v1/runbooks?token=${other.body.token}`)).status).toBe(401);
+    expect((await svc.api('GET', '/v1/runbooks', { token: other.body.token })).status).toBe(401);
+  });
+
+  it("ends a stream opened with a stream token at the token's expiry, saying so in a final stream.expired event", async () => {
+    const { tenantId, member } = await svc.newTenant();
+    const issued = await svc.api('POST', '/v1/notifications/stream-token', { token: member });
+    await svc.database.db.update(streamTokens).set({ expiresAt: sql`now() + interval '1500 milliseconds'` }).where(eq(streamTokens.tenantId, tenantId));
+    const expiresAt = (await svc.database.db.select().from(streamTokens).where(eq(streamTokens.tenantId, tenantId)))[0]!.expiresAt;
+    // Only the first events of a types filter: the final event is sent whatever the filter.
+    const client = await stream(`/v1/notifications/stream?token=${issued.body.token}&types=incident.created`);
+    expect(client.status).toBe(200);
+    await append(tenantId, 'incident.created', { n: 1 });
+    await client.waitFor(1);
+    const subscribed = svc.realtimeHub.size();
+    await endsWithin(client, 5_000);
+    const endedAt = Date.now();
+    expect(endedAt).toBeGreaterThanOrEqual(expiresAt.getTime() - 50);
+    expect(endedAt).toBeLessThan(expiresAt.getTime() + 1500);
+    expect(client.messages.map((m) => [m.id, m.event])).toEqual([[client.messages[0]!.id, 'incident.created'], [undefined, 'stream.expired']]);
+    expect(client.messages[1]!.data).toEqual({ type: 'stream.expired', reason: 'token_expired', expiresAt: expiresAt.toISOString() });
+    // The subscription went with it.
+    await eventually(async () => svc.realtimeHub.size() < subscribed, 5_000);
+  });
+
+  it("ends a stream opened with an access token at the token's exp", async () => {
+    const { tenantId } = await svc.newTenant();
+    const shortLived = svc.token(tenantId, 'member', { ttlSeconds: 2 });
+    const exp = (JSON.parse(Buffer.from(shortLived.split('.')[1]!, 'base64url').toString()) as { exp: number }).exp * 1000;
+    const client = await stream('/v1/notifications/stream', auth(shortLived));
+    expect(client.status).toBe(200);
+    await endsWithin(client, 5_000);
+    expect(Date.now()).toBeGreaterThanOrEqual(exp - 50);
+    expect(client.messages.map((m) => m.event)).toEqual(['stream.expired']);
+    expect(client.messages[0]!.data).toEqual({ type: 'stream.expired', reason: 'token_expired', expiresAt: new Date(exp).toISOString() });
   });
 
   it('purges expired stream tokens, used or not, and keeps the live ones working', async () => {

@@ -10,9 +10,9 @@ import { users } from '../../db/schema/remediation.js';
 import type { Principal } from '../../auth/tokens.js';
 import type { TenantRow } from '../../db/schema/tenants.js';
 import { applyRateLimit } from './rate-limit.js';
-import { consumeStreamToken } from '../../realtime/stream-tokens.js';
+import { useStreamToken } from '../../realtime/stream-tokens.js';
 
-/** The one route that also takes a single-use stream token as `?token=` (EventSource sends no headers). */
+/** The one route that also takes a short-lived stream token as `?token=` (EventSource sends no headers). */
 export const STREAM_PATH = '/v1/notifications/stream';
 
 /** Routes that need no JWT; they are rate limited per client address instead. */
@@ -138,8 +138,8 @@ export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
     let principal: Principal;
     if (urlToken) {
       // Only a stream token: an access token in the URL is never accepted.
-      const streamPrincipal = await consumeStreamToken(deps.db, urlToken);
-      if (!streamPrincipal) throw new AppError('unauthorized', 'The stream token is unknown, used or expired');
+      const streamPrincipal = await useStreamToken(deps.db, urlToken);
+      if (!streamPrincipal) throw new AppError('unauthorized', 'The stream token is unknown or expired');
       principal = { ...streamPrincipal, email: undefined };
     } else {
       if (!token) throw new AppError('unauthorized', 'A bearer token is required');

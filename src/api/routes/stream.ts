@@ -13,8 +13,10 @@ const tags = ['notifications'];
 
 const StreamToken = z
   .object({
-    token: z.string().openapi({ description: 'Single use, for `GET /v1/notifications/stream?token=…` within 60 s' }),
-    expiresAt: z.string().openapi({ format: 'date-time' }),
+    token: z.string().openapi({
+      description: 'For `GET /v1/notifications/stream?token=…`, again (to reconnect) until `expiresAt`; the stream ends then with a `stream.expired` event',
+    }),
+    expiresAt: z.string().openapi({ format: 'date-time', description: 'In 5 minutes' }),
   })
   .openapi('StreamToken');
 
@@ -31,7 +33,8 @@ const StreamQuery = z.object({
 
 /**
  * The real-time stream of the caller's tenant's events (Server-Sent Events), resumable with
- * `Last-Event-ID`, and the single-use tokens that let `EventSource` (no headers) open it.
+ * `Last-Event-ID`, and the short-lived tokens that let `EventSource` (no headers) open it. A
+ * stream ends when its credential expires (decision 0247).
  */
 export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   const hub = deps.realtime?.hub ?? createRealtimeHub({ sql: deps.sql, logger: deps.logger });
@@ -44,13 +47,13 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       method: 'post',
       path: '/v1/notifications/stream-token',
       tags,
-      summary: 'A short-lived single-use token to open the event stream with ?token=',
+      summary: 'A short-lived token to open (and reopen) the event stream with ?token=',
       ...access('member'),
-      responses: { 201: jsonResponse(StreamToken, 'The token (60 s, single use)'), ...errorResponses(401, 403, 429) },
+      responses: { 201: jsonResponse(StreamToken, 'The token (valid 5 minutes, for the stream only)'), ...errorResponses(401, 403, 429) },
     }),
     async (c) => {
       const auth = requireAuth(c, 'member');
-      const issued = await issueStreamToken(deps.db, auth, deps.clock(), c.get('requestId'));
+      const issued = await issueStreamToken(deps.db, auth, deps.clock(), c.get('requestId'), settings.tokenTtlSeconds);
       return c.json({ token: issued.token, expiresAt: issued.expiresAt.toISOString() }, 201);
     },
   );
@@ -64,7 +67,11 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       ...access('member'),
       request: { query: StreamQuery, headers: z.object({ 'last-event-id': seqParam }) },
       responses: {
-        200: { description: 'An event stream: `id:` (event id), `event:` (type), `data:` (JSON); `: ping` every 15 s', content: { 'text/event-stream': { schema: z.string() } } },
+        200: {
+          description:
+            'An event stream: `id:` (event id), `event:` (type), `data:` (JSON); `: ping` every 15 s. When the credential expires, a last message `event: stream.expired` (no `id:`; data `{ type, reason: "token_expired", expiresAt }`), then the stream ends',
+          content: { 'text/event-stream': { schema: z.string() } },
+        },
         ...errorResponses(400, 401, 403, 429),
       },
     }),
@@ -104,6 +111,7 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
         types,
         hidden: auth.roles.includes('admin') ? undefined : ADMIN_ONLY_EVENTS,
         settings,
+        endsAt: auth.expiresAt,
         signal: c.req.raw.signal,
         logger: c.get('logger'),
         onEnd: release,
