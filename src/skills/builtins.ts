@@ -197,3 +197,23 @@ export function findBuiltinSkill(skillId: string): BuiltinSkill | undefined {
 export function isBuiltinName(name: string): boolean {
   return builtinSkills.some((s) => s.name === name);
 }
+
+/**
+ * The actions a tenant skill of type `builtin` may run (`config.action`): the builtins' names.
+ * The remediation's builtin actions (rollback, restart, …) only record intent, so are not here.
+ */
+export const builtinActions = builtinSkills.map((s) => s.name) as [string, ...string[]];
+
+export function builtinAction(action: string): BuiltinSkill | undefined {
+  return builtinSkills.find((s) => s.name === action);
+}
+
+/**
+ * The input a tenant builtin skill's action gets: the properties its schema declares. A caller
+ * such as a remediation step sends more (the recommended action), which the action never reads.
+ */
+export function declaredInput(skill: BuiltinSkill, input: unknown): unknown {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return input;
+  const declared = Object.keys((skill.inputSchema.properties ?? {}) as Record<string, unknown>);
+  return Object.fromEntries(Object.entries(input).filter(([key]) => declared.includes(key)));
+}

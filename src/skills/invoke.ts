@@ -1,7 +1,8 @@
 /**
- * Runs a skill once for a tenant and records the outcome in `skill_invocations`: builtins in
- * process, http skills through the SSRF-checked client, integration skills not yet (there are no
- * connected integrations to call). Refuses disabled skills, custom skills of plans without
+ * Runs a skill once for a tenant and records the outcome in `skill_invocations`: builtins (and
+ * tenant skills of type builtin, which run a builtin's action) in process, http skills through
+ * the SSRF-checked client, integration skills not yet (there are no connected integrations to
+ * call). Refuses disabled skills, custom skills of plans without
  * `customSkills`, and input that does not match the skill's input schema, before any call.
  */
 import { and, eq } from 'drizzle-orm';
@@ -12,7 +13,7 @@ import { skillInvocations, skills, type SkillRow } from '../db/schema/skills.js'
 import type { TenantRow } from '../db/schema/tenants.js';
 import { getPlan } from '../domain/plans.js';
 import { newId } from '../ids.js';
-import { findBuiltinSkill, type BuiltinSkill, type SkillDb } from './builtins.js';
+import { builtinAction, declaredInput, findBuiltinSkill, type BuiltinSkill, type SkillDb } from './builtins.js';
 import type { SkillCipher } from './crypto.js';
 import { SkillFailure } from './failure.js';
 import { callHttpSkill, type HttpCallLimits, type HttpMethod } from './http.js';
@@ -103,6 +104,16 @@ function withoutValues(value: unknown, secrets: string[]): unknown {
   return walk(value);
 }
 
+/** A tenant skill of type `builtin`: its action, run in process on the tenant's data. */
+async function runBuiltinAction(db: SkillDb, skill: SkillRow, tenantId: string, input: unknown): Promise<unknown> {
+  const action = builtinAction(String(skill.config.action));
+  if (!action) throw new SkillFailure('invalid_config', `The skill ${skill.name} names no builtin action of this service`);
+  const given = declaredInput(action, input);
+  const problems = checkInput(action.inputSchema, given);
+  if (problems.length > 0) throw new SkillFailure('invalid_input', `The input does not match the action's input schema: ${describeProblems(problems)}`, problems);
+  return action.run(db, tenantId, given as Record<string, unknown>);
+}
+
 export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger?: Pick<Logger, 'info' | 'warn'> }): SkillInvoker {
   const { runtime } = deps;
 
@@ -126,6 +137,7 @@ export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger
     if (!skill.enabled) throw new SkillFailure('skill_disabled', `The skill ${skill.name} is disabled`);
     const problems = checkInput(skill.inputSchema ?? null, input);
     if (problems.length > 0) throw new SkillFailure('invalid_input', `The input does not match the skill's input schema: ${describeProblems(problems)}`, problems);
+    if (skill.type === 'builtin') return runBuiltinAction(db, skill, tenant.id, input);
     if (skill.type === 'integration') {
       throw new SkillFailure(
         'integration_unavailable',

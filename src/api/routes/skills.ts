@@ -8,7 +8,7 @@ import type { TenantRow } from '../../db/schema/tenants.js';
 import { getPlan } from '../../domain/plans.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
-import { findBuiltinSkill, isBuiltinName } from '../../skills/builtins.js';
+import { builtinAction, findBuiltinSkill, isBuiltinName } from '../../skills/builtins.js';
 import { checkInput, describeProblems } from '../../skills/json-schema.js';
 import type { SkillRuntime, StoredHttpConfig } from '../../skills/invoke.js';
 import { outboundUrlRefusal } from '../../skills/ssrf.js';
@@ -17,6 +17,7 @@ import { decodeCursor, encodeCursor } from '../cursor.js';
 import { urlForViewer } from '../url-view.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import {
+  BuiltinSkillConfig,
   CreatedSkill,
   CreateSkillBody,
   HttpSkillConfig,
@@ -73,8 +74,8 @@ function storedConfig(
   raw: Record<string, unknown>,
   context: { tenant: TenantRow; skillId: string; runtime: SkillRuntime },
 ): Record<string, unknown> {
-  if (type === 'integration') {
-    const parsed = IntegrationSkillConfig.safeParse(raw);
+  if (type === 'integration' || type === 'builtin') {
+    const parsed = (type === 'builtin' ? BuiltinSkillConfig : IntegrationSkillConfig).safeParse(raw);
     if (!parsed.success) throw invalid(configIssues(parsed.error));
     return parsed.data;
   }
@@ -96,8 +97,24 @@ function storedConfig(
   return { ...config };
 }
 
-/** A skill as `auth` may see it: an http skill's URL query masked for non-admins. */
+/** A builtin skill's input is its action's: it has no schema of its own to store. */
+function refuseOwnInputSchema(type: SkillRow['type'], inputSchema: unknown): void {
+  if (type === 'builtin' && inputSchema !== undefined && inputSchema !== null) {
+    throw invalid([{ path: 'inputSchema', message: "a builtin skill takes its action's input schema; send none" }]);
+  }
+}
+
+/** The input schema a tenant skill's input is checked against: a builtin skill's is its action's. */
+function inputSchemaOf(row: SkillRow): Record<string, unknown> | null {
+  if (row.type === 'builtin') return builtinAction(String(row.config.action))?.inputSchema ?? null;
+  return row.inputSchema ?? null;
+}
+
+/** A skill as `auth` may see it: an http skill's URL query masked for non-admins; a builtin skill with its action's input schema. */
 function viewFor(view: SkillView, auth: AuthContext): SkillView {
+  if (view.type === 'builtin' && view.inputSchema === null && 'action' in view.config) {
+    return { ...view, inputSchema: builtinAction(String(view.config.action))?.inputSchema ?? null };
+  }
   const config = view.config;
   if (!('url' in config) || typeof config.url !== 'string') return view;
   return { ...view, config: { ...config, url: urlForViewer(config.url, auth) } };
@@ -111,13 +128,14 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
   // `config` is checked by type in the handlers; the two shapes are documented as components.
   app.openAPIRegistry.register('HttpSkillConfig', HttpSkillConfig);
   app.openAPIRegistry.register('IntegrationSkillConfig', IntegrationSkillConfig);
+  app.openAPIRegistry.register('BuiltinSkillConfig', BuiltinSkillConfig);
 
   app.openapi(
     createRoute({
       method: 'post',
       path: base,
       tags,
-      summary: 'Create a custom skill (http or integration); header values are stored encrypted and never returned',
+      summary: 'Create a custom skill (http, integration, or builtin running one of the builtin actions); header values are stored encrypted and never returned',
       ...access('admin'),
       request: {
         params: TenantIdParam,
@@ -132,9 +150,10 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       if (isBuiltinName(body.name)) {
         throw new AppError('skill_name_conflict', `"${body.name}" is the name of a builtin skill`);
       }
-      const type = body.type as 'http' | 'integration'; // builtin is refused by the schema
+      const type = body.type;
       const skillId = newId('skl');
       const config = storedConfig(type, body.config, { tenant: auth.tenant, skillId, runtime: deps.skills });
+      refuseOwnInputSchema(type, body.inputSchema);
       const row = await deps.db.transaction(async (tx) => {
         // The unique index decides a race between two creations of one name: no check-then-insert.
         const [created] = await tx
@@ -256,6 +275,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
         const changes: Partial<typeof skills.$inferInsert> = {};
         if (body.description !== undefined) changes.description = body.description;
         if (body.enabled !== undefined) changes.enabled = body.enabled;
+        refuseOwnInputSchema(current.type, body.inputSchema);
         if (body.inputSchema !== undefined) changes.inputSchema = body.inputSchema;
         if (body.config !== undefined) {
           changes.config = storedConfig(current.type, body.config, { tenant: auth.tenant, skillId, runtime: deps.skills });
@@ -351,7 +371,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
         requireCustomSkills(auth.tenant);
         const row = await findSkill(deps.db, auth.tenantId, skillId);
         if (!row) throw new AppError('skill_not_found', noSuchSkill);
-        inputSchema = row.inputSchema ?? null;
+        inputSchema = inputSchemaOf(row);
       }
       const problems = checkInput(inputSchema, input);
       if (problems.length > 0) {

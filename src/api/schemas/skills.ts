@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { integrationCatalog } from '../../domain/catalog.js';
 import { skillTypes } from '../../db/schema/skills.js';
+import { builtinActions } from '../../skills/builtins.js';
 import { httpMethods } from '../../skills/http.js';
 import { checkInputSchema } from '../../skills/json-schema.js';
 import { limitParam, visibleOrEmpty } from './common.js';
@@ -105,18 +106,25 @@ export const IntegrationSkillConfig = z
   .strict()
   .openapi('IntegrationSkillConfig');
 
+export const BuiltinSkillConfig = z
+  .object({
+    action: z
+      .enum(builtinActions, { message: `action must be one of the builtin actions: ${builtinActions.join(', ')}` })
+      .openapi({ description: 'The builtin action the skill runs, with that action’s input schema' }),
+  })
+  .strict()
+  .openapi('BuiltinSkillConfig');
+
 const configDescription =
-  'By type (components HttpSkillConfig and IntegrationSkillConfig). For `http`: `url` (https; http only when the tenant setting allowHttpSkills is true), `method` (GET, POST, PUT, PATCH, DELETE), optional `headers` (name → value; values are stored encrypted and never returned). For `integration`: `action` and optionally `provider`.';
+  `By type (components HttpSkillConfig, IntegrationSkillConfig and BuiltinSkillConfig). For \`http\`: \`url\` (https; http only when the tenant setting allowHttpSkills is true), \`method\` (GET, POST, PUT, PATCH, DELETE), optional \`headers\` (name → value; values are stored encrypted and never returned). For \`integration\`: \`action\` and optionally \`provider\`. For \`builtin\`: \`action\`, one of ${builtinActions.join(', ')}.`;
 
 export const CreateSkillBody = z
   .object({
     name: SkillName,
     description: Description,
-    type: z
-      .enum(skillTypes)
-      .refine((type) => type !== 'builtin', 'builtin skills ship with the service and cannot be created; create an http or integration skill'),
+    type: z.enum(skillTypes),
     config: z.record(z.string(), z.unknown()).openapi({ description: configDescription }),
-    inputSchema: InputSchema.optional(),
+    inputSchema: InputSchema.optional().openapi({ description: 'JSON Schema of the accepted input; a `builtin` skill takes its action’s and accepts none' }),
     enabled: z.boolean().optional(),
   })
   .strict()
