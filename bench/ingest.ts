@@ -51,7 +51,8 @@ function post(url: URL, headers: Record<string, string>, body: string): Promise<
 async function main() {
   const stack = await startStack({ WEBHOOK_RATE_LIMIT_PER_MINUTE: '100000000' });
   const admin = postgres(stack.databaseUrl, { max: 1 });
-  await admin`update tenants set plan = 'plan_enterprise' where id = ${stack.tenantId}`; // unlimited events
+  // Enterprise with a custom quota far above any run (decision 251: enterprise quotas are numbers).
+  await admin`update tenants set plan = 'plan_enterprise', settings = settings || ${admin.json({ quotas: { eventsPerMonth: 1_000_000_000 } })} where id = ${stack.tenantId}`;
   await admin.end();
   const api = sharedProcess ? { pid: stack.pid, baseUrl: stack.baseUrl, stop: () => undefined } : await startApi(stack);
   if (workerNice > 0) lowerWorkerPriority(stack, workerNice);

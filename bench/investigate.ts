@@ -70,7 +70,8 @@ async function bareWorkflows(address: string, count: number): Promise<{ perSecon
 async function main() {
   const stack = await startStack({ WEBHOOK_RATE_LIMIT_PER_MINUTE: '100000000' });
   const db = postgres(stack.databaseUrl, { max: 2 });
-  await db`update tenants set plan = 'plan_enterprise' where id = ${stack.tenantId}`; // unlimited investigations
+  // Enterprise with custom quotas far above any run (decision 251: enterprise quotas are numbers).
+  await db`update tenants set plan = 'plan_enterprise', settings = settings || ${db.json({ quotas: { investigationsPerMonth: 1_000_000_000, eventsPerMonth: 1_000_000_000 } })} where id = ${stack.tenantId}`;
   const created = await fetch(`${stack.baseUrl}/v1/api-keys`, {
     method: 'POST',
     headers: { authorization: `Bearer ${stack.token}`, 'content-type': 'application/json' },

@@ -2,14 +2,19 @@
 import { parseArgs } from 'node:util';
 import { roles, signToken, type Role } from './auth/tokens.js';
 import { connectDatabase, runMigrations } from './db/client.js';
-import { createTenant, findTenant } from './db/repositories/tenants.js';
-import { planIds, type PlanId } from './domain/plans.js';
+import { createTenant, findTenant, setCustomQuotas } from './db/repositories/tenants.js';
+import type { TenantSettings } from './db/schema/tenants.js';
+import { enterpriseQuotaDefaults, MAX_CUSTOM_QUOTA, monthlyQuotas, planIds, type PlanId } from './domain/plans.js';
 import { configOrExit } from './entry.js';
 import { resolveDatabaseUrl, resolveJwtSecret } from './runtime.js';
 
 const usage = `Usage:
   npm run --silent cli -- tenant create --name NAME [--plan ${planIds.join('|')}]
-      Creates a tenant; prints one JSON line with tenantId, name, slug and plan.
+      [--investigations-per-month N] [--events-per-month N] [--chat-messages-per-month N]
+      Creates a tenant; prints one JSON line with tenantId, name, slug, plan and quotas. The
+      quota flags are for plan_enterprise only; unset, they are ${enterpriseQuotaDefaults.investigationsPerMonth}, ${enterpriseQuotaDefaults.eventsPerMonth} and ${enterpriseQuotaDefaults.chatMessagesPerMonth} a month.
+  npm run --silent cli -- tenant quotas --tenant TENANT_ID [--investigations N] [--events N] [--chat-messages N]
+      Sets an enterprise tenant's monthly quotas (those named; 0 to ${MAX_CUSTOM_QUOTA}); prints them all.
   npm run --silent cli -- token --tenant TENANT_ID --role admin|member [--sub USER_ID] [--email EMAIL] [--ttl SECONDS]
       Prints a signed access token (HS256 with JWT_SECRET or the secret npm start generated).`;
 
@@ -19,28 +24,68 @@ function fail(message: string): never {
   throw new UsageError(message);
 }
 
+type Quotas = NonNullable<TenantSettings['quotas']>;
+
+/** The quota flags given (flag name → setting), each a whole number from 0 to MAX_CUSTOM_QUOTA. */
+function quotaFlags(values: Record<string, unknown>, flags: Record<string, keyof Quotas>): Quotas {
+  const quotas: Quotas = {};
+  for (const [flag, key] of Object.entries(flags)) {
+    const value = values[flag];
+    if (value === undefined) continue;
+    const n = Number(value);
+    if (!/^\d+$/.test(String(value)) || n > MAX_CUSTOM_QUOTA) fail(`--${flag} must be a whole number from 0 to ${MAX_CUSTOM_QUOTA}`);
+    quotas[key] = n;
+  }
+  return quotas;
+}
+
+async function withDatabase<T>(run: (db: ReturnType<typeof connectDatabase>['db']) => Promise<T>): Promise<T> {
+  const url = resolveDatabaseUrl(configOrExit());
+  await runMigrations(url);
+  const database = connectDatabase(url, { max: 1 });
+  try {
+    return await run(database.db);
+  } finally {
+    await database.close();
+  }
+}
+
+const createQuotaFlags = { 'investigations-per-month': 'investigationsPerMonth', 'events-per-month': 'eventsPerMonth', 'chat-messages-per-month': 'chatMessagesPerMonth' } as const;
+const updateQuotaFlags = { investigations: 'investigationsPerMonth', events: 'eventsPerMonth', 'chat-messages': 'chatMessagesPerMonth' } as const;
+const stringOptions = (flags: object) => Object.fromEntries(Object.keys(flags).map((flag) => [flag, { type: 'string' as const }]));
+
 async function tenantCreate(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { name: { type: 'string' }, plan: { type: 'string', default: 'plan_starter' } },
+    options: { name: { type: 'string' }, plan: { type: 'string', default: 'plan_starter' }, ...stringOptions(createQuotaFlags) },
     strict: true,
   });
   const name = values.name?.trim();
   if (!name) fail('--name is required');
   if (name.length > 200) fail('--name must be at most 200 characters');
-  if (!(planIds as readonly string[]).includes(values.plan)) fail(`--plan must be one of ${planIds.join(', ')}`);
-  const config = configOrExit();
-  const url = resolveDatabaseUrl(config);
-  await runMigrations(url);
-  const database = connectDatabase(url, { max: 1 });
-  try {
-    const tenant = await createTenant(database.db, { name, plan: values.plan as PlanId });
-    process.stdout.write(
-      `${JSON.stringify({ tenantId: tenant.id, name: tenant.name, slug: tenant.slug, plan: tenant.plan, createdAt: tenant.createdAt.toISOString() })}\n`,
-    );
-  } finally {
-    await database.close();
-  }
+  const plan = values.plan as string;
+  if (!(planIds as readonly string[]).includes(plan)) fail(`--plan must be one of ${planIds.join(', ')}`);
+  const quotas = quotaFlags(values, createQuotaFlags);
+  if (Object.keys(quotas).length > 0 && plan !== 'plan_enterprise') fail('the quota flags are for plan_enterprise; other plans have their published quotas');
+  const tenant = await withDatabase((db) => createTenant(db, { name, plan: plan as PlanId, ...(Object.keys(quotas).length > 0 ? { settings: { quotas } } : {}) }));
+  process.stdout.write(
+    `${JSON.stringify({ tenantId: tenant.id, name: tenant.name, slug: tenant.slug, plan: tenant.plan, quotas: monthlyQuotas(tenant), createdAt: tenant.createdAt.toISOString() })}\n`,
+  );
+}
+
+async function tenantQuotas(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { tenant: { type: 'string' }, ...stringOptions(updateQuotaFlags) }, strict: true });
+  if (!values.tenant) fail('--tenant is required');
+  const quotas = quotaFlags(values, updateQuotaFlags);
+  if (Object.keys(quotas).length === 0) fail('name at least one of --investigations, --events, --chat-messages');
+  const tenantId = values.tenant;
+  const tenant = await withDatabase(async (db) => {
+    const found = await findTenant(db, tenantId);
+    if (!found) throw new Error(`no tenant ${tenantId}`);
+    if (found.plan !== 'plan_enterprise') throw new Error(`tenant ${tenantId} is on ${found.plan}: custom quotas are for plan_enterprise`);
+    return (await setCustomQuotas(db, tenantId, quotas))!;
+  });
+  process.stdout.write(`${JSON.stringify({ tenantId: tenant.id, plan: tenant.plan, quotas: monthlyQuotas(tenant) })}\n`);
 }
 
 async function token(args: string[]): Promise<void> {
@@ -82,6 +127,7 @@ async function token(args: string[]): Promise<void> {
 async function main(argv: string[]): Promise<void> {
   const [command, sub, ...rest] = argv;
   if (command === 'tenant' && sub === 'create') return tenantCreate(rest);
+  if (command === 'tenant' && sub === 'quotas') return tenantQuotas(rest);
   if (command === 'token') return token(argv.slice(1));
   if (command === 'help' || command === '--help' || command === '-h') {
     process.stdout.write(`${usage}\n`);

@@ -1,13 +1,13 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import jwt from 'jsonwebtoken';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../src/config.js';
 import { connectDatabase, type Database } from '../src/db/client.js';
+import { auditLog } from '../src/db/schema/audit.js';
 import { tenants } from '../src/db/schema/tenants.js';
+import { runCli } from './helpers/cli.js';
 import { createTestDatabase, TEST_JWT_SECRET } from './helpers/service.js';
 
 let databaseUrl: string;
@@ -23,18 +23,7 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/cli.ts'), ...args], {
-      env: { PATH: process.env.PATH ?? '', DATA_DIR: dataDir, ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
+const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { DATA_DIR: dataDir, ...env });
 
 describe('operator CLI', () => {
   it('creates a tenant and prints one JSON line', async () => {
@@ -46,6 +35,44 @@ describe('operator CLI', () => {
     expect(printed).toMatchObject({ name: 'Night Shift SRE', slug: 'night-shift-sre', plan: 'plan_enterprise' });
     const [row] = await database.db.select().from(tenants).where(eq(tenants.id, printed.tenantId));
     expect(row).toMatchObject({ name: 'Night Shift SRE', plan: 'plan_enterprise', status: 'active' });
+  });
+
+  it('gives an enterprise tenant the documented default quotas, or the ones its flags name', async () => {
+    const byDefault = await cli(['tenant', 'create', '--name', 'Default Quotas', '--plan', 'plan_enterprise'], { DATABASE_URL: databaseUrl });
+    expect(byDefault.code).toBe(0);
+    expect(JSON.parse(byDefault.stdout).quotas).toEqual({ investigationsPerMonth: 2000, eventsPerMonth: 1_000_000, chatMessagesPerMonth: 20_000 });
+
+    const res = await cli(
+      ['tenant', 'create', '--name', 'Custom Quotas', '--plan', 'plan_enterprise', '--investigations-per-month', '5000', '--events-per-month', '250000', '--chat-messages-per-month', '0'],
+      { DATABASE_URL: databaseUrl },
+    );
+    expect(res.code).toBe(0);
+    const printed = JSON.parse(res.stdout);
+    expect(printed.quotas).toEqual({ investigationsPerMonth: 5000, eventsPerMonth: 250_000, chatMessagesPerMonth: 0 });
+    const [row] = await database.db.select().from(tenants).where(eq(tenants.id, printed.tenantId));
+    expect(row!.settings.quotas).toEqual({ investigationsPerMonth: 5000, eventsPerMonth: 250_000, chatMessagesPerMonth: 0 });
+    const [audit] = await database.db.select().from(auditLog).where(eq(auditLog.tenantId, printed.tenantId));
+    expect(audit).toMatchObject({ action: 'tenant.created', actorId: 'cli', details: { plan: 'plan_enterprise', quotas: printed.quotas } });
+  });
+
+  it("changes an enterprise tenant's quotas (only the named ones) and audits it", async () => {
+    const created = JSON.parse((await cli(['tenant', 'create', '--name', 'Growing Co', '--plan', 'plan_enterprise', '--events-per-month', '5000'], { DATABASE_URL: databaseUrl })).stdout);
+    const res = await cli(['tenant', 'quotas', '--tenant', created.tenantId, '--investigations', '3000'], { DATABASE_URL: databaseUrl });
+    expect(res.code).toBe(0);
+    expect(JSON.parse(res.stdout)).toEqual({ tenantId: created.tenantId, plan: 'plan_enterprise', quotas: { investigationsPerMonth: 3000, eventsPerMonth: 5000, chatMessagesPerMonth: 20_000 } });
+    const [row] = await database.db.select().from(tenants).where(eq(tenants.id, created.tenantId));
+    expect(row!.settings.quotas).toEqual({ investigationsPerMonth: 3000, eventsPerMonth: 5000 });
+    const audits = await database.db.select().from(auditLog).where(eq(auditLog.tenantId, created.tenantId)).orderBy(auditLog.seq);
+    expect(audits.at(-1)).toMatchObject({ action: 'tenant.quotas_updated', actorType: 'system', actorId: 'cli', details: { investigationsPerMonth: 3000 } });
+
+    // Refused: another plan (its quotas are the published ones), an unknown tenant.
+    const pro = JSON.parse((await cli(['tenant', 'create', '--name', 'Pro Co', '--plan', 'plan_pro'], { DATABASE_URL: databaseUrl })).stdout);
+    const onPro = await cli(['tenant', 'quotas', '--tenant', pro.tenantId, '--events', '9000'], { DATABASE_URL: databaseUrl });
+    expect(onPro.code).toBe(1);
+    expect(onPro.stderr).toContain('plan_enterprise');
+    const unknown = await cli(['tenant', 'quotas', '--tenant', 'ten_missing', '--events', '9000'], { DATABASE_URL: databaseUrl });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no tenant ten_missing');
   });
 
   it('prints a signed token alone, with the requested claims', async () => {
@@ -64,6 +91,13 @@ describe('operator CLI', () => {
   it.each([
     [['tenant', 'create']],
     [['tenant', 'create', '--name', 'x', '--plan', 'plan_free']],
+    [['tenant', 'create', '--name', 'x', '--plan', 'plan_pro', '--events-per-month', '10']],
+    [['tenant', 'create', '--name', 'x', '--plan', 'plan_enterprise', '--events-per-month', '1.5']],
+    [['tenant', 'create', '--name', 'x', '--plan', 'plan_enterprise', '--investigations-per-month', '-1']],
+    [['tenant', 'create', '--name', 'x', '--plan', 'plan_enterprise', '--investigations-per-month', '1000000001']],
+    [['tenant', 'quotas', '--tenant', 'ten_abc']],
+    [['tenant', 'quotas', '--investigations', '10']],
+    [['tenant', 'quotas', '--tenant', 'ten_abc', '--events', 'lots']],
     [['token', '--tenant', 'ten_abc', '--role', 'owner']],
     [['token', '--role', 'admin']],
     [['token', '--tenant', 't', '--role', 'admin', '--ttl', 'soon']],

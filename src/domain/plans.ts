@@ -41,23 +41,41 @@ export function getPlan(planId: PlanId): Plan {
 
 export type QuotaMetric = 'events' | 'investigations' | 'chat_messages';
 
+/** The monthly quotas an enterprise tenant may have set (`settings.quotas`), by setting name. */
+export type CustomQuotas = { investigationsPerMonth: number; eventsPerMonth: number; chatMessagesPerMonth: number };
+export const customQuotaKeys: Readonly<Record<QuotaMetric, keyof CustomQuotas>> = {
+  investigations: 'investigationsPerMonth', events: 'eventsPerMonth', chat_messages: 'chatMessagesPerMonth',
+};
+/** The bound an operator may set a custom quota to (the counters are 32-bit integers). */
+export const MAX_CUSTOM_QUOTA = 1_000_000_000;
+
 /**
- * The monthly limit of a metric for a tenant; `null` means unlimited (enterprise without a
- * custom value in its settings).
+ * An enterprise tenant's quotas where its operator set none (decision 251): so every
+ * remaining count is an integer, and enforcement uses the same numbers.
  */
-export function monthlyQuota(tenant: Pick<TenantRow, 'plan' | 'settings'>, metric: QuotaMetric): number | null {
+export const enterpriseQuotaDefaults: Readonly<CustomQuotas> = {
+  investigationsPerMonth: 2000, eventsPerMonth: 1_000_000, chatMessagesPerMonth: 20_000,
+};
+
+/** The monthly limit of a metric for a tenant: its plan's, or for enterprise its custom one or the default. */
+export function monthlyQuota(tenant: Pick<TenantRow, 'plan' | 'settings'>, metric: QuotaMetric): number {
   const plan = getPlan(tenant.plan);
   const published =
     metric === 'events' ? plan.features.eventsPerMonth
     : metric === 'investigations' ? plan.features.investigationsPerMonth
     : chatMessagesPerMonth[tenant.plan];
   if (published !== 'custom') return published;
-  const custom = tenant.settings.quotas;
-  const value =
-    metric === 'events' ? custom?.eventsPerMonth
-    : metric === 'investigations' ? custom?.investigationsPerMonth
-    : custom?.chatMessagesPerMonth;
-  return value ?? null;
+  const key = customQuotaKeys[metric];
+  return tenant.settings.quotas?.[key] ?? enterpriseQuotaDefaults[key];
+}
+
+/** Every monthly quota of a tenant, by setting name. */
+export function monthlyQuotas(tenant: Pick<TenantRow, 'plan' | 'settings'>): CustomQuotas {
+  return {
+    investigationsPerMonth: monthlyQuota(tenant, 'investigations'),
+    eventsPerMonth: monthlyQuota(tenant, 'events'),
+    chatMessagesPerMonth: monthlyQuota(tenant, 'chat_messages'),
+  };
 }
 
 export function rateLimitPerMinute(tenant: Pick<TenantRow, 'plan' | 'settings'>): number {

@@ -180,13 +180,13 @@ describe('POST /v1/incidents/chat', () => {
     expect(await quotaWarnings(starter.tenantId)).toEqual([{ metric: 'events', period, used: 400, limit: 500, percent: 80 }]);
   });
 
-  it('uses custom enterprise quotas and reports unlimited ones as null', async () => {
+  it('uses custom enterprise quotas, and the documented defaults where none is set (decision 251)', async () => {
     const custom = await svc.newTenant({ plan: 'plan_enterprise', settings: { quotas: { eventsPerMonth: 1 } } });
-    expect((await svc.api('POST', '/v1/incidents/chat', { token: custom.admin, body: validIncident })).body.eventsRemaining).toBe(0);
+    expect((await svc.api('POST', '/v1/incidents/chat', { token: custom.admin, body: validIncident })).body).toMatchObject({ eventsRemaining: 0, investigationsRemaining: 2000 });
     expect((await svc.api('POST', '/v1/incidents/chat', { token: custom.admin, body: validIncident })).status).toBe(429);
-    const unlimited = await svc.newTenant({ plan: 'plan_enterprise' });
-    const res = await svc.api('POST', '/v1/incidents/chat', { token: unlimited.admin, body: validIncident });
-    expect(res.body).toMatchObject({ eventsRemaining: null, investigationsRemaining: null });
+    const byDefault = await svc.newTenant({ plan: 'plan_enterprise' });
+    const res = await svc.api('POST', '/v1/incidents/chat', { token: byDefault.admin, body: validIncident });
+    expect(res.body).toMatchObject({ eventsRemaining: 999_999, investigationsRemaining: 2000 });
   });
 });
 

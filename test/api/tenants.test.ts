@@ -1,9 +1,15 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditLog } from '../../src/db/schema/audit.js';
 import { tenants } from '../../src/db/schema/tenants.js';
+import { usageCounters } from '../../src/db/schema/limits.js';
+import { usagePeriod } from '../../src/domain/plans.js';
+import { runCli } from '../helpers/cli.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 let svc: TestService;
@@ -285,6 +291,96 @@ describe('documents, unknown routes and limits', () => {
     expect(mine.headers.get('x-request-id')).toMatch(/^req_/);
     const made = await svc.api('GET', '/health', { headers: { 'x-request-id': 'bad id with spaces' } });
     expect(made.headers.get('x-request-id')).toMatch(/^req_/);
+  });
+});
+
+describe('GET /v1/tenants/{tenantId}/usage', () => {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'iis-cli-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  const cli = async (args: string[]) => {
+    const res = await runCli(args, { DATA_DIR: dataDir, DATABASE_URL: svc.databaseUrl });
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(0);
+    return JSON.parse(res.stdout);
+  };
+  const enterprise = async (flags: string[] = []) => {
+    const { tenantId } = await cli(['tenant', 'create', '--name', 'Big Corp', '--plan', 'plan_enterprise', ...flags]);
+    return { tenantId: tenantId as string, admin: svc.token(tenantId, 'admin'), member: svc.token(tenantId, 'member') };
+  };
+  const usage = async (t: { tenantId: string; member: string }) => {
+    const res = await svc.api('GET', `/v1/tenants/${t.tenantId}/usage`, { token: t.member });
+    expect(res.status).toBe(200);
+    return res.body;
+  };
+  const incident = { title: 'Checkout errors', description: 'Checkout answers 502 errors since the deploy' };
+  const period = usagePeriod(new Date());
+
+  it("shows a plan's published quotas, this month's use and what is left, all integers", async () => {
+    const pro = await svc.newTenant({ plan: 'plan_pro' });
+    expect((await svc.api('POST', '/v1/incidents/chat', { token: pro.member, body: incident })).status).toBe(201);
+    expect(await usage(pro)).toEqual({
+      tenantId: pro.tenantId,
+      plan: 'plan_pro',
+      period,
+      investigations: { limit: 60, used: 0, remaining: 60 },
+      events: { limit: 3000, used: 1, remaining: 2999 },
+      chatMessages: { limit: 1000, used: 0, remaining: 1000 },
+    });
+  });
+
+  it('an enterprise tenant shows the quotas its creation flags set, or the documented defaults', async () => {
+    const custom = await enterprise(['--investigations-per-month', '4000', '--events-per-month', '300000', '--chat-messages-per-month', '900']);
+    expect(await usage(custom)).toMatchObject({
+      plan: 'plan_enterprise',
+      investigations: { limit: 4000, used: 0, remaining: 4000 },
+      events: { limit: 300_000, used: 0, remaining: 300_000 },
+      chatMessages: { limit: 900, used: 0, remaining: 900 },
+    });
+    const created = await svc.api('POST', '/v1/incidents/chat', { token: custom.member, body: incident });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ investigationsRemaining: 4000, eventsRemaining: 299_999 });
+
+    const byDefault = await enterprise();
+    expect(await usage(byDefault)).toMatchObject({
+      investigations: { limit: 2000, remaining: 2000 },
+      events: { limit: 1_000_000, remaining: 1_000_000 },
+      chatMessages: { limit: 20_000, remaining: 20_000 },
+    });
+    const [row] = await svc.database.db.select().from(tenants).where(eq(tenants.id, byDefault.tenantId));
+    expect(row!.settings.quotas).toBeUndefined(); // the default is the documented one, not a stored copy
+  });
+
+  it("enforces an enterprise tenant's custom quotas at their number, and an operator's change at once", async () => {
+    const small = await enterprise(['--investigations-per-month', '1', '--events-per-month', '2']);
+    const first = await svc.api('POST', '/v1/incidents/chat', { token: small.member, body: incident });
+    expect(first.body).toMatchObject({ eventsRemaining: 1, investigationsRemaining: 1 });
+    expect((await svc.api('POST', '/v1/investigation/', { token: small.member, body: { incidentId: first.body.incidentId } })).status).toBe(202);
+    const second = await svc.api('POST', '/v1/incidents/chat', { token: small.member, body: incident });
+    expect(second.body).toMatchObject({ eventsRemaining: 0, investigationsRemaining: 0 });
+    const refused = await svc.api('POST', '/v1/investigation/', { token: small.member, body: { incidentId: second.body.incidentId } });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ error: 'quota_exceeded', message: expect.stringContaining('quota of 1 ') });
+    const over = await svc.api('POST', '/v1/incidents/chat', { token: small.member, body: incident });
+    expect(over.status).toBe(429);
+    expect(over.body).toMatchObject({ error: 'event_quota_exceeded', message: expect.stringContaining('quota of 2 ') });
+    const counters = await svc.database.db.select().from(usageCounters).where(eq(usageCounters.tenantId, small.tenantId));
+    expect(Object.fromEntries(counters.map((c) => [c.metric, c.count]))).toEqual({ events: 2, investigations: 1 });
+
+    // The operator raises them: the next start and the next incident pass.
+    expect(await cli(['tenant', 'quotas', '--tenant', small.tenantId, '--investigations', '2', '--events', '3'])).toMatchObject({
+      quotas: { investigationsPerMonth: 2, eventsPerMonth: 3, chatMessagesPerMonth: 20_000 },
+    });
+    expect(await usage(small)).toMatchObject({ investigations: { limit: 2, used: 1, remaining: 1 }, events: { limit: 3, used: 2, remaining: 1 } });
+    expect((await svc.api('POST', '/v1/investigation/', { token: small.member, body: { incidentId: second.body.incidentId } })).status).toBe(202);
+    expect((await svc.api('POST', '/v1/incidents/chat', { token: small.member, body: incident })).body).toMatchObject({ eventsRemaining: 0, investigationsRemaining: 0 });
+  });
+
+  it("answers 404 for another tenant's usage and 401 without a token", async () => {
+    const other = await svc.newTenant();
+    const res = await svc.api('GET', `/v1/tenants/${other.tenantId}/usage`, { token: tenant.member });
+    expect(res.status).toBe(404);
+    expect(res.body.error).toBe('not_found');
+    expect((await svc.api('GET', `/v1/tenants/${tenant.tenantId}/usage`)).status).toBe(401);
   });
 });
 

@@ -94,7 +94,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
           throw new AppError('event_quota_exceeded', `The monthly event quota of ${eventsLimit} is reached for ${period}`);
         }
         // Crossing 80 % or 100 % here warns as ingestion does, once a month whichever path crosses.
-        for (const percent of eventsLimit === null ? [] : quotaWarningsCrossed(used - 1, used, eventsLimit)) {
+        for (const percent of quotaWarningsCrossed(used - 1, used, eventsLimit)) {
           await appendEvent(tx, {
             tenantId: auth.tenantId,
             type: 'system.quota_warning',
@@ -123,8 +123,8 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
           status: row.status,
           source: row.source,
           createdAt: row.createdAt.toISOString(),
-          investigationsRemaining: investigationsLimit === null ? null : Math.max(0, investigationsLimit - investigationsUsed),
-          eventsRemaining: eventsLimit === null ? null : Math.max(0, eventsLimit - eventsUsed),
+          investigationsRemaining: Math.max(0, investigationsLimit - investigationsUsed),
+          eventsRemaining: Math.max(0, eventsLimit - eventsUsed),
         },
         201,
       );

@@ -1,11 +1,13 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { appendAudit } from '../../db/repositories/audit.js';
 import { updateTenant } from '../../db/repositories/tenants.js';
+import { usageCount } from '../../db/repositories/usage.js';
 import type { TenantRow } from '../../db/schema/tenants.js';
+import { monthlyQuota, usagePeriod, type QuotaMetric } from '../../domain/plans.js';
 import { AppError } from '../../errors.js';
 import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
-import { Tenant, TenantIdParam, UpdateTenantBody } from '../schemas/tenants.js';
+import { Tenant, TenantIdParam, TenantUsage, UpdateTenantBody } from '../schemas/tenants.js';
 
 export function toTenantView(row: TenantRow) {
   return {
@@ -45,6 +47,31 @@ export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       const auth = requireAuth(c, 'member');
       if (c.req.valid('param').tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
       return c.json(toTenantView(auth.tenant), 200);
+    },
+  );
+
+  app.openapi(
+    createRoute({
+      method: 'get',
+      path: '/v1/tenants/{tenantId}/usage',
+      tags: ['tenants'],
+      summary: "This month's quotas, use and what is left",
+      description: "Integers for every plan: an enterprise tenant's quotas are the ones its operator set, else the documented defaults.",
+      ...access('member'),
+      request: { params: TenantIdParam },
+      responses: { 200: jsonResponse(TenantUsage, 'The usage'), ...errorResponses(401, 403, 404) },
+    }),
+    async (c) => {
+      const auth = requireAuth(c, 'member');
+      if (c.req.valid('param').tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
+      const period = usagePeriod(deps.clock());
+      const use = async (metric: QuotaMetric) => {
+        const limit = monthlyQuota(auth.tenant, metric);
+        const used = await usageCount(deps.db, { tenantId: auth.tenantId, period, metric });
+        return { limit, used, remaining: Math.max(0, limit - used) };
+      };
+      const [investigations, events, chatMessages] = await Promise.all([use('investigations'), use('events'), use('chat_messages')]);
+      return c.json({ tenantId: auth.tenantId, plan: auth.tenant.plan, period, investigations, events, chatMessages }, 200);
     },
   );
 

@@ -30,8 +30,8 @@ export const CreatedIncident = z
     status: IncidentStatusSchema,
     source: z.enum(incidentSources),
     createdAt: z.string(),
-    investigationsRemaining: z.number().int().nullable().openapi({ description: 'null when the plan is unlimited' }),
-    eventsRemaining: z.number().int().nullable().openapi({ description: 'null when the plan is unlimited' }),
+    investigationsRemaining: z.number().int().openapi({ description: "Investigations left this month (an enterprise tenant's custom quota, decision 251)" }),
+    eventsRemaining: z.number().int().openapi({ description: "Events left this month (an enterprise tenant's custom quota, decision 251)" }),
   })
   .openapi('CreatedIncident');
 

@@ -29,6 +29,23 @@ export const Tenant = z
   })
   .openapi('Tenant');
 
+const QuotaUse = z.object({
+  limit: z.number().int().openapi({ description: "The month's quota: the plan's, or an enterprise tenant's custom one" }),
+  used: z.number().int(),
+  remaining: z.number().int().openapi({ description: 'limit − used, never below 0' }),
+});
+
+export const TenantUsage = z
+  .object({
+    tenantId: z.string(),
+    plan: z.enum(planIds),
+    period: z.string().openapi({ description: 'The calendar month (UTC) counted, YYYY-MM', example: '2025-11' }),
+    investigations: QuotaUse,
+    events: QuotaUse,
+    chatMessages: QuotaUse,
+  })
+  .openapi('TenantUsage');
+
 /** Clearing a cloud setting: `""` (what a read of an unset one shows) or `null`, both stored as not set. */
 const cleared = z.literal('').transform(() => null);
 const optionalText = (max: number) => z.union([cleared, z.string().trim().min(1).max(max)]).nullable().optional();

@@ -45,7 +45,7 @@ export async function createTenant(
           action: 'tenant.created',
           targetType: 'tenant',
           targetId: row.id,
-          details: { name: row.name, plan: row.plan },
+          details: { name: row.name, plan: row.plan, ...(row.settings.quotas ? { quotas: row.settings.quotas } : {}) },
         });
       }
       return row;
@@ -71,4 +71,31 @@ export async function updateTenant(
     .where(eq(tenants.id, tenantId))
     .returning();
   return rows[0];
+}
+
+/**
+ * Sets some of an enterprise tenant's custom monthly quotas (the others keep theirs) and audits
+ * it, in one transaction. Undefined when there is no such tenant; the caller checks the plan.
+ */
+export async function setCustomQuotas(
+  db: Db,
+  tenantId: string,
+  quotas: NonNullable<TenantSettings['quotas']>,
+  actor: { type: 'user' | 'system'; id: string } = { type: 'system', id: 'cli' },
+): Promise<TenantRow | undefined> {
+  return db.transaction(async (tx) => {
+    const rows = await tx
+      .update(tenants)
+      .set({
+        settings: sql`jsonb_set(${tenants.settings}, '{quotas}', coalesce(${tenants.settings}->'quotas', '{}'::jsonb) || ${JSON.stringify(quotas)}::jsonb)`,
+        updatedAt: sql`now()`,
+      })
+      .where(eq(tenants.id, tenantId))
+      .returning();
+    const row = rows[0];
+    if (row) {
+      await appendAudit(tx, { tenantId, actorType: actor.type, actorId: actor.id, action: 'tenant.quotas_updated', targetType: 'tenant', targetId: tenantId, details: quotas });
+    }
+    return row;
+  });
 }
