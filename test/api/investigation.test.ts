@@ -1,3 +1,4 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRoles } from '../../src/analysis/types.js';
@@ -9,6 +10,7 @@ import { usagePeriod } from '../../src/domain/plans.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
+import { startTestWorker, useWorkerlessService } from '../helpers/workers.js';
 
 let svc: TestService;
 let tenant: { tenantId: string; admin: string; member: string };
@@ -48,6 +50,7 @@ describe('POST /v1/investigation/', () => {
 
     const done = await completed(id);
     expect(done.status).toBe(200);
+    expect(done.body).toMatchObject({ status: 'completed', completedAt: expect.any(String) });
     expect(done.body.rootCause).toEqual(expect.any(String));
     expect(done.body.rootCause.length).toBeGreaterThan(10);
     expect(done.body.confidence).toBeGreaterThanOrEqual(0);
@@ -209,5 +212,60 @@ describe('GET /v1/investigation/{incidentId}', () => {
     const unknown = await svc.api('GET', '/v1/investigation/inc_missing', { token: tenant.member });
     expect(unknown.status).toBe(404);
     expect(unknown.body.error).toBe('incident_not_found');
+  });
+});
+
+describe('GET /v1/investigation/{incidentId} of a failed investigation', () => {
+  // A service of its own, whose worker's synthesis holds until released and then fails for good.
+  const env = useWorkerlessService();
+
+  it('answers running with rootCause null, then failed with a root cause saying why and confidence 0', async () => {
+    const { svc: own, connection } = env;
+    const t = await own.newTenant({ plan: 'plan_business' });
+    let reached = false;
+    let release = false;
+    const worker = await startTestWorker(own, connection, {
+      synthesizeInvestigation: async () => {
+        reached = true;
+        while (!release) {
+          Context.current().heartbeat();
+          await Context.current().sleep(100);
+        }
+        throw ApplicationFailure.nonRetryable('the model provider answered 503 Service Unavailable', 'ModelUnavailable');
+      },
+    });
+    try {
+      const created = await own.api('POST', '/v1/incidents/chat', { token: t.member, body: { title: 'Cart errors', description: 'Cart answers 502 errors since the 04:10 deploy', service: 'cart-api' } });
+      const id = created.body.incidentId as string;
+      expect((await own.api('POST', '/v1/investigation/', { token: t.member, body: { incidentId: id } })).status).toBe(202);
+      await eventually(async () => reached, 30_000);
+      const running = await own.api('GET', `/v1/investigation/${id}`, { token: t.member });
+      expect(running.status).toBe(200);
+      expect(running.body).toMatchObject({ incidentId: id, status: 'running', rootCause: null, completedAt: null });
+
+      release = true;
+      const failed = await eventually(async () => {
+        const res = await own.api('GET', `/v1/investigation/${id}`, { token: t.member });
+        return res.body.status === 'failed' ? res : undefined;
+      }, 30_000);
+      expect(failed.status).toBe(200);
+      expect(failed.body).toMatchObject({
+        incidentId: id,
+        status: 'failed',
+        rootCause: 'The investigation failed: the model provider answered 503 Service Unavailable',
+        confidence: 0,
+        completedAt: expect.any(String),
+      });
+      expect(failed.body.rootCause).not.toMatch(/\n\s+at /); // no stack trace
+
+      // Stored: the failure and its reason; the conclusion column stays empty (learning reads it).
+      const [row] = await own.database.db.select().from(investigations).where(eq(investigations.incidentId, id));
+      expect(row).toMatchObject({ status: 'failed', rootCause: null, confidence: 0, run: 1 });
+      expect(row!.failure).toContain('the model provider answered 503 Service Unavailable');
+      const [event] = await own.database.db.select().from(events).where(and(eq(events.incidentId, id), eq(events.type, 'investigation.failed')));
+      expect(event!.payload).toMatchObject({ incidentId: id, run: 1, reason: row!.failure });
+    } finally {
+      await worker.stop();
+    }
   });
 });

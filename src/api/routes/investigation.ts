@@ -3,7 +3,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import { appendAudit } from '../../db/repositories/audit.js';
 import { findIncident, markWorkflowStarted, toWorkflowInput } from '../../db/repositories/incidents.js';
 import { incidents } from '../../db/schema/incidents.js';
-import { investigationContext, investigations } from '../../db/schema/investigation.js';
+import { investigationContext, investigations, type InvestigationRow } from '../../db/schema/investigation.js';
 import { AppError } from '../../errors.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { access, requireAuth } from '../context.js';
@@ -16,6 +16,20 @@ import {
   InvestigationResult,
   StartInvestigationBody,
 } from '../schemas/investigation.js';
+
+/** Temporal's wrapper of an activity's own failure message: it says nothing to a reader. */
+const ACTIVITY_WRAPPER = /^Activity task failed: /;
+
+/**
+ * What the result concludes. A failed run ends polling with a root cause saying why and no
+ * confidence (decision 251); the stored conclusion column keeps only conclusions, which learning reads.
+ */
+function conclusion(row: InvestigationRow): { rootCause: string | null; confidence: number } {
+  if (row.status === 'running') return { rootCause: null, confidence: row.confidence };
+  if (row.status === 'completed') return { rootCause: row.rootCause, confidence: row.confidence };
+  const reason = row.failure?.replace(ACTIVITY_WRAPPER, '').trim() || 'no reason was recorded';
+  return { rootCause: `The investigation failed: ${reason}`, confidence: 0 };
+}
 
 export function registerInvestigationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   for (const path of ['/v1/investigation/', '/v1/investigation']) {
@@ -119,6 +133,8 @@ export function registerInvestigationRoutes(app: OpenAPIHono<AppEnv>, deps: AppD
       path: '/v1/investigation/{incidentId}',
       tags: ['investigation'],
       summary: 'The investigation result (rootCause null while it runs)',
+      description:
+        '`status` says when to stop polling: `running` (rootCause null), `completed`, or `failed` (rootCause says that it failed and why, confidence 0).',
       ...access('member'),
       request: { params: IncidentIdParam },
       responses: { 200: jsonResponse(InvestigationResult, 'The investigation'), ...errorResponses(401, 403, 404) },
@@ -135,13 +151,11 @@ export function registerInvestigationRoutes(app: OpenAPIHono<AppEnv>, deps: AppD
         if (!incident) throw new AppError('incident_not_found', 'No incident has that identifier');
         throw new AppError('not_found', 'No investigation has started for this incident; POST /v1/investigation/ starts one');
       }
-      const running = row.status === 'running';
       return c.json(
         {
           incidentId,
           status: row.status,
-          rootCause: running ? null : row.rootCause,
-          confidence: row.confidence,
+          ...conclusion(row),
           evidence: row.findings,
           recommendedActions: row.recommendedActions,
           failure: row.failure,

@@ -35,12 +35,12 @@ export const InvestigationContextAccepted = z
 export const InvestigationResult = z
   .object({
     incidentId: z.string(),
-    status: z.enum(['running', 'completed', 'failed']),
-    rootCause: z.string().nullable().openapi({ description: 'null while the investigation is running' }),
-    confidence: z.number().min(0).max(1),
+    status: z.enum(['running', 'completed', 'failed']).openapi({ description: 'Poll until it is not `running`' }),
+    rootCause: z.string().nullable().openapi({ description: 'null while the investigation is running; when it failed, says so and why' }),
+    confidence: z.number().min(0).max(1).openapi({ description: '0 when the investigation failed' }),
     evidence: z.array(z.object({ agentRole: z.string(), content: z.string() })),
     recommendedActions: z.array(z.string()),
-    failure: z.string().nullable(),
+    failure: z.string().nullable().openapi({ description: 'Why the investigation failed, as recorded; null unless failed' }),
     startedAt: z.string(),
     completedAt: z.string().nullable(),
   })

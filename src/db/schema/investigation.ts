@@ -74,6 +74,8 @@ export const investigations = pgTable(
   (t) => [index('investigations_tenant_status_idx').on(t.tenantId, t.status)],
 );
 
+export type InvestigationRow = typeof investigations.$inferSelect;
+
 export const evidenceTypes = ['log', 'metric', 'deployment', 'code_change', 'alert', 'runbook'] as const;
 export type EvidenceType = (typeof evidenceTypes)[number];
 export const evidenceSeverities = [...severities, 'info'] as const;
