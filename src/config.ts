@@ -54,6 +54,10 @@ const envSchema = z.object({
   TRUST_PROXY: z.enum(['true', 'false']).default('false'),
   PUBLIC_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(300),
   WEBHOOK_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(120_000),
+  /** Refused webhook keys one address may send one tenant path a minute before 429 (ADR 0253). */
+  WEBHOOK_KEY_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  /** Threads that parse webhook bodies of 64 KiB and more (ADR 0252); 0 parses on the api's thread. */
+  WEBHOOK_PARSE_THREADS: z.coerce.number().int().min(0).max(16).default(1),
   API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
   WORKER_STATEMENT_TIMEOUT_MS: z.coerce
     .number()
@@ -146,6 +150,8 @@ export interface Config {
   trustProxy: boolean;
   publicRateLimitPerMinute: number;
   webhookRateLimitPerMinute: number;
+  webhookKeyFailuresPerMinute: number;
+  webhookParseThreads: number;
   /**
    * The api's bound on one SQL statement, and on a transaction idle between two (0: none): a
    * request stuck behind a lock is answered 503 instead of holding its connection. Audit
@@ -240,6 +246,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     trustProxy: e.TRUST_PROXY === 'true',
     publicRateLimitPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE,
     webhookRateLimitPerMinute: e.WEBHOOK_RATE_LIMIT_PER_MINUTE,
+    webhookKeyFailuresPerMinute: e.WEBHOOK_KEY_FAILURES_PER_MINUTE,
+    webhookParseThreads: e.WEBHOOK_PARSE_THREADS,
     apiStatementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS,
     workerStatementTimeoutMs: e.WORKER_STATEMENT_TIMEOUT_MS,
     workerMaxCachedWorkflows: e.WORKER_MAX_CACHED_WORKFLOWS,

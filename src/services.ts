@@ -67,6 +67,7 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
     config,
     skills: skillRuntime(config, settings),
     realtime: { hub },
+    webhookParse: { threads: config.webhookParseThreads },
     model: createModelProvider(config.llm, (reason) => logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in responder answered')),
     databaseWatch: { answers: createDatabaseProbe(settings.databaseUrl), everyMs: DATABASE_WATCH_MS },
     exports: {

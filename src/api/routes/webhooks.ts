@@ -79,6 +79,8 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
         await keyGate.admit(presented);
       } catch (err) {
         if (err instanceof AppError && err.code === 'rate_limit_exceeded') c.header('Retry-After', String(keyGate.retryAfter()));
+        // The unread body is not drained: the connection closes after the answer.
+        c.header('Connection', 'close');
         throw err;
       }
       try {
