@@ -1,7 +1,7 @@
 // `npm start`: the whole service on one machine. Embedded PostgreSQL unless DATABASE_URL is set,
 // a Temporal dev server (with its Web UI) unless TEMPORAL_ADDRESS is set, migrations, the worker,
 // the api; seeds a demo tenant and prints where everything is. Ctrl-C stops it all.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { signToken } from './auth/tokens.js';
@@ -11,7 +11,8 @@ import { createTenant } from './db/repositories/tenants.js';
 import { tenants } from './db/schema/tenants.js';
 import { configOrExit, exitWith } from './entry.js';
 import { createLogger } from './logger.js';
-import { isRunning, pidFromFile, removePidFile, stopLeftover } from './leftovers.js';
+import { claimDataDir } from './launcher-lock.js';
+import { pidFromFile, removePidFile, stopLeftover } from './leftovers.js';
 import { assertPortFree } from './net.js';
 import { EMBEDDED_DATABASE, ensureGeneratedJwtSecret, ensureGeneratedSkillEncryptionKey } from './runtime.js';
 import { startApi, startWorker, stopOnSignals, type Stoppable } from './services.js';
@@ -52,24 +53,11 @@ async function seedDemoTenant(databaseUrl: string) {
   }
 }
 
-/**
- * One launcher per data folder: its pid in `launcher.pid`. A second `npm start` on the same folder
- * while the first runs is refused (it would fight over the ports and files); a file left by one
- * that was killed names no running launcher, and its leftovers are stopped below.
- */
-function claimDataDir(): void {
-  const file = path.join(config.dataDir, 'launcher.pid');
-  const other = pidFromFile(file);
-  if (other !== undefined && other !== process.pid && isRunning(other, [process.argv[1] ?? 'start'])) {
-    throw new Error(`Another npm start (pid ${other}) is running on ${config.dataDir}; stop it first, or set DATA_DIR to another folder`);
-  }
-  mkdirSync(config.dataDir, { recursive: true });
-  writeFileSync(file, `${process.pid}\n`);
-  parts.push({ stop: async () => removePidFile(file) }); // stopped last
-}
-
 async function main() {
-  claimDataDir();
+  // One launcher per data folder (decision 245): a second one is refused before it touches
+  // anything, so whatever runs on the folder's files below is a killed launcher's leftover.
+  const releaseDataDir = await claimDataDir(config.dataDir);
+  parts.push({ stop: async () => releaseDataDir() }); // stopped last
   const jwtSecret = config.auth.jwtSecret ?? ensureGeneratedJwtSecret(config.dataDir);
   const skillEncryptionKey = config.skills.encryptionKey ?? ensureGeneratedSkillEncryptionKey(config.dataDir);
   await assertPortFree(config.port, config.host, 'PORT');

@@ -5,7 +5,7 @@
  * SIGTERM stops everything and removes the pid files (decision 210).
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../bench/stack.js';
@@ -78,7 +78,7 @@ describe('npm start after it was killed', () => {
     await second.stop({ keepData: true });
     expect(isRunning(secondTemporal, ['start-dev'])).toBe(false);
     expect(existsSync(path.join(second.dataDir, 'temporal.pid'))).toBe(false);
-    expect(existsSync(path.join(second.dataDir, 'launcher.pid'))).toBe(false);
+    expect(readdirSync(path.join(second.dataDir, 'launcher.lock'))).toEqual([]);
     expect(existsSync(path.join(second.dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
   }, 240_000);
 });
