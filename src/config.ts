@@ -59,6 +59,11 @@ const envSchema = z.object({
   /** Threads that parse webhook bodies of 64 KiB and more (ADR 0252); 0 parses on the api's thread. */
   WEBHOOK_PARSE_THREADS: z.coerce.number().int().min(0).max(16).default(1),
   API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(3_600_000).default(30_000),
+  // Above the 60 s idle timeout of common load balancers, so the balancer closes idle connections, not us.
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(65_000),
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(66_000),
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
+  HTTP_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
   WORKER_STATEMENT_TIMEOUT_MS: z.coerce
     .number()
     .int()
@@ -125,6 +130,18 @@ export interface S3Config {
   allowedBuckets?: string[];
 }
 
+/** The api's HTTP server bounds (decision 246). */
+export interface HttpSettings {
+  /** How long an idle keep-alive connection is kept open. */
+  keepAliveTimeoutMs: number;
+  /** How long a request's headers may take to arrive (more than keepAliveTimeoutMs). */
+  headersTimeoutMs: number;
+  /** How long a request's body may take to arrive once its headers have: past it, 408 `request_timeout`. */
+  requestTimeoutMs: number;
+  /** Open connections at most; more are closed on arrival. */
+  maxConnections: number;
+}
+
 export interface Config {
   nodeEnv: 'development' | 'production' | 'test';
   port: number;
@@ -170,6 +187,8 @@ export interface Config {
    * each); one evicted replays its history on its next task (decision 229).
    */
   workerMaxCachedWorkflows: number;
+  /** The api's HTTP server bounds (decision 246). */
+  http: HttpSettings;
   skills: {
     /** AES-256-GCM key for skill header values; generated into DATA_DIR by `npm start` when unset. */
     encryptionKey: Buffer | undefined;
@@ -204,6 +223,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
   }
   const e = parsed.data;
+  if (e.HTTP_HEADERS_TIMEOUT_MS <= e.HTTP_KEEP_ALIVE_TIMEOUT_MS) {
+    throw new ConfigError(['HTTP_HEADERS_TIMEOUT_MS: must be more than HTTP_KEEP_ALIVE_TIMEOUT_MS']);
+  }
   if (e.JWT_TTL_SECONDS > e.JWT_MAX_LIFETIME_SECONDS) {
     // The token npm start prints (and the CLI's default) would be refused by the api itself.
     throw new ConfigError([`JWT_TTL_SECONDS: must be at most JWT_MAX_LIFETIME_SECONDS (${e.JWT_MAX_LIFETIME_SECONDS})`]);
@@ -251,6 +273,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     apiStatementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS,
     workerStatementTimeoutMs: e.WORKER_STATEMENT_TIMEOUT_MS,
     workerMaxCachedWorkflows: e.WORKER_MAX_CACHED_WORKFLOWS,
+    http: {
+      keepAliveTimeoutMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      headersTimeoutMs: e.HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      maxConnections: e.HTTP_MAX_CONNECTIONS,
+    },
     skills: {
       encryptionKey: e.SKILL_ENCRYPTION_KEY ? Buffer.from(e.SKILL_ENCRYPTION_KEY, 'base64') : undefined,
       allowedNetworks: e.SKILL_ALLOWED_NETWORKS,

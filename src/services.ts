@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { createApp } from './api/app.js';
 import { createRealtimeHub } from './realtime/hub.js';
 import { createTokenVerifier } from './auth/tokens.js';
-import type { Config } from './config.js';
+import type { Config, HttpSettings } from './config.js';
 import { connectDatabase } from './db/client.js';
 import { createDatabaseProbe } from './db/probe.js';
 import type { RuntimeSettings } from './runtime.js';
@@ -29,9 +29,38 @@ export interface Stoppable {
   stop(): Promise<void>;
 }
 
-function listen(app: { fetch: (req: Request) => Response | Promise<Response> }, host: string, port: number): Promise<ServerType> {
+/** How often Node checks open connections against the headers and request bounds. */
+const CONNECTIONS_CHECK_MS = 5_000;
+/** At most one warning a minute about connections refused at the cap. */
+const DROP_WARNING_MS = 60_000;
+
+/**
+ * Serves `app` with the bounds of `http` (decision 246). The app itself answers a body that is
+ * late 408 with the error body (bodyDeadline); Node's own request bound, later, is the backstop
+ * for what the app does not read, and answers a bare 408.
+ */
+export function listen(
+  app: { fetch: (req: Request) => Response | Promise<Response> },
+  options: { host: string; port: number; http: HttpSettings; logger: Logger },
+): Promise<ServerType> {
+  const { host, port, http, logger } = options;
+  const serverOptions = {
+    keepAliveTimeout: http.keepAliveTimeoutMs,
+    headersTimeout: http.headersTimeoutMs,
+    requestTimeout: http.headersTimeoutMs + http.requestTimeoutMs,
+    connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
+  };
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch: app.fetch, hostname: host, port }, () => resolve(server));
+    const server = serve({ fetch: app.fetch, hostname: host, port, serverOptions }, () => resolve(server));
+    server.maxConnections = http.maxConnections;
+    let dropped = 0;
+    let warnedAt = -Infinity;
+    server.on('drop', () => {
+      dropped++;
+      if (performance.now() - warnedAt < DROP_WARNING_MS) return;
+      warnedAt = performance.now();
+      logger.warn({ dropped, maxConnections: http.maxConnections }, 'connections refused at the cap (HTTP_MAX_CONNECTIONS)');
+    });
     server.once('error', (err: NodeJS.ErrnoException) => {
       reject(err.code === 'EADDRINUSE' ? new Error(`Port ${port} is already in use (PORT); set PORT to a free port`) : err);
     });
@@ -80,7 +109,7 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
   });
   let server: ServerType;
   try {
-    server = drainable(await listen(app, config.host, config.port));
+    server = drainable(await listen(app, { host: config.host, port: config.port, http: config.http, logger }));
   } catch (err) {
     await connection.close();
     await database.close();

@@ -8,6 +8,7 @@ import { ZodError } from 'zod';
 import { AppError, type ErrorBody } from '../errors.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { authenticate, clientAddress } from './middleware/auth.js';
+import { bodyDeadline } from './middleware/body-deadline.js';
 import { bodyLimit } from './middleware/body-limit.js';
 import { watchDatabase } from './middleware/database-watch.js';
 import { refusedWebhookWindow } from './middleware/webhook-key-gate.js';
@@ -114,6 +115,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   const webhookKeyGate = createWebhookKeyGateOf(deps);
   app.use('*', requestContext(deps));
+  if (deps.config.http) app.use('*', bodyDeadline(deps.config.http.requestTimeoutMs));
   if (deps.databaseWatch) app.use('*', watchDatabase(deps.databaseWatch, () => new AppError('service_unavailable', DEPENDENCY_UNAVAILABLE_MESSAGE)));
   // Every answer carries the X-RateLimit headers (a webhook's refused ones its address's window,
   // an oversized body the caller's window): both come before the body limit.

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { ModelProvider } from '../analysis/types.js';
 import type postgres from 'postgres';
 import type { TokenVerifier, Principal, Role } from '../auth/tokens.js';
-import type { Config } from '../config.js';
+import type { Config, HttpSettings } from '../config.js';
 import type { Db } from '../db/client.js';
 import type { TenantRow } from '../db/schema/tenants.js';
 import { AppError } from '../errors.js';
@@ -28,6 +28,8 @@ export interface AppDeps {
   config: Pick<Config, 'publicBaseUrl' | 'trustProxy' | 'publicRateLimitPerMinute' | 'webhookRateLimitPerMinute'> & {
     /** Webhook requests with a refused key per address and minute before 429 (decision 182; default 600). */
     webhookKeyFailuresPerMinute?: number;
+    /** How long a request's body may take after its headers before 408 (decision 246); no bound when absent. */
+    http?: Pick<HttpSettings, 'requestTimeoutMs'>;
   };
   /** Encrypts skill header values; its allowlist judges skill URLs at creation. */
   skills: SkillRuntime;

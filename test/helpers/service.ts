@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
+import type { ServerType } from '@hono/node-server';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { createLogger } from '../../src/logger.js';
@@ -25,7 +25,8 @@ import type { HostResolver } from '../../src/skills/ssrf.js';
 import type { StreamSettings } from '../../src/realtime/sse.js';
 import { createRealtimeHub, type RealtimeHub } from '../../src/realtime/hub.js';
 import type { ActivityDeps } from '../../src/activities/index.js';
-import { loadConfig, type S3Config } from '../../src/config.js';
+import { loadConfig, type HttpSettings, type S3Config } from '../../src/config.js';
+import { listen } from '../../src/services.js';
 import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
 import { temporalConnectionOptions } from '../../src/temporal/connection.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
@@ -139,6 +140,8 @@ export interface TestServiceOptions {
   statementTimeoutMs?: number;
   /** Probes PostgreSQL for a request that has waited this long, as the api does (no watch when absent). */
   databaseWatchMs?: number;
+  /** The HTTP server's bounds (`HTTP_*`; their defaults when absent), served as `npm start` serves them. */
+  http?: Partial<HttpSettings>;
 }
 
 /** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
@@ -191,6 +194,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const connection = await Connection.connect(temporalConnectionOptions(address));
   const client = new Client({ connection, namespace: 'default' });
   const workflows = createTemporalWorkflowPort(client, taskQueue, options.answerTimeoutMs ? { answerTimeoutMs: options.answerTimeoutMs } : {});
+  const http: HttpSettings = { ...loadConfig({}).http, ...options.http };
   const realtimeHub = createRealtimeHub({ sql: database.sql, logger });
   const deps: AppDeps = {
     db: database.db,
@@ -206,6 +210,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       publicRateLimitPerMinute: options.publicRateLimitPerMinute ?? 10_000,
       webhookRateLimitPerMinute: options.webhookRateLimitPerMinute ?? 1_000_000,
       ...(options.webhookKeyFailuresPerMinute ? { webhookKeyFailuresPerMinute: options.webhookKeyFailuresPerMinute } : {}),
+      http,
     },
     skills,
     realtime: { hub: realtimeHub, ...(options.stream ? { settings: options.stream } : {}) },
@@ -218,9 +223,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const notifier = worker && !options.withoutDispatcher ? startNotifier({ db: database.db, sql: database.sql, logger }, { intervalMs: 1000 }) : undefined;
   const triggers = worker && !options.withoutDispatcher ? startTriggerDispatcher({ db: database.db, sql: database.sql, logger, skills, workflows }, { intervalMs: 1000 }) : undefined;
   const app = createApp(deps);
-  const server: ServerType = await new Promise((resolve) => {
-    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
-  });
+  const server: ServerType = await listen(app, { host: '127.0.0.1', port: 0, http, logger });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
   const token: TestService['token'] = (tenantId, role, overrides = {}) =>
