@@ -64,6 +64,8 @@ const envSchema = z.object({
   HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(66_000),
   HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
   HTTP_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+  // Temporal long-polls for about 60 s, so a live worker's latest poll is at most about that old.
+  WORKER_POLL_STALE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(70_000),
   WORKER_STATEMENT_TIMEOUT_MS: z.coerce
     .number()
     .int()
@@ -189,6 +191,8 @@ export interface Config {
   workerMaxCachedWorkflows: number;
   /** The api's HTTP server bounds (decision 246). */
   http: HttpSettings;
+  /** A task queue poller whose last poll is older than this counts as gone in /health/detailed. */
+  workerPollStaleMs: number;
   skills: {
     /** AES-256-GCM key for skill header values; generated into DATA_DIR by `npm start` when unset. */
     encryptionKey: Buffer | undefined;
@@ -279,6 +283,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
       maxConnections: e.HTTP_MAX_CONNECTIONS,
     },
+    workerPollStaleMs: e.WORKER_POLL_STALE_MS,
     skills: {
       encryptionKey: e.SKILL_ENCRYPTION_KEY ? Buffer.from(e.SKILL_ENCRYPTION_KEY, 'base64') : undefined,
       allowedNetworks: e.SKILL_ALLOWED_NETWORKS,

@@ -84,7 +84,10 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
     db: database.db,
     sql: database.sql,
     relaxedSql: database.relaxedSql,
-    workflows: createTemporalWorkflowPort(client, config.temporal.taskQueue, { answerTimeoutMs: config.temporal.answerTimeoutMs }),
+    workflows: createTemporalWorkflowPort(client, config.temporal.taskQueue, {
+      answerTimeoutMs: config.temporal.answerTimeoutMs,
+      pollStaleMs: config.workerPollStaleMs,
+    }),
     tokens: createTokenVerifier({
       jwtSecret: settings.jwtSecret,
       jwksUrl: config.auth.jwksUrl,

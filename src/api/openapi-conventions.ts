@@ -4,7 +4,8 @@
  * states the answers that are its own (its 400 body rules, 404, 409, quota 429), and these are
  * the service's:
  * - every route but the health probes is rate limited: 429 `rate_limit_exceeded` with
- *   `Retry-After`, and every answer carries the `X-RateLimit-*` headers (decision 209);
+ *   `Retry-After`; every answer, the probes' too, carries the `X-RateLimit-*` headers
+ *   (decisions 209, 246);
  * - every route but the health probes reads PostgreSQL (its rate-limit window at least), so it
  *   may answer 503 `service_unavailable` with `Retry-After` (decision 153);
  * - a route that takes a body answers 413 `payload_too_large` past the body limit;
@@ -28,7 +29,7 @@ interface OperationObject {
   responses?: Record<string, ResponseObject | ReferenceObject>;
 }
 
-/** Routes that are not rate limited and read nothing (decision 7). */
+/** Routes that are not rate limited (their window is shown, not enforced) and read nothing (decisions 7, 246). */
 const UNLIMITED_PATHS = new Set(['/health', '/health/detailed']);
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
@@ -74,12 +75,15 @@ export function withResponseConventions(doc: OpenAPIObject): OpenAPIObject {
       if (operation.requestBody) {
         add('413', errorResponse(path.startsWith('/v1/webhooks/') ? 'Request body over 4 MiB' : 'Request body over 1 MiB'));
       }
-      if (UNLIMITED_PATHS.has(path)) continue;
-      add('429', errorResponse('Rate limit exceeded (`rate_limit_exceeded`), or a quota where the operation says so'));
-      add('503', errorResponse('A dependency (PostgreSQL, or Temporal where the operation needs it) is unavailable; retry after Retry-After'));
+      const limited = !UNLIMITED_PATHS.has(path);
+      if (limited) {
+        add('429', errorResponse('Rate limit exceeded (`rate_limit_exceeded`), or a quota where the operation says so'));
+        add('503', errorResponse('A dependency (PostgreSQL, or Temporal where the operation needs it) is unavailable; retry after Retry-After'));
+      }
       for (const [status, response] of Object.entries(responses)) {
         if ('$ref' in response) continue;
-        response.headers = { ...RATE_LIMIT_HEADERS, ...(status === '429' || status === '503' ? { 'Retry-After': headerRef('RetryAfter') } : {}), ...response.headers };
+        const retry = limited && (status === '429' || status === '503');
+        response.headers = { ...RATE_LIMIT_HEADERS, ...(retry ? { 'Retry-After': headerRef('RetryAfter') } : {}), ...response.headers };
       }
     }
   }

@@ -214,12 +214,12 @@ export function withAnswerDeadline<A extends unknown[], R>(client: Client, timeo
 export function createTemporalWorkflowPort(
   client: Client,
   taskQueue: string,
-  options: { answerTimeoutMs?: number; watchMs?: number } = {},
+  options: { answerTimeoutMs?: number; watchMs?: number; pollStaleMs?: number } = {},
 ): WorkflowPort {
   const probe = (ms: number) => sharedProbe(() => client.connection.withDeadline(new Date(Date.now() + ms), () => client.workflowService.getSystemInfo({})));
   const gated = createTemporalGate(probe(TEMPORAL_PROBE_MS));
   const watched = watchTemporalCall(probe(TEMPORAL_WATCH_PROBE_MS), options.watchMs ?? TEMPORAL_WATCH_MS);
-  const port = ungatedPort(client, taskQueue);
+  const port = ungatedPort(client, taskQueue, options.pollStaleMs ?? DEFAULT_POLL_STALE_MS);
   // A start or a signal has its deadline and is watched too, so that a manual incident is
   // answered (201; the dispatcher starts its workflow later) within a probe of the watch rather
   // than at the deadline when Temporal does not answer. It was bounded by its deadline alone
@@ -248,7 +248,15 @@ export function createTemporalWorkflowPort(
 /** The incident's run has completed, which only a close does: closed after the route read it. */
 const closedMeanwhile = (what: string) => new AppError('conflict', `A closed incident is not ${what}; reopen it first (PATCH its status)`);
 
-function ungatedPort(client: Client, taskQueue: string): WorkflowPort {
+/** A protobuf Timestamp in milliseconds (0 when absent). */
+function timestampMs(at: { seconds?: { toString(): string } | number | null; nanos?: number | null } | null | undefined): number {
+  return Number(at?.seconds ?? 0) * 1000 + Math.floor((at?.nanos ?? 0) / 1e6);
+}
+
+/** How old a worker's last poll may be for it to count as alive (WORKER_POLL_STALE_MS). */
+export const DEFAULT_POLL_STALE_MS = 70_000;
+
+function ungatedPort(client: Client, taskQueue: string, pollStaleMs: number): WorkflowPort {
   const healthDeadline = () => new Date(Date.now() + 3000);
   return {
     async startIncident(input, title) {
@@ -423,8 +431,9 @@ function ungatedPort(client: Client, taskQueue: string): WorkflowPort {
           }),
         ),
       );
-      const pollers = result.value?.pollers?.length ?? 0;
-      const error = result.error ?? (pollers === 0 ? `no worker is polling task queue ${taskQueue}` : undefined);
+      // Temporal lists a poller for 5 minutes after its last poll: only recent polls count.
+      const pollers = (result.value?.pollers ?? []).filter((p) => Date.now() - timestampMs(p.lastAccessTime) <= pollStaleMs).length;
+      const error = result.error ?? (pollers === 0 ? `no worker has polled task queue ${taskQueue} in the last ${pollStaleMs / 1000} s` : undefined);
       return { ok: !error, latencyMs: result.latencyMs, pollers, ...(error ? { error } : {}) };
     },
   };

@@ -10,6 +10,7 @@ import { users } from '../../db/schema/remediation.js';
 import type { Principal } from '../../auth/tokens.js';
 import type { TenantRow } from '../../db/schema/tenants.js';
 import { applyRateLimit } from './rate-limit.js';
+import { createProbeWindow } from './probe-window.js';
 import { useStreamToken } from '../../realtime/stream-tokens.js';
 
 /** The one route that also takes a short-lived stream token as `?token=` (EventSource sends no headers). */
@@ -19,7 +20,7 @@ export const STREAM_PATH = '/v1/notifications/stream';
 const publicPaths = new Set(['/v1/billing/plans', '/v1/integrations/catalog', '/openapi.json', '/docs']);
 /** Signed export download URLs carry their own credential (an HMAC); limited per address. */
 const EXPORT_DOWNLOAD_PATH = /^\/v1\/audit\/export\/[^/]+\/download$/;
-/** Liveness and readiness probes must not depend on the database, so they are not counted. */
+/** Liveness and readiness probes must not depend on the database: counted in this process only. */
 const unmeteredPaths = new Set(['/health', '/health/detailed']);
 
 function bearerToken(header: string | undefined): string | undefined {
@@ -95,9 +96,13 @@ export function createUserRecorder(deps: Pick<AppDeps, 'db' | 'clock'>, maxTrack
  */
 export function authenticate(deps: AppDeps): MiddlewareHandler<AppEnv> {
   const recordUser = createUserRecorder(deps);
+  const countProbe = createProbeWindow(deps.config.publicRateLimitPerMinute, deps.clock);
   return async (c, next) => {
     const path = c.req.path;
-    if (unmeteredPaths.has(path)) return next();
+    if (unmeteredPaths.has(path)) {
+      countProbe(c, clientAddress(c, deps.config.trustProxy));
+      return next();
+    }
     if (publicPaths.has(path) || path.startsWith('/docs/') || EXPORT_DOWNLOAD_PATH.test(path)) {
       const address = clientAddress(c, deps.config.trustProxy);
       const limit = deps.config.publicRateLimitPerMinute;

@@ -6,7 +6,13 @@ const Check = z.object({ ok: z.boolean(), latencyMs: z.number(), error: z.string
 const DetailedHealth = z
   .object({
     status: z.enum(['ok', 'degraded']),
-    checks: z.object({ postgres: Check, temporal: Check, worker: Check.extend({ pollers: z.number().int() }) }),
+    checks: z.object({
+      postgres: Check,
+      temporal: Check,
+      worker: Check.extend({
+        pollers: z.number().int().openapi({ description: 'Workers that polled the task queue within WORKER_POLL_STALE_MS (70 s)' }),
+      }),
+    }),
   })
   .openapi('DetailedHealth');
 
