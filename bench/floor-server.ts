@@ -3,6 +3,8 @@
  * webhook route only parses the JSON body, checks one field and answers 202 with an
  * ingestion-shaped body. No key, no database: what one HTTP round trip of the load generator
  * costs on this machine, to set the ingestion rate and the raw insert rate beside.
+ * With FLOOR_ACCEPTED_KEY (bench:abuse), a request with any other key is answered 401 at once and
+ * its connection closed, its body unread, as the api answers a refused key; `/health` answers too.
  * Prints `listening <port>` once it accepts connections.
  */
 import { serve } from '@hono/node-server';
@@ -10,7 +12,13 @@ import { Hono } from 'hono';
 
 const app = new Hono();
 let count = 0;
+const acceptedKey = process.env.FLOOR_ACCEPTED_KEY;
+app.get('/health', (c) => c.json({ status: 'ok' }));
 app.post('/v1/webhooks/:tenantId/:provider', async (c) => {
+  if (acceptedKey && c.req.header('authorization') !== `Bearer ${acceptedKey}`) {
+    c.header('Connection', 'close');
+    return c.json({ error: 'unauthorized', message: 'The API key is invalid, revoked, or not for this tenant' }, 401);
+  }
   const body = (await c.req.json()) as { name?: unknown };
   if (typeof body.name !== 'string') return c.json({ error: 'validation_error', message: 'name is required' }, 400);
   count++;

@@ -181,8 +181,9 @@ export async function startApi(stack: Stack): Promise<{ pid: number; baseUrl: st
 }
 
 /** bench/floor-server.ts in a session of its own, as the api is; resolves once it listens. */
-export async function startFloorServer(): Promise<{ baseUrl: string; stop(): void }> {
+export async function startFloorServer(env: Record<string, string> = {}): Promise<{ baseUrl: string; stop(): void }> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'bench/floor-server.ts')], {
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
     detached: true,
   });

@@ -5,7 +5,7 @@ import { Coalescer } from '../../db/coalescer.js';
 import { findActiveWebhookKeys, findWebhookCredentials, touchApiKey, type WebhookCredential } from '../../db/repositories/api-keys.js';
 import { AppError } from '../../errors.js';
 import { IngestBatcher } from '../../ingest/ingest.js';
-import { createDeliveryParser } from '../../ingest/parse-pool.js';
+import { createDeliveryParser, DEFAULT_PARSER_SETTINGS } from '../../ingest/parse-pool.js';
 import { findProvider, providers } from '../../ingest/providers/index.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { clientAddress } from '../middleware/auth.js';
@@ -38,8 +38,14 @@ export function createWebhookKeyGateOf(deps: AppDeps): WebhookKeyGate {
 }
 
 export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, keyGate: WebhookKeyGate): void {
-  const batcher = new IngestBatcher(deps.sql, deps.clock, deps.ingest, deps.databaseWatch?.answers);
   const parser = createDeliveryParser(deps.webhookParse);
+  // Large deliveries are written in a lane of their own, so a normal alert never waits behind a
+  // batch that stores megabytes (ADR 0252). The batch is safe beside another, as across replicas.
+  const lanes = {
+    normal: new IngestBatcher(deps.sql, deps.clock, deps.ingest, deps.databaseWatch?.answers),
+    large: new IngestBatcher(deps.sql, deps.clock, { maxDeliveries: 8, ...deps.ingest }, deps.databaseWatch?.answers),
+  };
+  const laneOf = (bytes: number) => (bytes >= (deps.webhookParse?.offThreadFromBytes ?? DEFAULT_PARSER_SETTINGS.offThreadFromBytes) ? lanes.large : lanes.normal);
   // Only for a payload that is refused before it reaches a batch (which judges keys itself).
   const credentials = new Coalescer((lookups: Array<{ tenantId: string; keyHash: string }>) => findWebhookCredentials(deps.relaxedSql, lookups));
   app.openapi(
@@ -124,7 +130,7 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
         const deliveryKey = deliveryId ? `id:${deliveryId}` : `body:${parsed.bodyHash}`;
 
         let credential: WebhookCredential | undefined;
-        const { result, replayed } = await batcher.submit({
+        const { result, replayed } = await laneOf(rawBody.byteLength).submit({
           tenantId,
           keyHash,
           authorize: (found) => (credential = admit(found)),
