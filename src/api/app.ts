@@ -7,7 +7,13 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ZodError } from 'zod';
 import { AppError, type ErrorBody } from '../errors.js';
 import type { AppDeps, AppEnv } from './context.js';
-import { authenticate, clientAddress } from './middleware/auth.js';
+import { activeTenant } from './middleware/active-tenant.js';
+import { bearerAuth } from './middleware/bearer-auth.js';
+import { clientAddress } from './middleware/client-address.js';
+import { behind, exceptBehind } from './middleware/gates.js';
+import { addressRateLimit, countAddress, probeRateLimit, tenantRateLimit } from './middleware/rate-limit.js';
+import { recordUser } from './middleware/record-user.js';
+import { streamToken } from './middleware/stream-token.js';
 import { bodyDeadline } from './middleware/body-deadline.js';
 import { bodyLimit } from './middleware/body-limit.js';
 import { watchDatabase } from './middleware/database-watch.js';
@@ -120,11 +126,24 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   // Every answer carries the X-RateLimit headers (a webhook's refused ones its address's window,
   // an oversized body the caller's window): both come before the body limit.
   app.use('/v1/webhooks/*', refusedWebhookWindow(webhookKeyGate, (c) => clientAddress(c, deps.config.trustProxy)));
-  app.use('*', authenticate(deps));
+  // Who the caller is, per the path's gate (webhooks judge their API key in their route): probes
+  // and public routes are counted per address; a JWT route's caller is identified (a refused
+  // credential counted per address), counted in its tenant's window, admitted when the tenant
+  // is active, and recorded.
+  app.use('*', behind('probe', probeRateLimit(deps)));
+  app.use('*', behind('address', addressRateLimit(deps)));
+  const refusedCredential = countAddress(deps);
+  app.use('*', behind('principal', streamToken(deps, refusedCredential)));
+  app.use('*', behind('principal', bearerAuth(deps, refusedCredential)));
+  app.use('*', behind('principal', tenantRateLimit(deps)));
+  app.use('*', behind('principal', activeTenant()));
+  app.use('*', behind('principal', recordUser(deps)));
   const webhookBodyLimit = bodyLimit(MAX_WEBHOOK_BODY_BYTES, 'The request body exceeds 4 MiB');
   const bodyLimitOfApi = bodyLimit(MAX_BODY_BYTES, 'The request body exceeds 1 MiB');
   app.use('*', (c, next) => (c.req.path.startsWith('/v1/webhooks/') ? webhookBodyLimit : bodyLimitOfApi)(c, next));
-  app.use('*', storableText());
+  // A JWT route judges its raw input in its own middleware (`access`), after the caller's role:
+  // a caller without the role is told 403, never what the route accepts.
+  app.use('*', exceptBehind('principal', storableText()));
 
   registerHealthRoutes(app, deps);
   registerPublicRoutes(app, deps);

@@ -1,11 +1,10 @@
 import type { Logger } from 'pino';
 import type { ModelProvider } from '../analysis/types.js';
 import type postgres from 'postgres';
-import type { TokenVerifier, Principal, Role } from '../auth/tokens.js';
+import type { TokenVerifier, Principal } from '../auth/tokens.js';
 import type { Config, HttpSettings } from '../config.js';
 import type { Db } from '../db/client.js';
 import type { TenantRow } from '../db/schema/tenants.js';
-import { AppError } from '../errors.js';
 import type { SkillRuntime } from '../skills/invoke.js';
 import type { WorkflowPort } from '../temporal/port.js';
 import type { RealtimeHub } from '../realtime/hub.js';
@@ -13,7 +12,6 @@ import type { StreamSettings } from '../realtime/sse.js';
 import type { ExportApiSettings } from './routes/audit-export.js';
 import type { IngestBatcherLimits } from '../ingest/ingest.js';
 import type { DeliveryParserSettings } from '../ingest/parse-pool.js';
-import type { Context, MiddlewareHandler } from 'hono';
 
 /** Everything the api needs, injected (no module singletons). */
 export interface AppDeps {
@@ -57,8 +55,16 @@ export interface AppDeps {
   databaseWatch?: { answers: () => Promise<boolean>; everyMs: number };
 }
 
+/** An admitted caller: its tenant exists and is active (the route's `access` then judges its role). */
 export interface AuthContext extends Principal {
   tenant: TenantRow;
+}
+
+export interface Identified {
+  principal: Principal;
+  tenant: TenantRow;
+  /** A stream token (`?token=` of the stream route) or a JWT. */
+  by: 'bearer' | 'stream-token';
 }
 
 export interface AppEnv {
@@ -68,44 +74,9 @@ export interface AppEnv {
     auth?: AuthContext;
     /** A webhook's API key once it matched (for the audit entry of a refused signature). */
     apiKeyId?: string;
-    /**
-     * What is wrong with the raw input of a caller who holds a token (storableText), answered
-     * only once the route's role check passed: a caller without the role gets 403, never 400.
-     */
-    deferredInputError?: AppError;
+    /** The caller a credential named (bearer-auth, stream-token), before its tenant is admitted. */
+    identified?: Identified;
     /** The 503 the database watch answered the request with while its handler ran on (decision 238). */
     givenUp?: Error;
-  };
-}
-
-/** The authenticated caller; throws 403 when a role is required and the caller lacks it. */
-export function requireAuth(c: Context<AppEnv>, role?: Role): AuthContext {
-  const auth = c.get('auth');
-  if (!auth) throw new AppError('unauthorized');
-  if (role === 'admin' && !auth.roles.includes('admin')) {
-    throw new AppError('forbidden', 'This operation requires the admin role');
-  }
-  if (role === 'member' && !auth.roles.includes('admin') && !auth.roles.includes('member')) {
-    throw new AppError('forbidden', 'This operation requires the member or admin role');
-  }
-  return auth;
-}
-
-/**
- * A JWT route's access, stated once in its createRoute: the OpenAPI security requirement names
- * the role (OpenAPI 3.1 lets a non-OAuth scheme list role names), and a route middleware, which
- * @hono/zod-openapi runs before the request's validators, checks it. So a caller without a
- * token gets 401 and one without the role 403 before anything of the request is judged, never
- * a 400 that describes what the route accepts. Handlers still call requireAuth for the context.
- */
-export function access(role: Extract<Role, 'admin' | 'member'>): { security: Array<Record<string, string[]>>; middleware: MiddlewareHandler<AppEnv> } {
-  return {
-    security: [{ bearerAuth: [role] }],
-    middleware: async (c, next) => {
-      requireAuth(c, role);
-      const deferred = c.get('deferredInputError');
-      if (deferred) throw deferred;
-      await next();
-    },
   };
 }

@@ -9,7 +9,7 @@ import { toWorkflowInput } from '../../src/db/repositories/incidents.js';
 import { newId } from '../../src/ids.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
 import { createSkillRuntime } from '../../src/skills/invoke.js';
-import { createUserRecorder } from '../../src/api/middleware/auth.js';
+import { createUserRecorder } from '../../src/api/middleware/record-user.js';
 import { startTestService, TEST_SKILL_KEY, type TestService } from '../helpers/service.js';
 
 let svc: TestService;

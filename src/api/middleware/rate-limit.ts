@@ -1,6 +1,12 @@
-import type { Context } from 'hono';
-import type { RateLimitResult } from '../../db/repositories/rate-limits.js';
+import type { Context, MiddlewareHandler } from 'hono';
+import { countRequest, type RateLimitResult } from '../../db/repositories/rate-limits.js';
+import { rateLimitPerMinute } from '../../domain/plans.js';
 import { AppError } from '../../errors.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { clientAddress } from './client-address.js';
+import { createProbeWindow } from './probe-window.js';
+
+type RateLimitDeps = Pick<AppDeps, 'relaxedSql' | 'clock' | 'config'>;
 
 /** Sets the X-RateLimit headers of the caller's window. */
 export function showRateLimit(c: Context, result: RateLimitResult): void {
@@ -20,4 +26,46 @@ export function applyRateLimit(c: Context, result: RateLimitResult, now: Date): 
       `Rate limit of ${result.limit} requests per minute exceeded; retry after ${new Date(result.resetAt * 1000).toISOString()} (in ${retryAfter} s)`,
     );
   }
+}
+
+/**
+ * Counts the request in its client address's public window (headers; 429 past it). Public routes
+ * are counted so, and so is a refused credential, which names no tenant to count against: a 401
+ * carries the headers too, and guessing tokens is throttled.
+ */
+export function countAddress(deps: RateLimitDeps): (c: Context) => Promise<void> {
+  return async (c) => {
+    const address = clientAddress(c, deps.config.trustProxy);
+    applyRateLimit(c, await countRequest(deps.relaxedSql, `ip:${address}`, deps.config.publicRateLimitPerMinute), deps.clock());
+  };
+}
+
+export function addressRateLimit(deps: RateLimitDeps): MiddlewareHandler<AppEnv> {
+  const count = countAddress(deps);
+  return async (c, next) => {
+    await count(c);
+    return next();
+  };
+}
+
+/** The health probes' window: in this process, shown and never enforced (see createProbeWindow). */
+export function probeRateLimit(deps: Pick<AppDeps, 'clock' | 'config'>): MiddlewareHandler<AppEnv> {
+  const countProbe = createProbeWindow(deps.config.publicRateLimitPerMinute, deps.clock);
+  return (c, next) => {
+    countProbe(c, clientAddress(c, deps.config.trustProxy));
+    return next();
+  };
+}
+
+/**
+ * Counts an identified caller in its tenant's window, by plan. Before the tenant's status is
+ * judged: a suspended tenant's requests count too (429 past it), since each still costs a token
+ * check and a lookup (decision 212).
+ */
+export function tenantRateLimit(deps: RateLimitDeps): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const { tenant } = c.var.identified!;
+    applyRateLimit(c, await countRequest(deps.relaxedSql, `tenant:${tenant.id}`, rateLimitPerMinute(tenant)), deps.clock());
+    return next();
+  };
 }

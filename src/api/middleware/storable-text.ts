@@ -6,22 +6,17 @@ import type { AppEnv } from '../context.js';
 /**
  * For every JSON request body (its nesting depth and text), and every URL: a `%00` in the path
  * or query decodes to NUL in a parameter. Webhooks read their raw body themselves and check it where they parse it.
+ * A JWT route checks its input in its own middleware (`access`), once the caller's role is judged.
  */
 export function storableText(): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    try {
-      await check(c);
-    } catch (err) {
-      // A caller with a token is told once its role is judged (every JWT route's `access`).
-      if (!(err instanceof AppError) || !c.get('auth')) throw err;
-      c.set('deferredInputError', err);
-    }
+    await assertStorableInput(c);
     return next();
   };
 }
 
 /** Throws 400 `validation_error` for a URL holding `%00` or a JSON body with unstorable text. */
-async function check(c: Context<AppEnv>): Promise<void> {
+export async function assertStorableInput(c: Context): Promise<void> {
   if (/%00/.test(c.req.url)) {
     throw new AppError('validation_error', 'The URL must not contain a NUL character (%00)', [{ path: 'url', message: 'must not contain %00' }]);
   }

@@ -6,7 +6,8 @@ import { countActiveKeys, listApiKeys, MAX_ACTIVE_KEYS_PER_TENANT, toApiKeyView 
 import { apiKeys } from '../../db/schema/ingestion.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
-import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { ApiKeyList, CreateApiKeyBody, CreatedApiKey, KeyIdParam, ListApiKeysQuery } from '../schemas/api-keys.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
@@ -24,7 +25,7 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       responses: { 201: jsonResponse(CreatedApiKey, 'The new key'), ...errorResponses(400, 401, 403, 409) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'admin');
+      const auth = c.var.auth;
       const { name } = c.req.valid('json');
       const { key, keyHash, prefix } = generateApiKey();
       const signingSecret = generateSigningSecret();
@@ -68,7 +69,7 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       responses: { 200: jsonResponse(ApiKeyList, 'A page of keys'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'admin');
+      const auth = c.var.auth;
       const query = c.req.valid('query');
       const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
       const page = await listApiKeys(deps.db, auth.tenantId, query.limit, after);
@@ -93,7 +94,7 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       responses: { 204: { description: 'Revoked' }, ...errorResponses(401, 403, 404, 409) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'admin');
+      const auth = c.var.auth;
       const { keyId } = c.req.valid('param');
       await deps.db.transaction(async (tx) => {
         const [row] = await tx

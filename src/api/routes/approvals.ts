@@ -4,7 +4,8 @@ import { and, asc, count, desc, eq, type SQL } from 'drizzle-orm';
 import { incidents } from '../../db/schema/incidents.js';
 import { approvals, remediations, remediationSteps } from '../../db/schema/remediation.js';
 import { AppError } from '../../errors.js';
-import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { access } from '../middleware/access.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { ApprovalList, ListApprovalsQuery, Remediation, RemediationIdParam } from '../schemas/approvals.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
@@ -24,7 +25,7 @@ export function registerApprovalRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       responses: { 200: jsonResponse(ApprovalList, 'A page of approvals'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const query = c.req.valid('query');
       const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
       const filters: SQL[] = [eq(approvals.tenantId, auth.tenantId)];
@@ -85,7 +86,7 @@ export function registerApprovalRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       responses: { 200: jsonResponse(Remediation, 'The remediation'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const { remediationId } = c.req.valid('param');
       const [rem] = await deps.db
         .select()

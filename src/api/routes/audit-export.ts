@@ -18,7 +18,8 @@ import { AppError } from '../../errors.js';
 import { createObjectStore, parseObjectLocation, type ObjectStore } from '../../exports/object-store.js';
 import { DOWNLOAD_URL_TTL_MS, signDownloadUrl, verifyDownloadUrl } from '../../exports/signed-url.js';
 import { newId } from '../../ids.js';
-import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { access } from '../middleware/access.js';
 import {
   AuditExportAccepted,
   AuditExportView,
@@ -83,7 +84,7 @@ export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDep
       responses: { 202: jsonResponse(AuditExportAccepted, 'Queued'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'admin');
+      const auth = c.var.auth;
       const body = c.req.valid('json');
       const from = rangeBound(body.from, 'from');
       const to = rangeBound(body.to, 'to');
@@ -182,7 +183,7 @@ export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDep
       responses: { 200: jsonResponse(AuditExportView, 'The export'), ...errorResponses(401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'admin');
+      const auth = c.var.auth;
       const { exportId } = c.req.valid('param');
       const row = await findExport(deps.db, auth.tenantId, exportId);
       if (!row) throw new AppError('not_found', 'No audit export has that identifier');

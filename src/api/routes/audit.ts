@@ -1,7 +1,8 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { listAudit, toAuditEntryView, verifyAuditChain, type ChainVerification } from '../../db/repositories/audit.js';
 import { AppError } from '../../errors.js';
-import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { AuditList, AuditVerification, ListAuditQuery, rangeBound, VerifyAuditQuery } from '../schemas/audit.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
@@ -31,7 +32,7 @@ export function registerAuditRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       responses: { 200: jsonResponse(AuditList, 'A page of audit entries'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'admin');
+      const auth = c.var.auth;
       const query = c.req.valid('query');
       const { rows, hasMore } = await listAudit(deps.db, auth.tenantId, {
         actorType: query.actorType,
@@ -59,7 +60,7 @@ export function registerAuditRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       responses: { 200: jsonResponse(AuditVerification, 'The verification result'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'admin');
+      const auth = c.var.auth;
       const query = c.req.valid('query');
       const key = `${auth.tenantId}|${query.from ?? ''}|${query.to ?? ''}`;
       let running = verifications.get(key);

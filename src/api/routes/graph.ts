@@ -7,7 +7,8 @@ import { findService, listEdges, listServices, toEdgeView, toServiceView, type B
 import { serviceEdges, services } from '../../db/schema/topology.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
-import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import {
@@ -42,7 +43,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       responses: { 201: jsonResponse(ServiceNode, 'The new service node'), ...errorResponses(400, 401, 403, 409) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const body = c.req.valid('json');
       const row = await deps.db.transaction(async (tx) => {
         // The unique index decides a race between two creations of one name: no check-then-insert.
@@ -86,7 +87,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       responses: { 200: jsonResponse(ServiceNodeList, 'A page of service nodes'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const query = c.req.valid('query');
       const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
       const page = await listServices(deps.db, auth.tenantId, {
@@ -117,7 +118,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       responses: { 200: jsonResponse(ServiceNode, 'The service node'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const row = await findService(deps.db, auth.tenantId, c.req.valid('param').serviceId);
       if (!row) throw new AppError('not_found', noSuchService);
       return c.json(toServiceView(row), 200);
@@ -138,7 +139,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       responses: { 200: jsonResponse(ServiceNode, 'The updated service node'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const { serviceId } = c.req.valid('param');
       const body = c.req.valid('json');
       const changes = {
@@ -180,7 +181,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const { serviceId } = c.req.valid('param');
       await deps.db.transaction(async (tx) => {
         // Locking the row first holds off new edges to it (their foreign key check needs a share
@@ -227,7 +228,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       responses: { 201: jsonResponse(ServiceEdge, 'The new edge'), ...errorResponses(400, 401, 403, 404, 409) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const { sourceServiceId, targetServiceId } = c.req.valid('json');
       const row = await deps.db.transaction(async (tx) => {
         // A key-share lock on both ends keeps them from being deleted before the edge commits.
@@ -280,7 +281,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       responses: { 200: jsonResponse(ServiceEdgeList, 'A page of edges'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const query = c.req.valid('query');
       const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
       const page = await listEdges(deps.db, auth.tenantId, {
@@ -310,7 +311,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const { edgeId } = c.req.valid('param');
       await deps.db.transaction(async (tx) => {
         const [removed] = await tx
@@ -344,7 +345,7 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       responses: { 200: jsonResponse(BlastRadiusSchema, 'The blast radius'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const body = await blastRadiusCache.get(deps.db, auth.tenantId, c.req.valid('param').serviceId);
       if (body === undefined) throw new AppError('not_found', noSuchService);
       // The cached JSON text as it is (it was serialised from a BlastRadius, the documented

@@ -8,7 +8,8 @@ import { incidents } from '../../db/schema/incidents.js';
 import { monthlyQuota, quotaWarningKey, quotaWarningsCrossed, usagePeriod } from '../../domain/plans.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
-import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { failureLogFields } from '../../unavailable.js';
@@ -35,7 +36,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       responses: { 201: jsonResponse(CreatedIncident, 'Incident opened'), ...errorResponses(400, 401, 403, 429) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const body = c.req.valid('json');
       const now = deps.clock();
       const period = usagePeriod(now);
@@ -142,7 +143,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       responses: { 200: jsonResponse(IncidentList, 'A page of incidents'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const query = c.req.valid('query');
       const after = query.cursor ? decodeCursor(query.cursor, query.order) : undefined;
       const page = await listIncidents(deps.db, {
@@ -182,7 +183,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       responses: { 200: jsonResponse(Incident, 'The incident'), ...errorResponses(401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const row = await findIncident(deps.db, auth.tenantId, c.req.valid('param').incidentId);
       if (!row) throw new AppError('incident_not_found', 'No incident has that identifier');
       return c.json(toIncidentView(row), 200);
@@ -203,7 +204,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       responses: { 200: jsonResponse(Incident, 'The incident after the update'), ...errorResponses(400, 401, 403, 404, 409) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const { status } = c.req.valid('json');
       const row = await findIncident(deps.db, auth.tenantId, c.req.valid('param').incidentId);
       if (!row) throw new AppError('incident_not_found', 'No incident has that identifier');

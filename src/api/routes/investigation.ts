@@ -6,7 +6,7 @@ import { incidents } from '../../db/schema/incidents.js';
 import { investigationContext, investigations, type InvestigationRow } from '../../db/schema/investigation.js';
 import { AppError } from '../../errors.js';
 import type { AppDeps, AppEnv } from '../context.js';
-import { access, requireAuth } from '../context.js';
+import { access } from '../middleware/access.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { IncidentIdParam } from '../schemas/incidents.js';
 import {
@@ -47,7 +47,7 @@ export function registerInvestigationRoutes(app: OpenAPIHono<AppEnv>, deps: AppD
         responses: { 202: jsonResponse(InvestigationAccepted, 'Investigation started'), ...errorResponses(400, 401, 403, 404, 409, 429, 503) },
       }),
       async (c) => {
-        const auth = requireAuth(c, 'member');
+        const auth = c.var.auth;
         const { incidentId } = c.req.valid('json');
         const row = await findIncident(deps.db, auth.tenantId, incidentId);
         if (!row) throw new AppError('incident_not_found', 'No incident has that identifier');
@@ -74,7 +74,7 @@ export function registerInvestigationRoutes(app: OpenAPIHono<AppEnv>, deps: AppD
       responses: { 202: jsonResponse(InvestigationContextAccepted, 'Context stored'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const { incidentId } = c.req.valid('param');
       const { content } = c.req.valid('json');
       const stored = await deps.db.transaction(async (tx) => {
@@ -140,7 +140,7 @@ export function registerInvestigationRoutes(app: OpenAPIHono<AppEnv>, deps: AppD
       responses: { 200: jsonResponse(InvestigationResult, 'The investigation'), ...errorResponses(401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const { incidentId } = c.req.valid('param');
       const [row] = await deps.db
         .select()

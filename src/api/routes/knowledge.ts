@@ -1,7 +1,8 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { submitFeedback } from '../../db/repositories/feedback.js';
 import { listPatterns, toPatternView } from '../../db/repositories/patterns.js';
-import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { Feedback, FeedbackBody, ListPatternsQuery, PatternList } from '../schemas/knowledge.js';
@@ -24,7 +25,7 @@ export function registerKnowledgeRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps)
       responses: { 200: jsonResponse(PatternList, 'A page of patterns'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const query = c.req.valid('query');
       const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
       const page = await listPatterns(deps.db, auth.tenantId, {
@@ -52,7 +53,7 @@ export function registerKnowledgeRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps)
       responses: { 201: jsonResponse(Feedback, 'The feedback record'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const body = c.req.valid('json');
       const { record } = await submitFeedback(deps.db, {
         tenantId: auth.tenantId,

@@ -1,7 +1,8 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { createBuiltinProvider } from '../../analysis/providers.js';
 import { answerChat, findOwnSession, listOwnSessions, listSessionMessages, toMessageView, toSessionView } from '../../memory/chat.js';
-import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { ChatBody, ChatMessageList, ChatReply, ChatSessionList, ListMessagesQuery, ListSessionsQuery, SessionIdParam } from '../schemas/memory.js';
@@ -29,7 +30,7 @@ export function registerMemoryRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       responses: { 200: jsonResponse(ChatReply, 'The assistant chat reply'), ...errorResponses(400, 401, 403, 404, 429) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const body = c.req.valid('json');
       const reply = await answerChat(
         { db: deps.db, model, clock: deps.clock, logger: c.get('logger') },
@@ -50,7 +51,7 @@ export function registerMemoryRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       responses: { 200: jsonResponse(ChatSessionList, 'A page of your sessions'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const query = c.req.valid('query');
       const page = await listOwnSessions(deps.db, {
         tenantId: auth.tenantId,
@@ -73,7 +74,7 @@ export function registerMemoryRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       responses: { 200: jsonResponse(ChatMessageList, 'A page of the conversation'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const { sessionId } = c.req.valid('param');
       const query = c.req.valid('query');
       await findOwnSession(deps.db, auth.tenantId, auth.userId, sessionId);

@@ -4,7 +4,8 @@ import { olderThan } from '../../db/keyset.js';
 import { and, count, desc, eq, inArray, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
 import { notifications } from '../../db/schema/remediation.js';
 import { describeEvent } from '../../notifications/notifier.js';
-import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { ListNotificationsQuery, MarkNotificationsReadBody, NotificationList } from '../schemas/notifications.js';
@@ -44,7 +45,7 @@ export function registerNotificationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDe
       responses: { 200: jsonResponse(NotificationList, 'A page of notifications and the unread count'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const query = c.req.valid('query');
       const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
       const mine = and(eq(notifications.tenantId, auth.tenantId), eq(notifications.userId, auth.userId))!;
@@ -89,7 +90,7 @@ export function registerNotificationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDe
       responses: { 204: { description: 'Marked read' }, ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const body = c.req.valid('json');
       const filters: SQL[] = [eq(notifications.tenantId, auth.tenantId), eq(notifications.userId, auth.userId), isNull(notifications.readAt)];
       if (body.notificationIds) filters.push(inArray(notifications.id, [...new Set(body.notificationIds)]));

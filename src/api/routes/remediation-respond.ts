@@ -3,7 +3,7 @@ import { and, eq } from 'drizzle-orm';
 import { approvals } from '../../db/schema/remediation.js';
 import { AppError } from '../../errors.js';
 import type { AppDeps, AppEnv } from '../context.js';
-import { access, requireAuth } from '../context.js';
+import { access } from '../middleware/access.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 const RespondBody = z
@@ -59,7 +59,7 @@ export function registerApprovalRespondRoute(app: OpenAPIHono<AppEnv>, deps: App
       responses: { 200: jsonResponse(ApprovalDecided, 'The decision'), ...errorResponses(400, 401, 403, 404, 409, 503) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'admin');
+      const auth = c.var.auth;
       const { approvalId } = c.req.valid('param');
       const { decision, notes } = c.req.valid('json');
       const [row] = await deps.db

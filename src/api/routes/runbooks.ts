@@ -5,7 +5,8 @@ import { findRunbook, listRunbooks, toRunbookSummary, toRunbookView } from '../.
 import { runbooks } from '../../db/schema/investigation.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
-import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { CreateRunbookBody, ListRunbooksQuery, Runbook, RunbookIdParam, RunbookList, UpdateRunbookBody } from '../schemas/runbooks.js';
@@ -29,7 +30,7 @@ export function registerRunbookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       responses: { 201: jsonResponse(Runbook, 'The new runbook, with its parsed steps'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const body = c.req.valid('json');
       const row = await deps.db.transaction(async (tx) => {
         const [created] = await tx
@@ -70,7 +71,7 @@ export function registerRunbookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       responses: { 200: jsonResponse(RunbookList, 'A page of runbooks'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const query = c.req.valid('query');
       const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
       const page = await listRunbooks(deps.db, auth.tenantId, {
@@ -102,7 +103,7 @@ export function registerRunbookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       responses: { 200: jsonResponse(Runbook, 'The runbook'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const row = await findRunbook(deps.db, auth.tenantId, c.req.valid('param').runbookId);
       if (!row) throw new AppError('not_found', noSuchRunbook);
       return c.json(toRunbookView(row), 200);
@@ -123,7 +124,7 @@ export function registerRunbookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       responses: { 200: jsonResponse(Runbook, 'The updated runbook'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const { runbookId } = c.req.valid('param');
       const body = c.req.valid('json');
       const changes = {
@@ -167,7 +168,7 @@ export function registerRunbookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'admin');
+      const auth = c.var.auth;
       const { runbookId } = c.req.valid('param');
       await deps.db.transaction(async (tx) => {
         const [removed] = await tx

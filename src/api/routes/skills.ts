@@ -12,7 +12,8 @@ import { builtinAction, findBuiltinSkill, isBuiltinName } from '../../skills/bui
 import { checkInput, describeProblems } from '../../skills/json-schema.js';
 import type { SkillRuntime, StoredHttpConfig } from '../../skills/invoke.js';
 import { outboundUrlRefusal } from '../../skills/ssrf.js';
-import { access, requireAuth, type AppDeps, type AppEnv, type AuthContext } from '../context.js';
+import type { AppDeps, AppEnv, AuthContext } from '../context.js';
+import { access } from '../middleware/access.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { urlForViewer } from '../url-view.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
@@ -38,8 +39,7 @@ const base = '/api/v1/tenants/{tenantId}/skills';
 const noSuchSkill = 'No skill has that identifier';
 
 /** The skills module lives under the tenant's path; another tenant's id is not found. */
-function requireTenant(c: Parameters<typeof requireAuth>[0], role: 'admin' | 'member', tenantId: string): AuthContext {
-  const auth = requireAuth(c, role);
+function requireTenant(auth: AuthContext, tenantId: string): AuthContext {
   if (tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
   return auth;
 }
@@ -144,7 +144,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       responses: { 201: jsonResponse(CreatedSkill, 'The new skill'), ...errorResponses(400, 401, 403, 404, 409) },
     }),
     async (c) => {
-      const auth = requireTenant(c, 'admin', c.req.valid('param').tenantId);
+      const auth = requireTenant(c.var.auth, c.req.valid('param').tenantId);
       requireCustomSkills(auth.tenant);
       const body = c.req.valid('json');
       if (isBuiltinName(body.name)) {
@@ -210,7 +210,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       responses: { 200: jsonResponse(SkillList, 'A page of skills'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireTenant(c, 'member', c.req.valid('param').tenantId);
+      const auth = requireTenant(c.var.auth, c.req.valid('param').tenantId);
       const query = c.req.valid('query');
       const after = query.cursor ? decodeCursor(query.cursor, 'asc') : undefined;
       const page = await listSkills(deps.db, auth.tenantId, query.limit, after);
@@ -237,7 +237,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     }),
     async (c) => {
       const { tenantId, skillId } = c.req.valid('param');
-      const auth = requireTenant(c, 'member', tenantId);
+      const auth = requireTenant(c.var.auth, tenantId);
       const builtin = findBuiltinSkill(skillId);
       if (builtin) return c.json(toBuiltinView(builtin, auth.tenantId), 200);
       const row = await findSkill(deps.db, auth.tenantId, skillId);
@@ -261,7 +261,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     }),
     async (c) => {
       const { tenantId, skillId } = c.req.valid('param');
-      const auth = requireTenant(c, 'admin', tenantId);
+      const auth = requireTenant(c.var.auth, tenantId);
       requireCustomSkills(auth.tenant);
       refuseBuiltin(skillId, 'changed');
       const body = c.req.valid('json');
@@ -321,7 +321,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     }),
     async (c) => {
       const { tenantId, skillId } = c.req.valid('param');
-      const auth = requireTenant(c, 'admin', tenantId);
+      const auth = requireTenant(c.var.auth, tenantId);
       refuseBuiltin(skillId, 'deleted');
       await deps.db.transaction(async (tx) => {
         const [deleted] = await tx
@@ -361,7 +361,7 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     }),
     async (c) => {
       const { tenantId, skillId } = c.req.valid('param');
-      const auth = requireTenant(c, 'admin', tenantId);
+      const auth = requireTenant(c.var.auth, tenantId);
       const input = c.req.valid('json')?.input ?? {};
       const builtin = findBuiltinSkill(skillId);
       let inputSchema: Record<string, unknown> | null;

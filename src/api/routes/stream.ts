@@ -5,8 +5,9 @@ import { ADMIN_ONLY_EVENTS } from '../../notifications/notifier.js';
 import { createRealtimeHub } from '../../realtime/hub.js';
 import { defaultStreamSettings, openEventStream } from '../../realtime/sse.js';
 import { issueStreamToken } from '../../realtime/stream-tokens.js';
-import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
-import { STREAM_PATH } from '../middleware/auth.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { access } from '../middleware/access.js';
+import { STREAM_PATH } from '../middleware/stream-token.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 const tags = ['notifications'];
@@ -52,7 +53,7 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       responses: { 201: jsonResponse(StreamToken, 'The token (valid 5 minutes, for the stream only)'), ...errorResponses(401, 403, 429) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const issued = await issueStreamToken(deps.db, auth, deps.clock(), c.get('requestId'), settings.tokenTtlSeconds);
       return c.json({ token: issued.token, expiresAt: issued.expiresAt.toISOString() }, 201);
     },
@@ -76,7 +77,7 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const query = c.req.valid('query');
       const header = c.req.valid('header')['last-event-id'];
       const resumeFrom = header ?? query.lastEventId;

@@ -5,7 +5,8 @@ import { usageCount } from '../../db/repositories/usage.js';
 import type { TenantRow } from '../../db/schema/tenants.js';
 import { monthlyQuota, usagePeriod, type QuotaMetric } from '../../domain/plans.js';
 import { AppError } from '../../errors.js';
-import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { access } from '../middleware/access.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { Tenant, TenantIdParam, TenantUsage, UpdateTenantBody } from '../schemas/tenants.js';
 
@@ -44,7 +45,7 @@ export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       responses: { 200: jsonResponse(Tenant, 'The tenant'), ...errorResponses(401, 403, 404) },
     }),
     (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       if (c.req.valid('param').tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
       return c.json(toTenantView(auth.tenant), 200);
     },
@@ -62,7 +63,7 @@ export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       responses: { 200: jsonResponse(TenantUsage, 'The usage'), ...errorResponses(401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       if (c.req.valid('param').tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
       const period = usagePeriod(deps.clock());
       const use = async (metric: QuotaMetric) => {
@@ -89,7 +90,7 @@ export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       responses: { 200: jsonResponse(Tenant, 'The updated tenant'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'admin');
+      const auth = c.var.auth;
       if (c.req.valid('param').tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
       const body = c.req.valid('json');
       const settings = body.settings

@@ -5,7 +5,7 @@ import { findIncident, markWorkflowStarted, toWorkflowInput } from '../../db/rep
 import { triageResults } from '../../db/schema/investigation.js';
 import { AppError } from '../../errors.js';
 import type { AppDeps, AppEnv } from '../context.js';
-import { access, requireAuth } from '../context.js';
+import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { IncidentIdParam } from '../schemas/incidents.js';
@@ -25,7 +25,7 @@ export function registerTriageRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       responses: { 200: jsonResponse(TriageClassification, 'The classification'), ...errorResponses(401, 403, 404, 409, 503) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const row = await findIncident(deps.db, auth.tenantId, c.req.valid('param').incidentId);
       if (!row) throw new AppError('incident_not_found', 'No incident has that identifier');
       if (row.status === 'closed') throw new AppError('conflict', 'A closed incident is not triaged; reopen it first (PATCH its status)');
@@ -50,7 +50,7 @@ export function registerTriageRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       responses: { 200: jsonResponse(TriageEvidence, 'Triage evidence and evidence items'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const { incidentId } = c.req.valid('param');
       const query = c.req.valid('query');
       const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;

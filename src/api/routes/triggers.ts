@@ -12,7 +12,8 @@ import { triggers, type TriggerAction, type TriggerRow } from '../../db/schema/t
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
 import { outboundUrlRefusal } from '../../skills/ssrf.js';
-import { access, requireAuth, type AppDeps, type AppEnv } from '../context.js';
+import type { AppDeps, AppEnv } from '../context.js';
+import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { urlForViewer } from '../url-view.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
@@ -92,7 +93,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       responses: { 200: jsonResponse(TriggerList, 'A page of triggers'), ...errorResponses(400, 401, 403) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'member');
+      const auth = c.var.auth;
       const query = c.req.valid('query');
       const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
       const filters: SQL[] = [eq(triggers.tenantId, auth.tenantId)];
@@ -129,7 +130,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       responses: { 201: jsonResponse(CreatedTrigger, 'The new trigger'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'admin');
+      const auth = c.var.auth;
       const body = c.req.valid('json');
       const actionConfig = await checkActionConfig(deps, deps.db, auth.tenantId, body.action, body.actionConfig);
       const secret = body.action === 'webhook' ? generateSigningSecret() : null;
@@ -176,7 +177,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       responses: { 200: jsonResponse(CreatedTrigger, 'The updated trigger'), ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'admin');
+      const auth = c.var.auth;
       const { triggerId } = c.req.valid('param');
       const body = c.req.valid('json');
       // Read and written under the row's lock: a concurrent change (another admin switching the
@@ -236,7 +237,7 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       responses: { 204: { description: 'Deleted' }, ...errorResponses(400, 401, 403, 404) },
     }),
     async (c) => {
-      const auth = requireAuth(c, 'admin');
+      const auth = c.var.auth;
       const { triggerId } = c.req.valid('param');
       await deps.db.transaction(async (tx) => {
         const [removed] = await tx

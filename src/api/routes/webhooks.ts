@@ -8,7 +8,7 @@ import { IngestBatcher } from '../../ingest/ingest.js';
 import { createDeliveryParser, DEFAULT_PARSER_SETTINGS } from '../../ingest/parse-pool.js';
 import { findProvider, providers } from '../../ingest/providers/index.js';
 import type { AppDeps, AppEnv } from '../context.js';
-import { clientAddress } from '../middleware/auth.js';
+import { clientAddress } from '../middleware/client-address.js';
 import { createWebhookKeyGate, type WebhookKeyGate } from '../middleware/webhook-key-gate.js';
 import { applyRateLimit } from '../middleware/rate-limit.js';
 import { errorResponses } from '../schemas/common.js';
