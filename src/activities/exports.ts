@@ -26,7 +26,7 @@ import {
   type ExportBatch,
 } from '../db/repositories/audit-exports.js';
 import { appendAudit } from '../db/repositories/audit.js';
-import { appendEvent } from '../db/repositories/events.js';
+import { appendEvent } from '../outbox/append.js';
 import { auditExports, type AuditExportRow } from '../db/schema/audit.js';
 import { createObjectStore, objectLocation, ObjectStoreError, parseObjectLocation } from '../exports/object-store.js';
 import { DOWNLOAD_URL_TTL_MS } from '../exports/signed-url.js';

@@ -3,7 +3,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import type { BeginInvestigationRequest, BeginInvestigationResult } from '../analysis/investigation-types.js';
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
-import { appendEvent } from '../db/repositories/events.js';
+import { appendEvent } from '../outbox/append.js';
 import { setRootCauseUnlessCorrected } from '../db/repositories/incidents.js';
 import { findTenant } from '../db/repositories/tenants.js';
 import { consumeQuota } from '../db/repositories/usage.js';

@@ -22,7 +22,7 @@ import type { AgentReport, InvestigationActivities, InvestigationRequest, Synthe
 import { agentRoles, type AgentRole, type ModelProvider } from '../analysis/types.js';
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
-import { appendEvent } from '../db/repositories/events.js';
+import { appendEvent } from '../outbox/append.js';
 import { setRootCauseUnlessCorrected } from '../db/repositories/incidents.js';
 import { findSymptomMatches, incidentSymptoms, type SymptomMatch } from '../db/repositories/patterns.js';
 import { nearestOtherAlerts } from '../db/repositories/ingested-events.js';

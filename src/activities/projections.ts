@@ -2,7 +2,7 @@ import { and, eq, lt, sql } from 'drizzle-orm';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
-import { appendEvent } from '../db/repositories/events.js';
+import { appendEvent } from '../outbox/append.js';
 import { findIncident, toIncidentView } from '../db/repositories/incidents.js';
 import { incidents, type IncidentStatus } from '../db/schema/incidents.js';
 import type { Actor, IncidentView } from '../workflows/messages.js';

@@ -16,7 +16,7 @@ import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { ApprovalDecided, ApprovalDecisionRecord, ProposedRemediation, RemediationActivities, StepOutcome } from '../analysis/remediation-types.js';
 import { transactionOnce, type Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
-import { appendEvent } from '../db/repositories/events.js';
+import { appendEvent } from '../outbox/append.js';
 import { findTenant } from '../db/repositories/tenants.js';
 import { events } from '../db/schema/events.js';
 import { incidents } from '../db/schema/incidents.js';

@@ -3,7 +3,7 @@ import { and, eq, gte, inArray, sql } from 'drizzle-orm';
 import type { ModelProvider } from '../analysis/types.js';
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
-import { appendEvent } from '../db/repositories/events.js';
+import { appendEvent } from '../outbox/append.js';
 import { findIncident } from '../db/repositories/incidents.js';
 import { latestIncidentAlerts } from '../db/repositories/ingested-events.js';
 import { events } from '../db/schema/events.js';

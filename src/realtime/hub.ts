@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type postgres from 'postgres';
-import { eventsChannel } from '../db/repositories/events.js';
+import { eventsChannel } from '../outbox/append.js';
 
 /** One outbox event as the stream delivers it. */
 export interface StreamEvent {

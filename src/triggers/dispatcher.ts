@@ -17,15 +17,8 @@ import { events } from '../db/schema/events.js';
 import { incidents } from '../db/schema/incidents.js';
 import { triggerFirings, triggers, type TriggerConditions, type TriggerRow } from '../db/schema/triggers.js';
 import { newId } from '../ids.js';
-import {
-  createOutboxConsumer,
-  insertNotifications,
-  notificationsFor,
-  startOutboxLoop,
-  type NotifierLoop,
-  type OutboxEvent,
-  type PassResult,
-} from '../notifications/notifier.js';
+import { insertNotifications, notificationsFor } from '../notifications/notifier.js';
+import { createOutboxConsumer, startOutboxLoop, type OutboxLoop, type OutboxEvent, type PassResult } from '../outbox/consumer.js';
 import { callHttpSkill } from '../skills/http.js';
 import { createSkillInvoker, type SkillRuntime } from '../skills/invoke.js';
 import type { WorkflowPort } from '../temporal/port.js';
@@ -283,6 +276,6 @@ export function createTriggerDispatcher(deps: TriggerDispatcherDeps, options: Tr
 }
 
 /** Runs dispatcher passes on outbox wake-ups and every `intervalMs` (default 2 s), like the notifier. */
-export function startTriggerDispatcher(deps: TriggerDispatcherDeps, options: TriggerDispatcherOptions = {}): NotifierLoop {
+export function startTriggerDispatcher(deps: TriggerDispatcherDeps, options: TriggerDispatcherOptions = {}): OutboxLoop {
   return startOutboxLoop(deps, createTriggerDispatcher(deps, options), options, 'trigger pass failed');
 }

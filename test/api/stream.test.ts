@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { appendEvent } from '../../src/db/repositories/events.js';
+import { appendEventUnchecked as appendEvent } from '../../src/outbox/append.js';
 import { streamTokens } from '../../src/db/schema/remediation.js';
 import { createRealtimeHub, type Subscription } from '../../src/realtime/hub.js';
 import { defaultStreamSettings } from '../../src/realtime/sse.js';

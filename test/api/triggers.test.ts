@@ -3,7 +3,7 @@ import { and, eq, inArray } from 'drizzle-orm';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '../../src/auth/api-keys.js';
-import { appendEvent } from '../../src/db/repositories/events.js';
+import { appendEventUnchecked as appendEvent } from '../../src/outbox/append.js';
 import { purgeTriggerFirings, TRIGGER_FIRING_RETENTION_MS } from '../../src/db/repositories/trigger-firings.js';
 import { notifications } from '../../src/db/schema/remediation.js';
 import { skillInvocations } from '../../src/db/schema/skills.js';

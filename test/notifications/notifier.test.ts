@@ -1,7 +1,7 @@
 import { and, eq, inArray, max, sql } from 'drizzle-orm';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appendEvent } from '../../src/db/repositories/events.js';
+import { appendEventUnchecked as appendEvent } from '../../src/outbox/append.js';
 import { ACTIVE_USER_WINDOW_MS } from '../../src/db/repositories/users.js';
 import { events } from '../../src/db/schema/events.js';
 import { eventConsumers, notifications, users } from '../../src/db/schema/remediation.js';

@@ -7,7 +7,7 @@ import { Worker } from '@temporalio/worker';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { incidents } from '../../src/db/schema/incidents.js';
-import { reconcileIncidents } from '../../src/temporal/reconciler.js';
+import { reconcileIncidents } from '../../src/outbox/workflow-dispatcher.js';
 import { ensureSearchAttributes } from '../../src/temporal/search-attributes.js';
 import { getStateQuery, type IncidentWorkflowInput } from '../../src/workflows/messages.js';
 import { startTestService, type TestService } from '../helpers/service.js';

@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { appendAudit } from '../../db/repositories/audit.js';
-import { appendEvent } from '../../db/repositories/events.js';
+import { appendEvent } from '../../outbox/append.js';
 import { findIncident, findOwnership, listIncidents, markWorkflowStarted, toIncidentView, toWorkflowInput } from '../../db/repositories/incidents.js';
 import { ownershipPayload } from '../../domain/ownership.js';
 import { consumeQuota, usageCount } from '../../db/repositories/usage.js';

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import { AppError } from '../../errors.js';
-import { ADMIN_ONLY_EVENTS } from '../../notifications/notifier.js';
+import { ADMIN_ONLY_EVENTS } from '../../outbox/events.js';
 import { createRealtimeHub } from '../../realtime/hub.js';
 import { defaultStreamSettings, openEventStream } from '../../realtime/sse.js';
 import { issueStreamToken } from '../../realtime/stream-tokens.js';

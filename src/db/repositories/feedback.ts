@@ -17,7 +17,7 @@ import type { Db } from '../client.js';
 import { incidents } from '../schema/incidents.js';
 import { feedback, rootCauseRevisions, type FeedbackType, type PatternRow } from '../schema/knowledge.js';
 import { appendAudit } from './audit.js';
-import { appendEvent } from './events.js';
+import { appendEvent } from '../../outbox/append.js';
 import { changePattern, incidentSymptoms, lockPattern, lockSignature, matchedPatternIds, recordOccurrence, toPatternView, type KnowledgeActor, type PatternView } from './patterns.js';
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];

@@ -22,7 +22,7 @@ import { incidents } from '../schema/incidents.js';
 import { ingestedEvents } from '../schema/ingestion.js';
 import { patternOccurrences, patterns, type PatternRow, type PatternStatus } from '../schema/knowledge.js';
 import { appendAudit } from './audit.js';
-import { appendEvent } from './events.js';
+import { appendEvent } from '../../outbox/append.js';
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 type Reader = Pick<Db, 'select'>;

@@ -1,27 +1,36 @@
-import { newId } from '../../ids.js';
-import type { Db } from '../client.js';
-import { events } from '../schema/events.js';
+import type { Db } from '../db/client.js';
+import { events } from '../db/schema/events.js';
+import { newId } from '../ids.js';
+import type { NewEvent } from './events.js';
 
 /** The channel NOTIFY wakes for every appended event (payload: `tenantId:streamSeq`, sent at commit by the `events_seal` trigger). */
 export const eventsChannel = 'incident_events';
 
-export interface NewEvent {
+type Executor = Pick<Db, 'insert' | 'execute'>;
+
+/** An `events` row as stored: any type, any payload. */
+export interface EventRow {
   tenantId: string;
   type: string;
   incidentId?: string | null;
   payload: Record<string, unknown>;
-  /** Unique per logical event, so a retried write appends it once. */
   idempotencyKey: string;
   occurredAt?: Date;
 }
 
-type Executor = Pick<Db, 'insert' | 'execute'>;
+/**
+ * Appends an event of the catalogue to the outbox within the caller's transaction, once per
+ * idempotency key. Resolves true when it was appended now, false when that key was appended before.
+ */
+export function appendEvent(tx: Executor, event: NewEvent): Promise<boolean> {
+  return appendEventUnchecked(tx, event);
+}
 
 /**
- * Appends an event to the outbox within the caller's transaction, once per idempotency key.
- * Resolves true when it was appended now, false when that key was appended before.
+ * `appendEvent` without the catalogue's check of type and payload, for tests that write partial
+ * payloads or unknown types; the service appends through `appendEvent`.
  */
-export async function appendEvent(tx: Executor, event: NewEvent): Promise<boolean> {
+export async function appendEventUnchecked(tx: Executor, event: EventRow): Promise<boolean> {
   const inserted = await tx
     .insert(events)
     .values({
