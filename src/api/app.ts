@@ -6,6 +6,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ZodError } from 'zod';
 import { AppError, type ErrorBody } from '../errors.js';
+import { incidentCommands } from '../incidents/commands.js';
 import type { AppDeps, AppEnv } from './context.js';
 import { activeTenant } from './middleware/active-tenant.js';
 import { bearerAuth } from './middleware/bearer-auth.js';
@@ -121,6 +122,11 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
 
   const webhookKeyGate = createWebhookKeyGateOf(deps);
   app.use('*', requestContext(deps));
+  const services = { incidents: incidentCommands(deps) };
+  app.use('*', (c, next) => {
+    c.set('services', services);
+    return next();
+  });
   if (deps.config.http) app.use('*', bodyDeadline(deps.config.http.requestTimeoutMs));
   if (deps.databaseWatch) app.use('*', watchDatabase(deps.databaseWatch, () => new AppError('service_unavailable', DEPENDENCY_UNAVAILABLE_MESSAGE)));
   // Every answer carries the X-RateLimit headers (a webhook's refused ones its address's window,
@@ -153,7 +159,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerWebhookRoutes(app, deps, webhookKeyGate);
   registerTriageRoutes(app, deps);
   registerInvestigationRoutes(app, deps);
-  registerApprovalRespondRoute(app, deps);
+  registerApprovalRespondRoute(app);
   registerGraphRoutes(app, deps);
   registerRunbookRoutes(app, deps);
   registerKnowledgeRoutes(app, deps);

@@ -3,6 +3,7 @@ import type { ModelProvider } from '../analysis/types.js';
 import type postgres from 'postgres';
 import type { TokenVerifier, Principal } from '../auth/tokens.js';
 import type { Config, HttpSettings } from '../config.js';
+import type { IncidentCommands, Requester } from '../incidents/commands.js';
 import type { Db } from '../db/client.js';
 import type { TenantRow } from '../db/schema/tenants.js';
 import type { SkillRuntime } from '../skills/invoke.js';
@@ -67,10 +68,16 @@ export interface Identified {
   by: 'bearer' | 'stream-token';
 }
 
+/** What handlers call, on the context (`c.var.services`): built once by createApp from its deps. */
+export interface AppServices {
+  incidents: IncidentCommands;
+}
+
 export interface AppEnv {
   Variables: {
     requestId: string;
     logger: Logger;
+    services: AppServices;
     auth?: AuthContext;
     /** A webhook's API key once it matched (for the audit entry of a refused signature). */
     apiKeyId?: string;
@@ -79,4 +86,9 @@ export interface AppEnv {
     /** The 503 the database watch answered the request with while its handler ran on (decision 238). */
     givenUp?: Error;
   };
+}
+
+/** The admitted caller of a JWT route, as the commands take it. */
+export function requesterOf(c: { var: { auth: AuthContext; requestId: string; logger: Logger } }): Requester {
+  return { tenant: c.var.auth.tenant, userId: c.var.auth.userId, requestId: c.var.requestId, logger: c.var.logger };
 }

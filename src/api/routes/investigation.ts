@@ -1,11 +1,9 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { and, eq, sql } from 'drizzle-orm';
-import { appendAudit } from '../../db/repositories/audit.js';
-import { findIncident, markWorkflowStarted, toWorkflowInput } from '../../db/repositories/incidents.js';
-import { incidents } from '../../db/schema/incidents.js';
-import { investigationContext, investigations, type InvestigationRow } from '../../db/schema/investigation.js';
+import { and, eq } from 'drizzle-orm';
+import { findIncident } from '../../db/repositories/incidents.js';
+import { investigations, type InvestigationRow } from '../../db/schema/investigation.js';
 import { AppError } from '../../errors.js';
-import type { AppDeps, AppEnv } from '../context.js';
+import { requesterOf, type AppDeps, type AppEnv } from '../context.js';
 import { access } from '../middleware/access.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { IncidentIdParam } from '../schemas/incidents.js';
@@ -31,139 +29,83 @@ function conclusion(row: InvestigationRow): { rootCause: string | null; confiden
   return { rootCause: `The investigation failed: ${reason}`, confidence: 0 };
 }
 
+/** Under its documented path, and without the trailing slash (hidden from the document). */
+const startInvestigation = (path: '/v1/investigation/' | '/v1/investigation') =>
+  createRoute({
+    method: 'post',
+    path,
+    tags: ['investigation'],
+    summary: 'Start the investigation of an incident (triage first when it has not run)',
+    description:
+      'A workflow Update that records the start and answers at once; the specialist agents then run in parallel and `GET /v1/investigation/{incidentId}` shows the result. Counts against the plan\'s `investigationsPerMonth`.',
+    ...access('member'),
+    hide: path === '/v1/investigation',
+    request: { body: { required: true, content: { 'application/json': { schema: StartInvestigationBody } } } },
+    responses: { 202: jsonResponse(InvestigationAccepted, 'Investigation started'), ...errorResponses(400, 401, 403, 404, 409, 429, 503) },
+  });
+
+const addContext = createRoute({
+  method: 'post',
+  path: '/v1/investigation/{incidentId}/context',
+  tags: ['investigation'],
+  summary: 'Add human context to an investigation',
+  description:
+    'Stored, then signalled to the incident workflow: a running investigation takes it into account when it synthesises; a finished one is re-synthesised with it.',
+  ...access('member'),
+  request: { params: IncidentIdParam, body: { required: true, content: { 'application/json': { schema: InvestigationContextBody } } } },
+  responses: { 202: jsonResponse(InvestigationContextAccepted, 'Context stored'), ...errorResponses(400, 401, 403, 404) },
+});
+
+const investigationResult = createRoute({
+  method: 'get',
+  path: '/v1/investigation/{incidentId}',
+  tags: ['investigation'],
+  summary: 'The investigation result (rootCause null while it runs)',
+  description:
+    '`status` says when to stop polling: `running` (rootCause null), `completed`, or `failed` (rootCause says that it failed and why, confidence 0).',
+  ...access('member'),
+  request: { params: IncidentIdParam },
+  responses: { 200: jsonResponse(InvestigationResult, 'The investigation'), ...errorResponses(401, 403, 404) },
+});
+
 export function registerInvestigationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
-  for (const path of ['/v1/investigation/', '/v1/investigation']) {
-    app.openapi(
-      createRoute({
-        method: 'post',
-        path,
-        tags: ['investigation'],
-        summary: 'Start the investigation of an incident (triage first when it has not run)',
-        description:
-          'A workflow Update that records the start and answers at once; the specialist agents then run in parallel and `GET /v1/investigation/{incidentId}` shows the result. Counts against the plan\'s `investigationsPerMonth`.',
-        ...access('member'),
-        hide: path === '/v1/investigation',
-        request: { body: { required: true, content: { 'application/json': { schema: StartInvestigationBody } } } },
-        responses: { 202: jsonResponse(InvestigationAccepted, 'Investigation started'), ...errorResponses(400, 401, 403, 404, 409, 429, 503) },
-      }),
-      async (c) => {
-        const auth = c.var.auth;
-        const { incidentId } = c.req.valid('json');
-        const row = await findIncident(deps.db, auth.tenantId, incidentId);
-        if (!row) throw new AppError('incident_not_found', 'No incident has that identifier');
-        if (row.status === 'closed') throw new AppError('conflict', 'A closed incident is not investigated; reopen it first (PATCH its status)');
-        const started = await deps.workflows.startInvestigation(toWorkflowInput(row), row.title, {
-          actor: { type: 'user', id: auth.userId, requestId: c.get('requestId') },
-        });
-        if (!row.workflowStartedAt) await markWorkflowStarted(deps.db, row.id);
-        return c.json(started, 202);
-      },
-    );
+  for (const path of ['/v1/investigation/', '/v1/investigation'] as const) {
+    app.openapi(startInvestigation(path), async (c) => {
+      const started = await c.var.services.incidents.investigate(requesterOf(c), c.req.valid('json').incidentId);
+      return c.json(started, 202);
+    });
   }
 
-  app.openapi(
-    createRoute({
-      method: 'post',
-      path: '/v1/investigation/{incidentId}/context',
-      tags: ['investigation'],
-      summary: 'Add human context to an investigation',
-      description:
-        'Stored, then signalled to the incident workflow: a running investigation takes it into account when it synthesises; a finished one is re-synthesised with it.',
-      ...access('member'),
-      request: { params: IncidentIdParam, body: { required: true, content: { 'application/json': { schema: InvestigationContextBody } } } },
-      responses: { 202: jsonResponse(InvestigationContextAccepted, 'Context stored'), ...errorResponses(400, 401, 403, 404) },
-    }),
-    async (c) => {
-      const auth = c.var.auth;
-      const { incidentId } = c.req.valid('param');
-      const { content } = c.req.valid('json');
-      const stored = await deps.db.transaction(async (tx) => {
-        // The incident row lock orders concurrent context entries of one incident.
-        const [incident] = await tx
-          .select({ id: incidents.id })
-          .from(incidents)
-          .where(and(eq(incidents.tenantId, auth.tenantId), eq(incidents.id, incidentId)))
-          .for('update');
-        if (!incident) throw new AppError('incident_not_found', 'No incident has that identifier');
-        const [next] = await tx
-          .select({ seq: sql<number>`coalesce(max(${investigationContext.seq}), 0)::int + 1` })
-          .from(investigationContext)
-          .where(eq(investigationContext.incidentId, incidentId));
-        const [row] = await tx
-          .insert(investigationContext)
-          .values({ tenantId: auth.tenantId, incidentId, seq: next!.seq, content, actorId: auth.userId })
-          .returning();
-        const [investigation] = await tx
-          .select({ status: investigations.status })
-          .from(investigations)
-          .where(and(eq(investigations.tenantId, auth.tenantId), eq(investigations.incidentId, incidentId)));
-        await appendAudit(tx, {
-          tenantId: auth.tenantId,
-          actorType: 'user',
-          actorId: auth.userId,
-          action: 'investigation.context_added',
-          targetType: 'incident',
-          targetId: incidentId,
-          incidentId,
-          requestId: c.get('requestId'),
-          details: { sequence: row!.seq, length: content.length },
-        });
-        return { row: row!, investigationStatus: investigation?.status ?? null };
-      });
-      // Stored first: a running investigation reads every stored entry when it synthesises.
-      const signalled = await deps.workflows.signalInvestigationContext(incidentId).catch((err: unknown) => {
-        c.get('logger').warn({ err, incidentId }, 'could not signal investigation context');
-        return 'failed' as const;
-      });
-      return c.json(
-        {
-          incidentId,
-          sequence: stored.row.seq,
-          createdAt: stored.row.createdAt.toISOString(),
-          resynthesis: signalled === 'delivered' && stored.investigationStatus !== null && stored.investigationStatus !== 'running',
-        },
-        202,
-      );
-    },
-  );
+  app.openapi(addContext, async (c) => {
+    const { incidentId } = c.req.valid('param');
+    const added = await c.var.services.incidents.addContext(requesterOf(c), incidentId, c.req.valid('json').content);
+    return c.json({ incidentId, sequence: added.sequence, createdAt: added.createdAt.toISOString(), resynthesis: added.resynthesis }, 202);
+  });
 
-  app.openapi(
-    createRoute({
-      method: 'get',
-      path: '/v1/investigation/{incidentId}',
-      tags: ['investigation'],
-      summary: 'The investigation result (rootCause null while it runs)',
-      description:
-        '`status` says when to stop polling: `running` (rootCause null), `completed`, or `failed` (rootCause says that it failed and why, confidence 0).',
-      ...access('member'),
-      request: { params: IncidentIdParam },
-      responses: { 200: jsonResponse(InvestigationResult, 'The investigation'), ...errorResponses(401, 403, 404) },
-    }),
-    async (c) => {
-      const auth = c.var.auth;
-      const { incidentId } = c.req.valid('param');
-      const [row] = await deps.db
-        .select()
-        .from(investigations)
-        .where(and(eq(investigations.tenantId, auth.tenantId), eq(investigations.incidentId, incidentId)));
-      if (!row) {
-        const incident = await findIncident(deps.db, auth.tenantId, incidentId);
-        if (!incident) throw new AppError('incident_not_found', 'No incident has that identifier');
-        throw new AppError('not_found', 'No investigation has started for this incident; POST /v1/investigation/ starts one');
-      }
-      return c.json(
-        {
-          incidentId,
-          status: row.status,
-          ...conclusion(row),
-          evidence: row.findings,
-          recommendedActions: row.recommendedActions,
-          failure: row.failure,
-          startedAt: row.startedAt.toISOString(),
-          completedAt: row.completedAt?.toISOString() ?? null,
-        },
-        200,
-      );
-    },
-  );
+  app.openapi(investigationResult, async (c) => {
+    const auth = c.var.auth;
+    const { incidentId } = c.req.valid('param');
+    const [row] = await deps.db
+      .select()
+      .from(investigations)
+      .where(and(eq(investigations.tenantId, auth.tenantId), eq(investigations.incidentId, incidentId)));
+    if (!row) {
+      const incident = await findIncident(deps.db, auth.tenantId, incidentId);
+      if (!incident) throw new AppError('incident_not_found', 'No incident has that identifier');
+      throw new AppError('not_found', 'No investigation has started for this incident; POST /v1/investigation/ starts one');
+    }
+    return c.json(
+      {
+        incidentId,
+        status: row.status,
+        ...conclusion(row),
+        evidence: row.findings,
+        recommendedActions: row.recommendedActions,
+        failure: row.failure,
+        startedAt: row.startedAt.toISOString(),
+        completedAt: row.completedAt?.toISOString() ?? null,
+      },
+      200,
+    );
+  });
 }
