@@ -18,61 +18,59 @@ const bound = (value: string | undefined, end: 'from' | 'to') => (value === unde
  */
 const MAX_CONCURRENT_VERIFICATIONS = 2;
 
+const listAuditRoute = createRoute({
+  method: 'get',
+  path: '/v1/audit',
+  tags,
+  summary: 'List audit entries, newest first (admin)',
+  ...access('admin'),
+  request: { query: ListAuditQuery },
+  responses: { 200: jsonResponse(AuditList, 'A page of audit entries'), ...errorResponses(400, 401, 403) },
+});
+
+const verifyAuditRoute = createRoute({
+  method: 'get',
+  path: '/v1/audit/verify',
+  tags,
+  summary: "Verify the tenant's audit hash chain over a range (admin)",
+  description: 'Recomputes every entry’s hash from its content and checks each link to the entry before it and that no position is missing. Without `to`, the chain head must also be the last entry.',
+  ...access('admin'),
+  request: { query: VerifyAuditQuery },
+  responses: { 200: jsonResponse(AuditVerification, 'The verification result'), ...errorResponses(400, 401, 403) },
+});
+
 /** The tenant's tamper-evident audit log (admins only): a filtered listing and chain verification. */
 export function registerAuditRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   const verifications = new Map<string, Promise<ChainVerification>>();
-  app.openapi(
-    createRoute({
-      method: 'get',
-      path: '/v1/audit',
-      tags,
-      summary: 'List audit entries, newest first (admin)',
-      ...access('admin'),
-      request: { query: ListAuditQuery },
-      responses: { 200: jsonResponse(AuditList, 'A page of audit entries'), ...errorResponses(400, 401, 403) },
-    }),
-    async (c) => {
-      const auth = c.var.auth;
-      const query = c.req.valid('query');
-      const { rows, hasMore } = await listAudit(deps.db, auth.tenantId, {
-        actorType: query.actorType,
-        action: query.action,
-        incidentId: query.incidentId,
-        from: bound(query.from, 'from'),
-        to: bound(query.to, 'to'),
-        limit: query.limit,
-        after: query.cursor ? decodeCursor(query.cursor, 'desc') : undefined,
-      });
-      const page = rows.map(toAuditEntryView);
-      return c.json({ items: page, nextCursor: nextCursor(rows.map((r) => ({ createdAt: r.occurredAt, id: r.id })), hasMore) }, 200);
-    },
-  );
+  app.openapi(listAuditRoute, async (c) => {
+    const auth = c.var.auth;
+    const query = c.req.valid('query');
+    const { rows, hasMore } = await listAudit(deps.db, auth.tenantId, {
+      actorType: query.actorType,
+      action: query.action,
+      incidentId: query.incidentId,
+      from: bound(query.from, 'from'),
+      to: bound(query.to, 'to'),
+      limit: query.limit,
+      after: query.cursor ? decodeCursor(query.cursor, 'desc') : undefined,
+    });
+    const page = rows.map(toAuditEntryView);
+    return c.json({ items: page, nextCursor: nextCursor(rows.map((r) => ({ createdAt: r.occurredAt, id: r.id })), hasMore) }, 200);
+  });
 
-  app.openapi(
-    createRoute({
-      method: 'get',
-      path: '/v1/audit/verify',
-      tags,
-      summary: "Verify the tenant's audit hash chain over a range (admin)",
-      description: 'Recomputes every entry’s hash from its content and checks each link to the entry before it and that no position is missing. Without `to`, the chain head must also be the last entry.',
-      ...access('admin'),
-      request: { query: VerifyAuditQuery },
-      responses: { 200: jsonResponse(AuditVerification, 'The verification result'), ...errorResponses(400, 401, 403) },
-    }),
-    async (c) => {
-      const auth = c.var.auth;
-      const query = c.req.valid('query');
-      const key = `${auth.tenantId}|${query.from ?? ''}|${query.to ?? ''}`;
-      let running = verifications.get(key);
-      if (!running) {
-        if (verifications.size >= MAX_CONCURRENT_VERIFICATIONS) {
-          c.header('Retry-After', '5');
-          throw new AppError('rate_limit_exceeded', 'Audit chain verifications are already running on this server; retry in a few seconds');
-        }
-        running = verifyAuditChain(deps.db, auth.tenantId, { from: bound(query.from, 'from'), to: bound(query.to, 'to') }).finally(() => verifications.delete(key));
-        verifications.set(key, running);
+  app.openapi(verifyAuditRoute, async (c) => {
+    const auth = c.var.auth;
+    const query = c.req.valid('query');
+    const key = `${auth.tenantId}|${query.from ?? ''}|${query.to ?? ''}`;
+    let running = verifications.get(key);
+    if (!running) {
+      if (verifications.size >= MAX_CONCURRENT_VERIFICATIONS) {
+        c.header('Retry-After', '5');
+        throw new AppError('rate_limit_exceeded', 'Audit chain verifications are already running on this server; retry in a few seconds');
       }
-      return c.json(await running, 200);
-    },
-  );
+      running = verifyAuditChain(deps.db, auth.tenantId, { from: bound(query.from, 'from'), to: bound(query.to, 'to') }).finally(() => verifications.delete(key));
+      verifications.set(key, running);
+    }
+    return c.json(await running, 200);
+  });
 }

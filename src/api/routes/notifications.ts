@@ -32,83 +32,81 @@ export function toNotificationView(row: NotificationRow) {
   };
 }
 
+const listNotificationsRoute = createRoute({
+  method: 'get',
+  path: '/v1/notifications',
+  tags,
+  summary: 'Notifications of the current user, most recent first',
+  ...access('member'),
+  request: { query: ListNotificationsQuery },
+  responses: { 200: jsonResponse(NotificationList, 'A page of notifications and the unread count'), ...errorResponses(400, 401, 403) },
+});
+
+const markReadRoute = createRoute({
+  method: 'post',
+  path: '/v1/notifications/read',
+  tags,
+  summary: "Mark the caller's notifications read: the given ids, or all",
+  description: 'Ids that are not the caller\'s own (or do not exist) are ignored.',
+  ...access('member'),
+  request: { body: { required: true, content: { 'application/json': { schema: MarkNotificationsReadBody } } } },
+  responses: { 204: { description: 'Marked read' }, ...errorResponses(400, 401, 403) },
+});
+
 /** The caller's own notifications (token subject within its tenant): list them, mark them read. */
 export function registerNotificationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
-  app.openapi(
-    createRoute({
-      method: 'get',
-      path: '/v1/notifications',
-      tags,
-      summary: 'Notifications of the current user, most recent first',
-      ...access('member'),
-      request: { query: ListNotificationsQuery },
-      responses: { 200: jsonResponse(NotificationList, 'A page of notifications and the unread count'), ...errorResponses(400, 401, 403) },
-    }),
-    async (c) => {
-      const auth = c.var.auth;
-      const query = c.req.valid('query');
-      const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
-      const mine = and(eq(notifications.tenantId, auth.tenantId), eq(notifications.userId, auth.userId))!;
-      const filters: SQL[] = [mine];
-      if (query.read !== undefined) filters.push(query.read ? isNotNull(notifications.readAt) : isNull(notifications.readAt));
-      if (query.type) filters.push(eq(notifications.type, query.type));
-      if (after) {
-        filters.push(
-          olderThan(notifications.createdAt, notifications.id, after),
-        );
-      }
-      const [rows, unread] = await Promise.all([
-        deps.db
-          .select()
-          .from(notifications)
-          .where(and(...filters))
-          .orderBy(desc(notifications.createdAt), desc(notifications.id))
-          .limit(query.limit + 1),
-        deps.db.select({ n: count() }).from(notifications).where(and(mine, isNull(notifications.readAt))),
-      ]);
-      const page = rows.slice(0, query.limit);
-      return c.json(
-        {
-          items: page.map(toNotificationView),
-          unreadCount: unread[0]?.n ?? 0,
-          nextCursor: nextCursor(page, rows.length > query.limit),
-        },
-        200,
+  app.openapi(listNotificationsRoute, async (c) => {
+    const auth = c.var.auth;
+    const query = c.req.valid('query');
+    const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
+    const mine = and(eq(notifications.tenantId, auth.tenantId), eq(notifications.userId, auth.userId))!;
+    const filters: SQL[] = [mine];
+    if (query.read !== undefined) filters.push(query.read ? isNotNull(notifications.readAt) : isNull(notifications.readAt));
+    if (query.type) filters.push(eq(notifications.type, query.type));
+    if (after) {
+      filters.push(
+        olderThan(notifications.createdAt, notifications.id, after),
       );
-    },
-  );
+    }
+    const [rows, unread] = await Promise.all([
+      deps.db
+        .select()
+        .from(notifications)
+        .where(and(...filters))
+        .orderBy(desc(notifications.createdAt), desc(notifications.id))
+        .limit(query.limit + 1),
+      deps.db.select({ n: count() }).from(notifications).where(and(mine, isNull(notifications.readAt))),
+    ]);
+    const page = rows.slice(0, query.limit);
+    return c.json(
+      {
+        items: page.map(toNotificationView),
+        unreadCount: unread[0]?.n ?? 0,
+        nextCursor: nextCursor(page, rows.length > query.limit),
+      },
+      200,
+    );
+  });
 
-  app.openapi(
-    createRoute({
-      method: 'post',
-      path: '/v1/notifications/read',
-      tags,
-      summary: "Mark the caller's notifications read: the given ids, or all",
-      description: 'Ids that are not the caller\'s own (or do not exist) are ignored.',
-      ...access('member'),
-      request: { body: { required: true, content: { 'application/json': { schema: MarkNotificationsReadBody } } } },
-      responses: { 204: { description: 'Marked read' }, ...errorResponses(400, 401, 403) },
-    }),
-    async (c) => {
-      const auth = c.var.auth;
-      const body = c.req.valid('json');
-      const filters: SQL[] = [eq(notifications.tenantId, auth.tenantId), eq(notifications.userId, auth.userId), isNull(notifications.readAt)];
-      if (body.notificationIds) filters.push(inArray(notifications.id, [...new Set(body.notificationIds)]));
-      await deps.db.transaction(async (tx) => {
-        const marked = await tx.update(notifications).set({ readAt: sql`now()` }).where(and(...filters)).returning({ id: notifications.id });
-        if (marked.length === 0) return;
-        await appendAudit(tx, {
-          tenantId: auth.tenantId,
-          actorType: 'user',
-          actorId: auth.userId,
-          action: 'notification.read',
-          targetType: 'user',
-          targetId: auth.userId,
-          requestId: c.get('requestId'),
-          details: { count: marked.length, all: body.all === true },
-        });
+  app.openapi(markReadRoute, async (c) => {
+    const auth = c.var.auth;
+    const body = c.req.valid('json');
+    const filters: SQL[] = [eq(notifications.tenantId, auth.tenantId), eq(notifications.userId, auth.userId), isNull(notifications.readAt)];
+    if (body.notificationIds) filters.push(inArray(notifications.id, [...new Set(body.notificationIds)]));
+    await deps.db.transaction(async (tx) => {
+      const marked = await tx.update(notifications).set({ readAt: sql`now()` }).where(and(...filters)).returning({ id: notifications.id });
+      if (marked.length === 0) return;
+      await appendAudit(tx, {
+        tenantId: auth.tenantId,
+        actorType: 'user',
+        actorId: auth.userId,
+        action: 'notification.read',
+        targetType: 'user',
+        targetId: auth.userId,
+        requestId: c.get('requestId'),
+        details: { count: marked.length, all: body.all === true },
       });
-      return c.body(null, 204);
-    },
-  );
+    });
+    return c.body(null, 204);
+  });
 }

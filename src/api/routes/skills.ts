@@ -124,282 +124,276 @@ function headerNames(config: Record<string, unknown>): string[] {
   return sortedHeaderNames((config as { headers?: Record<string, string> }).headers);
 }
 
+const createSkillRoute = createRoute({
+  method: 'post',
+  path: base,
+  tags,
+  summary: 'Create a custom skill (http, integration, or builtin running one of the builtin actions); header values are stored encrypted and never returned',
+  ...access('admin'),
+  request: {
+    params: TenantIdParam,
+    body: { required: true, content: { 'application/json': { schema: CreateSkillBody } } },
+  },
+  responses: { 201: jsonResponse(CreatedSkill, 'The new skill'), ...errorResponses(400, 401, 403, 404, 409) },
+});
+
+const listSkillsRoute = createRoute({
+  method: 'get',
+  path: base,
+  tags,
+  summary: "List skills: the builtin skills, then the tenant's skills oldest first",
+  ...access('member'),
+  request: { params: TenantIdParam, query: ListSkillsQuery },
+  responses: { 200: jsonResponse(SkillList, 'A page of skills'), ...errorResponses(400, 401, 403, 404) },
+});
+
+const getSkillRoute = createRoute({
+  method: 'get',
+  path: `${base}/{skillId}`,
+  tags,
+  summary: 'Get a skill (header names only, never their values)',
+  ...access('member'),
+  request: { params: SkillPathParams },
+  responses: { 200: jsonResponse(Skill, 'The skill'), ...errorResponses(401, 403, 404) },
+});
+
+const updateSkillRoute = createRoute({
+  method: 'patch',
+  path: `${base}/{skillId}`,
+  tags,
+  summary: 'Update a skill: only the sent fields change; config and inputSchema are replaced whole',
+  ...access('admin'),
+  request: {
+    params: SkillPathParams,
+    body: { required: true, content: { 'application/json': { schema: UpdateSkillBody } } },
+  },
+  responses: { 200: jsonResponse(UpdatedSkill, 'The updated skill'), ...errorResponses(400, 401, 403, 404) },
+});
+
+const deleteSkillRoute = createRoute({
+  method: 'delete',
+  path: `${base}/{skillId}`,
+  tags,
+  summary: 'Delete a skill (its invocation records are kept)',
+  ...access('admin'),
+  request: { params: SkillPathParams },
+  responses: { 204: { description: 'Deleted' }, ...errorResponses(400, 401, 403, 404) },
+});
+
+const testSkillRoute = createRoute({
+  method: 'post',
+  path: `${base}/{skillId}/test`,
+  tags,
+  summary: 'Run a skill once with the given input, through Temporal, and return its output or its error',
+  description:
+    'The skill runs through the same activity agents use. A skill that fails (refused address, timeout, oversized reply, error status, disabled) is still a 200 with `ok: false` and the error; input that does not match the skill’s input schema is a 400.',
+  ...access('admin'),
+  request: {
+    params: SkillPathParams,
+    body: { required: false, content: { 'application/json': { schema: TestSkillBody } } },
+  },
+  responses: { 200: jsonResponse(SkillTestResult, 'The outcome of the call'), ...errorResponses(400, 401, 403, 404, 503) },
+});
+
 export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   // `config` is checked by type in the handlers; the two shapes are documented as components.
   app.openAPIRegistry.register('HttpSkillConfig', HttpSkillConfig);
   app.openAPIRegistry.register('IntegrationSkillConfig', IntegrationSkillConfig);
   app.openAPIRegistry.register('BuiltinSkillConfig', BuiltinSkillConfig);
 
-  app.openapi(
-    createRoute({
-      method: 'post',
-      path: base,
-      tags,
-      summary: 'Create a custom skill (http, integration, or builtin running one of the builtin actions); header values are stored encrypted and never returned',
-      ...access('admin'),
-      request: {
-        params: TenantIdParam,
-        body: { required: true, content: { 'application/json': { schema: CreateSkillBody } } },
-      },
-      responses: { 201: jsonResponse(CreatedSkill, 'The new skill'), ...errorResponses(400, 401, 403, 404, 409) },
-    }),
-    async (c) => {
-      const auth = requireTenant(c.var.auth, c.req.valid('param').tenantId);
-      requireCustomSkills(auth.tenant);
-      const body = c.req.valid('json');
-      if (isBuiltinName(body.name)) {
-        throw new AppError('skill_name_conflict', `"${body.name}" is the name of a builtin skill`);
-      }
-      const type = body.type;
-      const skillId = newId('skl');
-      const config = storedConfig(type, body.config, { tenant: auth.tenant, skillId, runtime: deps.skills });
-      refuseOwnInputSchema(type, body.inputSchema);
-      const row = await deps.db.transaction(async (tx) => {
-        // The unique index decides a race between two creations of one name: no check-then-insert.
-        const [created] = await tx
-          .insert(skills)
-          .values({
-            id: skillId,
-            tenantId: auth.tenantId,
-            name: body.name,
-            description: body.description,
-            type,
-            config,
-            inputSchema: body.inputSchema ?? null,
-            enabled: body.enabled ?? true,
-          })
-          .onConflictDoNothing({ target: [skills.tenantId, skills.name] })
-          .returning();
-        if (!created) throw new AppError('skill_name_conflict', `A skill named "${body.name}" already exists`);
-        await appendAudit(tx, {
+  app.openapi(createSkillRoute, async (c) => {
+    const auth = requireTenant(c.var.auth, c.req.valid('param').tenantId);
+    requireCustomSkills(auth.tenant);
+    const body = c.req.valid('json');
+    if (isBuiltinName(body.name)) {
+      throw new AppError('skill_name_conflict', `"${body.name}" is the name of a builtin skill`);
+    }
+    const type = body.type;
+    const skillId = newId('skl');
+    const config = storedConfig(type, body.config, { tenant: auth.tenant, skillId, runtime: deps.skills });
+    refuseOwnInputSchema(type, body.inputSchema);
+    const row = await deps.db.transaction(async (tx) => {
+      // The unique index decides a race between two creations of one name: no check-then-insert.
+      const [created] = await tx
+        .insert(skills)
+        .values({
+          id: skillId,
           tenantId: auth.tenantId,
-          actorType: 'user',
-          actorId: auth.userId,
-          action: 'skill.created',
-          targetType: 'skill',
-          targetId: skillId,
-          requestId: c.get('requestId'),
-          // Names only: header values and the URL (which may carry a token) stay out of the log.
-          details: { name: body.name, type, enabled: created.enabled, headerNames: headerNames(config) },
-        });
-        return created;
-      });
-      return c.json(
-        {
-          skillId: row.id,
-          tenantId: row.tenantId,
-          name: row.name,
-          description: row.description,
-          type: row.type,
-          enabled: row.enabled,
-          createdAt: row.createdAt.toISOString(),
-        },
-        201,
-      );
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: 'get',
-      path: base,
-      tags,
-      summary: "List skills: the builtin skills, then the tenant's skills oldest first",
-      ...access('member'),
-      request: { params: TenantIdParam, query: ListSkillsQuery },
-      responses: { 200: jsonResponse(SkillList, 'A page of skills'), ...errorResponses(400, 401, 403, 404) },
-    }),
-    async (c) => {
-      const auth = requireTenant(c.var.auth, c.req.valid('param').tenantId);
-      const query = c.req.valid('query');
-      const after = query.cursor ? decodeCursor(query.cursor, 'asc') : undefined;
-      const page = await listSkills(deps.db, auth.tenantId, query.limit, after);
-      const last = page.items.at(-1);
-      return c.json(
-        {
-          items: page.items.map((item) => viewFor(item.view, auth)),
-          nextCursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'asc' }) : null,
-        },
-        200,
-      );
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: 'get',
-      path: `${base}/{skillId}`,
-      tags,
-      summary: 'Get a skill (header names only, never their values)',
-      ...access('member'),
-      request: { params: SkillPathParams },
-      responses: { 200: jsonResponse(Skill, 'The skill'), ...errorResponses(401, 403, 404) },
-    }),
-    async (c) => {
-      const { tenantId, skillId } = c.req.valid('param');
-      const auth = requireTenant(c.var.auth, tenantId);
-      const builtin = findBuiltinSkill(skillId);
-      if (builtin) return c.json(toBuiltinView(builtin, auth.tenantId), 200);
-      const row = await findSkill(deps.db, auth.tenantId, skillId);
-      if (!row) throw new AppError('skill_not_found', noSuchSkill);
-      return c.json(viewFor(toSkillView(row), auth), 200);
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: 'patch',
-      path: `${base}/{skillId}`,
-      tags,
-      summary: 'Update a skill: only the sent fields change; config and inputSchema are replaced whole',
-      ...access('admin'),
-      request: {
-        params: SkillPathParams,
-        body: { required: true, content: { 'application/json': { schema: UpdateSkillBody } } },
-      },
-      responses: { 200: jsonResponse(UpdatedSkill, 'The updated skill'), ...errorResponses(400, 401, 403, 404) },
-    }),
-    async (c) => {
-      const { tenantId, skillId } = c.req.valid('param');
-      const auth = requireTenant(c.var.auth, tenantId);
-      requireCustomSkills(auth.tenant);
-      refuseBuiltin(skillId, 'changed');
-      const body = c.req.valid('json');
-      const row = await deps.db.transaction(async (tx) => {
-        const [current] = await tx
-          .select()
-          .from(skills)
-          .where(and(eq(skills.tenantId, auth.tenantId), eq(skills.id, skillId)))
-          .for('update');
-        if (!current) throw new AppError('skill_not_found', noSuchSkill);
-        const changes: Partial<typeof skills.$inferInsert> = {};
-        if (body.description !== undefined) changes.description = body.description;
-        if (body.enabled !== undefined) changes.enabled = body.enabled;
-        refuseOwnInputSchema(current.type, body.inputSchema);
-        if (body.inputSchema !== undefined) changes.inputSchema = body.inputSchema;
-        if (body.config !== undefined) {
-          changes.config = storedConfig(current.type, body.config, { tenant: auth.tenant, skillId, runtime: deps.skills });
-        }
-        const fields = Object.keys(changes);
-        if (fields.length === 0) return current;
-        const [updated] = await tx
-          .update(skills)
-          .set({ ...changes, updatedAt: sql`now()` })
-          .where(eq(skills.id, skillId))
-          .returning();
-        await appendAudit(tx, {
-          tenantId: auth.tenantId,
-          actorType: 'user',
-          actorId: auth.userId,
-          action: 'skill.updated',
-          targetType: 'skill',
-          targetId: skillId,
-          requestId: c.get('requestId'),
-          // Which fields changed, and the header names of a new config: never values.
-          details: {
-            name: current.name,
-            fields,
-            ...(changes.enabled !== undefined ? { enabled: changes.enabled } : {}),
-            ...(changes.config ? { headerNames: headerNames(changes.config) } : {}),
-          },
-        });
-        return updated!;
-      });
-      return c.json({ skillId: row.id, name: row.name, enabled: row.enabled, updatedAt: row.updatedAt.toISOString() }, 200);
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: 'delete',
-      path: `${base}/{skillId}`,
-      tags,
-      summary: 'Delete a skill (its invocation records are kept)',
-      ...access('admin'),
-      request: { params: SkillPathParams },
-      responses: { 204: { description: 'Deleted' }, ...errorResponses(400, 401, 403, 404) },
-    }),
-    async (c) => {
-      const { tenantId, skillId } = c.req.valid('param');
-      const auth = requireTenant(c.var.auth, tenantId);
-      refuseBuiltin(skillId, 'deleted');
-      await deps.db.transaction(async (tx) => {
-        const [deleted] = await tx
-          .delete(skills)
-          .where(and(eq(skills.tenantId, auth.tenantId), eq(skills.id, skillId)))
-          .returning({ name: skills.name });
-        if (!deleted) throw new AppError('skill_not_found', noSuchSkill);
-        await appendAudit(tx, {
-          tenantId: auth.tenantId,
-          actorType: 'user',
-          actorId: auth.userId,
-          action: 'skill.deleted',
-          targetType: 'skill',
-          targetId: skillId,
-          requestId: c.get('requestId'),
-          details: { name: deleted.name },
-        });
-      });
-      return c.body(null, 204);
-    },
-  );
-
-  app.openapi(
-    createRoute({
-      method: 'post',
-      path: `${base}/{skillId}/test`,
-      tags,
-      summary: 'Run a skill once with the given input, through Temporal, and return its output or its error',
-      description:
-        'The skill runs through the same activity agents use. A skill that fails (refused address, timeout, oversized reply, error status, disabled) is still a 200 with `ok: false` and the error; input that does not match the skill’s input schema is a 400.',
-      ...access('admin'),
-      request: {
-        params: SkillPathParams,
-        body: { required: false, content: { 'application/json': { schema: TestSkillBody } } },
-      },
-      responses: { 200: jsonResponse(SkillTestResult, 'The outcome of the call'), ...errorResponses(400, 401, 403, 404, 503) },
-    }),
-    async (c) => {
-      const { tenantId, skillId } = c.req.valid('param');
-      const auth = requireTenant(c.var.auth, tenantId);
-      const input = c.req.valid('json')?.input ?? {};
-      const builtin = findBuiltinSkill(skillId);
-      let inputSchema: Record<string, unknown> | null;
-      if (builtin) {
-        inputSchema = builtin.inputSchema;
-      } else {
-        requireCustomSkills(auth.tenant);
-        const row = await findSkill(deps.db, auth.tenantId, skillId);
-        if (!row) throw new AppError('skill_not_found', noSuchSkill);
-        inputSchema = inputSchemaOf(row);
-      }
-      const problems = checkInput(inputSchema, input);
-      if (problems.length > 0) {
-        throw new AppError(
-          'validation_error',
-          `input does not match the skill's input schema: ${describeProblems(problems)}`,
-          problems.map((p) => ({ path: `input${p.path === '/' ? '' : p.path}`, message: p.message })),
-        );
-      }
-      const outcome = await deps.workflows.testSkill({ invocationId: newId('ski'), tenantId: auth.tenantId, skillId, input });
-      const { invocationId, durationMs } = outcome;
-      // A test reaches out to the skill's endpoint with the tenant's credentials: kept on record.
-      await appendAudit(deps.db, {
+          name: body.name,
+          description: body.description,
+          type,
+          config,
+          inputSchema: body.inputSchema ?? null,
+          enabled: body.enabled ?? true,
+        })
+        .onConflictDoNothing({ target: [skills.tenantId, skills.name] })
+        .returning();
+      if (!created) throw new AppError('skill_name_conflict', `A skill named "${body.name}" already exists`);
+      await appendAudit(tx, {
         tenantId: auth.tenantId,
         actorType: 'user',
         actorId: auth.userId,
-        action: 'skill.tested',
+        action: 'skill.created',
         targetType: 'skill',
         targetId: skillId,
         requestId: c.get('requestId'),
-        details: { invocationId, ok: outcome.ok, durationMs, ...(outcome.ok ? {} : { errorCode: outcome.error.code }) },
+        // Names only: header values and the URL (which may carry a token) stay out of the log.
+        details: { name: body.name, type, enabled: created.enabled, headerNames: headerNames(config) },
       });
-      return c.json(
-        outcome.ok
-          ? { skillId, invocationId, ok: true, output: outcome.output, durationMs }
-          : { skillId, invocationId, ok: false, error: outcome.error, durationMs },
-        200,
+      return created;
+    });
+    return c.json(
+      {
+        skillId: row.id,
+        tenantId: row.tenantId,
+        name: row.name,
+        description: row.description,
+        type: row.type,
+        enabled: row.enabled,
+        createdAt: row.createdAt.toISOString(),
+      },
+      201,
+    );
+  });
+
+  app.openapi(listSkillsRoute, async (c) => {
+    const auth = requireTenant(c.var.auth, c.req.valid('param').tenantId);
+    const query = c.req.valid('query');
+    const after = query.cursor ? decodeCursor(query.cursor, 'asc') : undefined;
+    const page = await listSkills(deps.db, auth.tenantId, query.limit, after);
+    const last = page.items.at(-1);
+    return c.json(
+      {
+        items: page.items.map((item) => viewFor(item.view, auth)),
+        nextCursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'asc' }) : null,
+      },
+      200,
+    );
+  });
+
+  app.openapi(getSkillRoute, async (c) => {
+    const { tenantId, skillId } = c.req.valid('param');
+    const auth = requireTenant(c.var.auth, tenantId);
+    const builtin = findBuiltinSkill(skillId);
+    if (builtin) return c.json(toBuiltinView(builtin, auth.tenantId), 200);
+    const row = await findSkill(deps.db, auth.tenantId, skillId);
+    if (!row) throw new AppError('skill_not_found', noSuchSkill);
+    return c.json(viewFor(toSkillView(row), auth), 200);
+  });
+
+  app.openapi(updateSkillRoute, async (c) => {
+    const { tenantId, skillId } = c.req.valid('param');
+    const auth = requireTenant(c.var.auth, tenantId);
+    requireCustomSkills(auth.tenant);
+    refuseBuiltin(skillId, 'changed');
+    const body = c.req.valid('json');
+    const row = await deps.db.transaction(async (tx) => {
+      const [current] = await tx
+        .select()
+        .from(skills)
+        .where(and(eq(skills.tenantId, auth.tenantId), eq(skills.id, skillId)))
+        .for('update');
+      if (!current) throw new AppError('skill_not_found', noSuchSkill);
+      const changes: Partial<typeof skills.$inferInsert> = {};
+      if (body.description !== undefined) changes.description = body.description;
+      if (body.enabled !== undefined) changes.enabled = body.enabled;
+      refuseOwnInputSchema(current.type, body.inputSchema);
+      if (body.inputSchema !== undefined) changes.inputSchema = body.inputSchema;
+      if (body.config !== undefined) {
+        changes.config = storedConfig(current.type, body.config, { tenant: auth.tenant, skillId, runtime: deps.skills });
+      }
+      const fields = Object.keys(changes);
+      if (fields.length === 0) return current;
+      const [updated] = await tx
+        .update(skills)
+        .set({ ...changes, updatedAt: sql`now()` })
+        .where(eq(skills.id, skillId))
+        .returning();
+      await appendAudit(tx, {
+        tenantId: auth.tenantId,
+        actorType: 'user',
+        actorId: auth.userId,
+        action: 'skill.updated',
+        targetType: 'skill',
+        targetId: skillId,
+        requestId: c.get('requestId'),
+        // Which fields changed, and the header names of a new config: never values.
+        details: {
+          name: current.name,
+          fields,
+          ...(changes.enabled !== undefined ? { enabled: changes.enabled } : {}),
+          ...(changes.config ? { headerNames: headerNames(changes.config) } : {}),
+        },
+      });
+      return updated!;
+    });
+    return c.json({ skillId: row.id, name: row.name, enabled: row.enabled, updatedAt: row.updatedAt.toISOString() }, 200);
+  });
+
+  app.openapi(deleteSkillRoute, async (c) => {
+    const { tenantId, skillId } = c.req.valid('param');
+    const auth = requireTenant(c.var.auth, tenantId);
+    refuseBuiltin(skillId, 'deleted');
+    await deps.db.transaction(async (tx) => {
+      const [deleted] = await tx
+        .delete(skills)
+        .where(and(eq(skills.tenantId, auth.tenantId), eq(skills.id, skillId)))
+        .returning({ name: skills.name });
+      if (!deleted) throw new AppError('skill_not_found', noSuchSkill);
+      await appendAudit(tx, {
+        tenantId: auth.tenantId,
+        actorType: 'user',
+        actorId: auth.userId,
+        action: 'skill.deleted',
+        targetType: 'skill',
+        targetId: skillId,
+        requestId: c.get('requestId'),
+        details: { name: deleted.name },
+      });
+    });
+    return c.body(null, 204);
+  });
+
+  app.openapi(testSkillRoute, async (c) => {
+    const { tenantId, skillId } = c.req.valid('param');
+    const auth = requireTenant(c.var.auth, tenantId);
+    const input = c.req.valid('json')?.input ?? {};
+    const builtin = findBuiltinSkill(skillId);
+    let inputSchema: Record<string, unknown> | null;
+    if (builtin) {
+      inputSchema = builtin.inputSchema;
+    } else {
+      requireCustomSkills(auth.tenant);
+      const row = await findSkill(deps.db, auth.tenantId, skillId);
+      if (!row) throw new AppError('skill_not_found', noSuchSkill);
+      inputSchema = inputSchemaOf(row);
+    }
+    const problems = checkInput(inputSchema, input);
+    if (problems.length > 0) {
+      throw new AppError(
+        'validation_error',
+        `input does not match the skill's input schema: ${describeProblems(problems)}`,
+        problems.map((p) => ({ path: `input${p.path === '/' ? '' : p.path}`, message: p.message })),
       );
-    },
-  );
+    }
+    const outcome = await deps.workflows.testSkill({ invocationId: newId('ski'), tenantId: auth.tenantId, skillId, input });
+    const { invocationId, durationMs } = outcome;
+    // A test reaches out to the skill's endpoint with the tenant's credentials: kept on record.
+    await appendAudit(deps.db, {
+      tenantId: auth.tenantId,
+      actorType: 'user',
+      actorId: auth.userId,
+      action: 'skill.tested',
+      targetType: 'skill',
+      targetId: skillId,
+      requestId: c.get('requestId'),
+      details: { invocationId, ok: outcome.ok, durationMs, ...(outcome.ok ? {} : { errorCode: outcome.error.code }) },
+    });
+    return c.json(
+      outcome.ok
+        ? { skillId, invocationId, ok: true, output: outcome.output, durationMs }
+        : { skillId, invocationId, ok: false, error: outcome.error, durationMs },
+      200,
+    );
+  });
 }

@@ -33,89 +33,86 @@ export function toTenantView(row: TenantRow) {
 }
 
 
+const getTenantRoute = createRoute({
+  method: 'get',
+  path: '/v1/tenants/{tenantId}',
+  tags: ['tenants'],
+  summary: "Get the caller's tenant",
+  ...access('member'),
+  request: { params: TenantIdParam },
+  responses: { 200: jsonResponse(Tenant, 'The tenant'), ...errorResponses(401, 403, 404) },
+});
+
+const usageRoute = createRoute({
+  method: 'get',
+  path: '/v1/tenants/{tenantId}/usage',
+  tags: ['tenants'],
+  summary: "This month's quotas, use and what is left",
+  description: "Integers for every plan: an enterprise tenant's quotas are the ones its operator set, else the documented defaults.",
+  ...access('member'),
+  request: { params: TenantIdParam },
+  responses: { 200: jsonResponse(TenantUsage, 'The usage'), ...errorResponses(401, 403, 404) },
+});
+
+const updateTenantRoute = createRoute({
+  method: 'patch',
+  path: '/v1/tenants/{tenantId}',
+  tags: ['tenants'],
+  summary: 'Update the tenant name or settings (settings are merged)',
+  ...access('admin'),
+  request: {
+    params: TenantIdParam,
+    body: { required: true, content: { 'application/json': { schema: UpdateTenantBody } } },
+  },
+  responses: { 200: jsonResponse(Tenant, 'The updated tenant'), ...errorResponses(400, 401, 403, 404) },
+});
+
 export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
-  app.openapi(
-    createRoute({
-      method: 'get',
-      path: '/v1/tenants/{tenantId}',
-      tags: ['tenants'],
-      summary: "Get the caller's tenant",
-      ...access('member'),
-      request: { params: TenantIdParam },
-      responses: { 200: jsonResponse(Tenant, 'The tenant'), ...errorResponses(401, 403, 404) },
-    }),
-    (c) => {
-      const auth = c.var.auth;
-      if (c.req.valid('param').tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
-      return c.json(toTenantView(auth.tenant), 200);
-    },
-  );
+  app.openapi(getTenantRoute, (c) => {
+    const auth = c.var.auth;
+    if (c.req.valid('param').tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
+    return c.json(toTenantView(auth.tenant), 200);
+  });
 
-  app.openapi(
-    createRoute({
-      method: 'get',
-      path: '/v1/tenants/{tenantId}/usage',
-      tags: ['tenants'],
-      summary: "This month's quotas, use and what is left",
-      description: "Integers for every plan: an enterprise tenant's quotas are the ones its operator set, else the documented defaults.",
-      ...access('member'),
-      request: { params: TenantIdParam },
-      responses: { 200: jsonResponse(TenantUsage, 'The usage'), ...errorResponses(401, 403, 404) },
-    }),
-    async (c) => {
-      const auth = c.var.auth;
-      if (c.req.valid('param').tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
-      const period = usagePeriod(deps.clock());
-      const use = async (metric: QuotaMetric) => {
-        const limit = monthlyQuota(auth.tenant, metric);
-        const used = await usageCount(deps.db, { tenantId: auth.tenantId, period, metric });
-        return { limit, used, remaining: Math.max(0, limit - used) };
-      };
-      const [investigations, events, chatMessages] = await Promise.all([use('investigations'), use('events'), use('chat_messages')]);
-      return c.json({ tenantId: auth.tenantId, plan: auth.tenant.plan, period, investigations, events, chatMessages }, 200);
-    },
-  );
+  app.openapi(usageRoute, async (c) => {
+    const auth = c.var.auth;
+    if (c.req.valid('param').tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
+    const period = usagePeriod(deps.clock());
+    const use = async (metric: QuotaMetric) => {
+      const limit = monthlyQuota(auth.tenant, metric);
+      const used = await usageCount(deps.db, { tenantId: auth.tenantId, period, metric });
+      return { limit, used, remaining: Math.max(0, limit - used) };
+    };
+    const [investigations, events, chatMessages] = await Promise.all([use('investigations'), use('events'), use('chat_messages')]);
+    return c.json({ tenantId: auth.tenantId, plan: auth.tenant.plan, period, investigations, events, chatMessages }, 200);
+  });
 
-  app.openapi(
-    createRoute({
-      method: 'patch',
-      path: '/v1/tenants/{tenantId}',
-      tags: ['tenants'],
-      summary: 'Update the tenant name or settings (settings are merged)',
-      ...access('admin'),
-      request: {
-        params: TenantIdParam,
-        body: { required: true, content: { 'application/json': { schema: UpdateTenantBody } } },
-      },
-      responses: { 200: jsonResponse(Tenant, 'The updated tenant'), ...errorResponses(400, 401, 403, 404) },
-    }),
-    async (c) => {
-      const auth = c.var.auth;
-      if (c.req.valid('param').tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
-      const body = c.req.valid('json');
-      const settings = body.settings
-        ? Object.fromEntries(Object.entries(body.settings).filter(([, v]) => v !== undefined))
-        : undefined;
-      const updated = await deps.db.transaction(async (tx) => {
-        const row = await updateTenant(tx, auth.tenantId, {
-          ...(body.name !== undefined ? { name: body.name } : {}),
-          ...(settings ? { settings } : {}),
-        });
-        if (!row) throw new AppError('not_found', 'Tenant not found');
-        await appendAudit(tx, {
-          tenantId: auth.tenantId,
-          actorType: 'user',
-          actorId: auth.userId,
-          action: 'tenant.updated',
-          targetType: 'tenant',
-          targetId: auth.tenantId,
-          requestId: c.get('requestId'),
-          // Which fields changed, never their values (settings may hold external identifiers).
-          details: { name: body.name !== undefined, settings: Object.keys(settings ?? {}) },
-        });
-        return row;
+  app.openapi(updateTenantRoute, async (c) => {
+    const auth = c.var.auth;
+    if (c.req.valid('param').tenantId !== auth.tenantId) throw new AppError('not_found', 'Tenant not found');
+    const body = c.req.valid('json');
+    const settings = body.settings
+      ? Object.fromEntries(Object.entries(body.settings).filter(([, v]) => v !== undefined))
+      : undefined;
+    const updated = await deps.db.transaction(async (tx) => {
+      const row = await updateTenant(tx, auth.tenantId, {
+        ...(body.name !== undefined ? { name: body.name } : {}),
+        ...(settings ? { settings } : {}),
       });
-      return c.json(toTenantView(updated), 200);
-    },
-  );
+      if (!row) throw new AppError('not_found', 'Tenant not found');
+      await appendAudit(tx, {
+        tenantId: auth.tenantId,
+        actorType: 'user',
+        actorId: auth.userId,
+        action: 'tenant.updated',
+        targetType: 'tenant',
+        targetId: auth.tenantId,
+        requestId: c.get('requestId'),
+        // Which fields changed, never their values (settings may hold external identifiers).
+        details: { name: body.name !== undefined, settings: Object.keys(settings ?? {}) },
+      });
+      return row;
+    });
+    return c.json(toTenantView(updated), 200);
+  });
 }

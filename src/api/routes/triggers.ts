@@ -77,186 +77,182 @@ async function checkActionConfig(
   return parsed.data;
 }
 
+const listTriggersRoute = createRoute({
+  method: 'get',
+  path: '/v1/triggers',
+  tags,
+  summary: 'List triggers, newest first',
+  ...access('member'),
+  request: { query: ListTriggersQuery },
+  responses: { 200: jsonResponse(TriggerList, 'A page of triggers'), ...errorResponses(400, 401, 403) },
+});
+
+const createTriggerRoute = createRoute({
+  method: 'post',
+  path: '/v1/triggers',
+  tags,
+  summary: 'Create a trigger (admin); a webhook trigger’s signing secret is returned once',
+  ...access('admin'),
+  request: { body: { required: true, content: { 'application/json': { schema: CreateTriggerBody } } } },
+  responses: { 201: jsonResponse(CreatedTrigger, 'The new trigger'), ...errorResponses(400, 401, 403, 404) },
+});
+
+const updateTriggerRoute = createRoute({
+  method: 'patch',
+  path: '/v1/triggers/{triggerId}',
+  tags,
+  summary: 'Change a trigger (admin): enabled, conditions, action, actionConfig, name',
+  description: 'Switching to `webhook` creates a signing secret, returned once as `signingSecret`; switching away drops it.',
+  ...access('admin'),
+  request: { params: TriggerIdParam, body: { required: true, content: { 'application/json': { schema: UpdateTriggerBody } } } },
+  responses: { 200: jsonResponse(CreatedTrigger, 'The updated trigger'), ...errorResponses(400, 401, 403, 404) },
+});
+
+const deleteTriggerRoute = createRoute({
+  method: 'delete',
+  path: '/v1/triggers/{triggerId}',
+  tags,
+  summary: 'Delete a trigger (admin)',
+  ...access('admin'),
+  request: { params: TriggerIdParam },
+  responses: { 204: { description: 'Deleted' }, ...errorResponses(400, 401, 403, 404) },
+});
+
 /**
  * A tenant's triggers: rules that run an action when an event of the catalogue is appended.
  * Members and admins list them; admins create, change and delete them.
  */
 export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
-  app.openapi(
-    createRoute({
-      method: 'get',
-      path: '/v1/triggers',
-      tags,
-      summary: 'List triggers, newest first',
-      ...access('member'),
-      request: { query: ListTriggersQuery },
-      responses: { 200: jsonResponse(TriggerList, 'A page of triggers'), ...errorResponses(400, 401, 403) },
-    }),
-    async (c) => {
-      const auth = c.var.auth;
-      const query = c.req.valid('query');
-      const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
-      const filters: SQL[] = [eq(triggers.tenantId, auth.tenantId)];
-      if (query.enabled !== undefined) filters.push(eq(triggers.enabled, query.enabled));
-      if (query.eventType) filters.push(eq(triggers.eventType, query.eventType));
-      const where = and(...filters);
-      const pageWhere = after
-        ? and(where, olderThan(triggers.createdAt, triggers.id, after))
-        : where;
-      const [rows, totals] = await Promise.all([
-        deps.db.select().from(triggers).where(pageWhere).orderBy(desc(triggers.createdAt), desc(triggers.id)).limit(query.limit + 1),
-        deps.db.select({ total: count() }).from(triggers).where(where),
-      ]);
-      const page = rows.slice(0, query.limit);
-      return c.json(
-        {
-          items: page.map((row) => toTriggerView(row, auth)),
-          total: totals[0]?.total ?? 0,
-          nextCursor: nextCursor(page, rows.length > query.limit),
-        },
-        200,
-      );
-    },
-  );
+  app.openapi(listTriggersRoute, async (c) => {
+    const auth = c.var.auth;
+    const query = c.req.valid('query');
+    const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
+    const filters: SQL[] = [eq(triggers.tenantId, auth.tenantId)];
+    if (query.enabled !== undefined) filters.push(eq(triggers.enabled, query.enabled));
+    if (query.eventType) filters.push(eq(triggers.eventType, query.eventType));
+    const where = and(...filters);
+    const pageWhere = after
+      ? and(where, olderThan(triggers.createdAt, triggers.id, after))
+      : where;
+    const [rows, totals] = await Promise.all([
+      deps.db.select().from(triggers).where(pageWhere).orderBy(desc(triggers.createdAt), desc(triggers.id)).limit(query.limit + 1),
+      deps.db.select({ total: count() }).from(triggers).where(where),
+    ]);
+    const page = rows.slice(0, query.limit);
+    return c.json(
+      {
+        items: page.map((row) => toTriggerView(row, auth)),
+        total: totals[0]?.total ?? 0,
+        nextCursor: nextCursor(page, rows.length > query.limit),
+      },
+      200,
+    );
+  });
 
-  app.openapi(
-    createRoute({
-      method: 'post',
-      path: '/v1/triggers',
-      tags,
-      summary: 'Create a trigger (admin); a webhook trigger’s signing secret is returned once',
-      ...access('admin'),
-      request: { body: { required: true, content: { 'application/json': { schema: CreateTriggerBody } } } },
-      responses: { 201: jsonResponse(CreatedTrigger, 'The new trigger'), ...errorResponses(400, 401, 403, 404) },
-    }),
-    async (c) => {
-      const auth = c.var.auth;
-      const body = c.req.valid('json');
-      const actionConfig = await checkActionConfig(deps, deps.db, auth.tenantId, body.action, body.actionConfig);
-      const secret = body.action === 'webhook' ? generateSigningSecret() : null;
-      const row = await deps.db.transaction(async (tx) => {
-        const [created] = await tx
-          .insert(triggers)
-          .values({
-            id: newId('trg'),
-            tenantId: auth.tenantId,
-            name: body.name,
-            eventType: body.eventType,
-            conditions: body.conditions,
-            action: body.action,
-            actionConfig,
-            secret,
-            enabled: body.enabled,
-          })
-          .returning();
-        await appendAudit(tx, {
+  app.openapi(createTriggerRoute, async (c) => {
+    const auth = c.var.auth;
+    const body = c.req.valid('json');
+    const actionConfig = await checkActionConfig(deps, deps.db, auth.tenantId, body.action, body.actionConfig);
+    const secret = body.action === 'webhook' ? generateSigningSecret() : null;
+    const row = await deps.db.transaction(async (tx) => {
+      const [created] = await tx
+        .insert(triggers)
+        .values({
+          id: newId('trg'),
           tenantId: auth.tenantId,
-          actorType: 'user',
-          actorId: auth.userId,
-          action: 'trigger.created',
-          targetType: 'trigger',
-          targetId: created!.id,
-          requestId: c.get('requestId'),
-          details: { name: created!.name, eventType: created!.eventType, action: created!.action },
-        });
-        return created!;
+          name: body.name,
+          eventType: body.eventType,
+          conditions: body.conditions,
+          action: body.action,
+          actionConfig,
+          secret,
+          enabled: body.enabled,
+        })
+        .returning();
+      await appendAudit(tx, {
+        tenantId: auth.tenantId,
+        actorType: 'user',
+        actorId: auth.userId,
+        action: 'trigger.created',
+        targetType: 'trigger',
+        targetId: created!.id,
+        requestId: c.get('requestId'),
+        details: { name: created!.name, eventType: created!.eventType, action: created!.action },
       });
-      return c.json({ ...toTriggerView(row, auth), ...(secret ? { signingSecret: secret } : {}) }, 201);
-    },
-  );
+      return created!;
+    });
+    return c.json({ ...toTriggerView(row, auth), ...(secret ? { signingSecret: secret } : {}) }, 201);
+  });
 
-  app.openapi(
-    createRoute({
-      method: 'patch',
-      path: '/v1/triggers/{triggerId}',
-      tags,
-      summary: 'Change a trigger (admin): enabled, conditions, action, actionConfig, name',
-      description: 'Switching to `webhook` creates a signing secret, returned once as `signingSecret`; switching away drops it.',
-      ...access('admin'),
-      request: { params: TriggerIdParam, body: { required: true, content: { 'application/json': { schema: UpdateTriggerBody } } } },
-      responses: { 200: jsonResponse(CreatedTrigger, 'The updated trigger'), ...errorResponses(400, 401, 403, 404) },
-    }),
-    async (c) => {
-      const auth = c.var.auth;
-      const { triggerId } = c.req.valid('param');
-      const body = c.req.valid('json');
-      // Read and written under the row's lock: a concurrent change (another admin switching the
-      // action) is seen, so a webhook trigger never ends up without its secret.
-      const { row, newSecret } = await deps.db.transaction(async (tx) => {
-        const [current] = await tx
-          .select()
-          .from(triggers)
-          .where(and(eq(triggers.tenantId, auth.tenantId), eq(triggers.id, triggerId)))
-          .for('update');
-        if (!current) throw new AppError('not_found', noSuchTrigger);
-        const action = body.action ?? current.action;
-        const actionChanged = action !== current.action;
-        const actionConfig =
-          body.actionConfig !== undefined || actionChanged
-            ? await checkActionConfig(deps, tx, auth.tenantId, action, body.actionConfig ?? (actionChanged ? {} : current.actionConfig))
-            : undefined;
-        const secret = action === 'webhook' && !current.secret ? generateSigningSecret() : undefined;
-        const [updated] = await tx
-          .update(triggers)
-          .set({
-            ...(body.name !== undefined ? { name: body.name } : {}),
-            ...(body.enabled !== undefined ? { enabled: body.enabled } : {}),
-            ...(body.conditions !== undefined ? { conditions: body.conditions } : {}),
-            ...(actionChanged ? { action } : {}),
-            ...(actionConfig !== undefined ? { actionConfig } : {}),
-            ...(secret ? { secret } : action !== 'webhook' ? { secret: null } : {}),
-            updatedAt: sql`now()`,
-          })
-          .where(and(eq(triggers.tenantId, auth.tenantId), eq(triggers.id, triggerId)))
-          .returning();
-        if (!updated) throw new AppError('not_found', noSuchTrigger);
-        await appendAudit(tx, {
-          tenantId: auth.tenantId,
-          actorType: 'user',
-          actorId: auth.userId,
-          action: 'trigger.updated',
-          targetType: 'trigger',
-          targetId: triggerId,
-          requestId: c.get('requestId'),
-          details: { fields: Object.keys(body).filter((k) => body[k as keyof typeof body] !== undefined) },
-        });
-        return { row: updated, newSecret: secret };
+  app.openapi(updateTriggerRoute, async (c) => {
+    const auth = c.var.auth;
+    const { triggerId } = c.req.valid('param');
+    const body = c.req.valid('json');
+    // Read and written under the row's lock: a concurrent change (another admin switching the
+    // action) is seen, so a webhook trigger never ends up without its secret.
+    const { row, newSecret } = await deps.db.transaction(async (tx) => {
+      const [current] = await tx
+        .select()
+        .from(triggers)
+        .where(and(eq(triggers.tenantId, auth.tenantId), eq(triggers.id, triggerId)))
+        .for('update');
+      if (!current) throw new AppError('not_found', noSuchTrigger);
+      const action = body.action ?? current.action;
+      const actionChanged = action !== current.action;
+      const actionConfig =
+        body.actionConfig !== undefined || actionChanged
+          ? await checkActionConfig(deps, tx, auth.tenantId, action, body.actionConfig ?? (actionChanged ? {} : current.actionConfig))
+          : undefined;
+      const secret = action === 'webhook' && !current.secret ? generateSigningSecret() : undefined;
+      const [updated] = await tx
+        .update(triggers)
+        .set({
+          ...(body.name !== undefined ? { name: body.name } : {}),
+          ...(body.enabled !== undefined ? { enabled: body.enabled } : {}),
+          ...(body.conditions !== undefined ? { conditions: body.conditions } : {}),
+          ...(actionChanged ? { action } : {}),
+          ...(actionConfig !== undefined ? { actionConfig } : {}),
+          ...(secret ? { secret } : action !== 'webhook' ? { secret: null } : {}),
+          updatedAt: sql`now()`,
+        })
+        .where(and(eq(triggers.tenantId, auth.tenantId), eq(triggers.id, triggerId)))
+        .returning();
+      if (!updated) throw new AppError('not_found', noSuchTrigger);
+      await appendAudit(tx, {
+        tenantId: auth.tenantId,
+        actorType: 'user',
+        actorId: auth.userId,
+        action: 'trigger.updated',
+        targetType: 'trigger',
+        targetId: triggerId,
+        requestId: c.get('requestId'),
+        details: { fields: Object.keys(body).filter((k) => body[k as keyof typeof body] !== undefined) },
       });
-      return c.json({ ...toTriggerView(row, auth), ...(newSecret ? { signingSecret: newSecret } : {}) }, 200);
-    },
-  );
+      return { row: updated, newSecret: secret };
+    });
+    return c.json({ ...toTriggerView(row, auth), ...(newSecret ? { signingSecret: newSecret } : {}) }, 200);
+  });
 
-  app.openapi(
-    createRoute({
-      method: 'delete',
-      path: '/v1/triggers/{triggerId}',
-      tags,
-      summary: 'Delete a trigger (admin)',
-      ...access('admin'),
-      request: { params: TriggerIdParam },
-      responses: { 204: { description: 'Deleted' }, ...errorResponses(400, 401, 403, 404) },
-    }),
-    async (c) => {
-      const auth = c.var.auth;
-      const { triggerId } = c.req.valid('param');
-      await deps.db.transaction(async (tx) => {
-        const [removed] = await tx
-          .delete(triggers)
-          .where(and(eq(triggers.tenantId, auth.tenantId), eq(triggers.id, triggerId)))
-          .returning({ name: triggers.name });
-        if (!removed) throw new AppError('not_found', noSuchTrigger);
-        await appendAudit(tx, {
-          tenantId: auth.tenantId,
-          actorType: 'user',
-          actorId: auth.userId,
-          action: 'trigger.deleted',
-          targetType: 'trigger',
-          targetId: triggerId,
-          requestId: c.get('requestId'),
-          details: { name: removed.name },
-        });
+  app.openapi(deleteTriggerRoute, async (c) => {
+    const auth = c.var.auth;
+    const { triggerId } = c.req.valid('param');
+    await deps.db.transaction(async (tx) => {
+      const [removed] = await tx
+        .delete(triggers)
+        .where(and(eq(triggers.tenantId, auth.tenantId), eq(triggers.id, triggerId)))
+        .returning({ name: triggers.name });
+      if (!removed) throw new AppError('not_found', noSuchTrigger);
+      await appendAudit(tx, {
+        tenantId: auth.tenantId,
+        actorType: 'user',
+        actorId: auth.userId,
+        action: 'trigger.deleted',
+        targetType: 'trigger',
+        targetId: triggerId,
+        requestId: c.get('requestId'),
+        details: { name: removed.name },
       });
-      return c.body(null, 204);
-    },
-  );
+    });
+    return c.body(null, 204);
+  });
 }
