@@ -42,6 +42,26 @@ export default tseslint.config(
     },
   },
   {
+    // The other way round: outside the sandbox only the workflows' contracts are imported
+    // (messages, search attributes), never a workflow implementation.
+    files: ['src/**/*.ts'],
+    ignores: ['src/workflows/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/workflows/*', '!**/workflows/messages*', '!**/workflows/search-attributes*', '**/workflows/incident/*'],
+              allowTypeImports: true,
+              message: 'Talk to a workflow through src/workflows/messages.ts and the Temporal client, never its implementation.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },

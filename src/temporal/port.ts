@@ -7,12 +7,13 @@ import {
   WorkflowUpdateFailedError,
   type Client,
 } from '@temporalio/client';
-import { AppError } from '../errors.js';
+import { AppError, type ErrorCode } from '../errors.js';
 import { isDeadlineExceeded, isDependencyUnavailable, watchCall } from '../unavailable.js';
 import { auditExportWorkflowType, type AuditExportInput } from '../exports/types.js';
 import { skillTestWorkflowType, type SkillOutcome, type SkillTestInput } from '../skills/types.js';
 import {
   alertsReceivedSignal,
+  incidentFailureTypes,
   incidentWorkflowType,
   setStatusUpdate,
   triageUpdate,
@@ -24,6 +25,7 @@ import {
   type ApprovalResponse,
   type InvestigationCommand,
   type InvestigationStarted,
+  type IncidentFailureType,
   type IncidentView,
   type IncidentWorkflowInput,
   type SetStatusRequest,
@@ -85,6 +87,23 @@ function failureTypes(err: unknown): string[] {
   }
   return types;
 }
+
+/**
+ * The type of the failure an incident workflow's Update was refused or failed with itself (a
+ * validator's or handler's own), not of an activity's failure inside it.
+ */
+function refusalType(err: WorkflowUpdateFailedError): IncidentFailureType | undefined {
+  const type = err.cause instanceof ApplicationFailure ? err.cause.type : undefined;
+  return Object.values(incidentFailureTypes).find((known) => known === type);
+}
+
+/** The api's answer to each refusal of an approval's answer. */
+const approvalRefusals: Partial<Record<IncidentFailureType, ErrorCode>> = {
+  ApprovalNotFound: 'approval_not_found',
+  ApprovalExpired: 'approval_expired',
+  AlreadyDecided: 'already_decided',
+  InvalidDecision: 'validation_error',
+};
 
 function innermostMessage(err: Error): string {
   let e: Error = err;
@@ -313,8 +332,7 @@ function ungatedPort(client: Client, taskQueue: string, pollStaleMs: number): Wo
         if (err instanceof WorkflowUpdateFailedError) {
           const message = err.cause?.message ?? err.message;
           // The validator refuses a closed incident; anything else is the analysis failing.
-          if (/closed incident/.test(message)) throw new AppError('conflict', message);
-          throw new AppError('service_unavailable', message);
+          throw new AppError(refusalType(err) === incidentFailureTypes.IncidentClosed ? 'conflict' : 'service_unavailable', message);
         }
         throw err;
       }
@@ -331,10 +349,11 @@ function ungatedPort(client: Client, taskQueue: string, pollStaleMs: number): Wo
       } catch (err) {
         if (err instanceof WorkflowExecutionAlreadyStartedError) throw closedMeanwhile('investigated');
         if (err instanceof WorkflowUpdateFailedError) {
-          const type = failureTypes(err);
           const message = innermostMessage(err);
-          if (type.includes('QuotaExceeded')) throw new AppError('quota_exceeded', message);
-          if (type.includes('InvestigationRunning') || /closed incident/.test(message)) throw new AppError('conflict', message);
+          // The quota is refused by the workflow (an automatic start's null run) or by the begin activity.
+          if (failureTypes(err).includes(incidentFailureTypes.QuotaExceeded)) throw new AppError('quota_exceeded', message);
+          const refused = refusalType(err);
+          if (refused === incidentFailureTypes.InvestigationRunning || refused === incidentFailureTypes.IncidentClosed) throw new AppError('conflict', message);
           throw new AppError('service_unavailable', message);
         }
         throw err;
@@ -347,11 +366,8 @@ function ungatedPort(client: Client, taskQueue: string, pollStaleMs: number): Wo
       } catch (err) {
         if (err instanceof WorkflowNotFoundError) return 'gone';
         if (err instanceof WorkflowUpdateFailedError) {
-          const message = innermostMessage(err);
-          const code = /^(approval_not_found|approval_expired|already_decided|validation_error):\s*(.*)$/s.exec(message);
-          if (code) throw new AppError(code[1] as 'approval_not_found' | 'approval_expired' | 'already_decided' | 'validation_error', code[2]);
-          if (failureTypes(err).includes('AlreadyDecided')) throw new AppError('already_decided', 'This approval has already been answered');
-          throw new AppError('service_unavailable', message);
+          const refused = refusalType(err);
+          throw new AppError((refused && approvalRefusals[refused]) ?? 'service_unavailable', innermostMessage(err));
         }
         throw err;
       }

@@ -4,7 +4,7 @@
  * only; the activities write the file, upload it, record the outcome and delete the file, each
  * idempotent.
  */
-import { ActivityFailure, ApplicationFailure, patched, proxyActivities, sleep } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities, sleep } from '@temporalio/workflow';
 import type { ExportActivities } from '../activities/exports.js';
 import type { AuditExportInput } from '../exports/types.js';
 
@@ -42,7 +42,7 @@ export async function auditExportWorkflow(input: AuditExportInput): Promise<void
 
   // The local file is deleted once its download URL has expired (a durable timer: a worker
   // that is down then deletes it when it is back). Uploaded files have no local copy.
-  if (patched('purge-expired-export-file') && !plan.upload) {
+  if (!plan.upload) {
     await sleep(completed.fileRetentionMs);
     await bookkeeping.purgeAuditExportFile(input);
   }

@@ -1,4 +1,4 @@
 // The workflow bundle's entry: every workflow the worker runs.
-export { incidentWorkflow } from './incident.js';
+export { incidentWorkflow } from './incident/workflow.js';
 export { skillTestWorkflow } from './skill-test.js';
 export { auditExportWorkflow } from './export.js';

@@ -129,15 +129,33 @@ export interface AlertsReceived {
   autoResolve: boolean;
 }
 
+/**
+ * The `type` of every failure the incident workflow's updates refuse or fail with itself; the
+ * api's port maps these types (never the message text) to its error codes.
+ */
+export const incidentFailureTypes = {
+  InvalidStatus: 'InvalidStatus',
+  ActorRequired: 'ActorRequired',
+  IncidentClosed: 'IncidentClosed',
+  TriageFailed: 'TriageFailed',
+  InvestigationRunning: 'InvestigationRunning',
+  QuotaExceeded: 'QuotaExceeded',
+  ApprovalNotFound: 'ApprovalNotFound',
+  ApprovalExpired: 'ApprovalExpired',
+  AlreadyDecided: 'AlreadyDecided',
+  InvalidDecision: 'InvalidDecision',
+} as const;
+export type IncidentFailureType = (typeof incidentFailureTypes)[keyof typeof incidentFailureTypes];
+
 export const setStatusUpdate = defineUpdate<IncidentView, [SetStatusRequest]>('setStatus');
 /** Runs triage now (re-triage when it ran before) and answers the classification. */
 export const triageUpdate = defineUpdate<TriageClassificationView, [TriageCommand]>('triage');
 /** Starts an investigation (triage first when it has not run); refused while one runs. */
 export const startInvestigationUpdate = defineUpdate<InvestigationStarted, [InvestigationCommand]>('startInvestigation');
 /**
- * An admin's answer to an approval request. The validator refuses with a message starting with
- * the error code: `approval_not_found`, `approval_expired` (deadline passed or superseded),
- * `already_decided`.
+ * An admin's answer to an approval request. The validator refuses with a typed failure:
+ * `ApprovalNotFound`, `ApprovalExpired` (deadline passed or superseded), `AlreadyDecided`,
+ * `InvalidDecision`.
  */
 export const respondToApprovalUpdate = defineUpdate<ApprovalDecidedView, [ApprovalResponse]>('respondToApproval');
 

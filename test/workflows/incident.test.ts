@@ -58,7 +58,7 @@ describe('incident workflow determinism', () => {
   });
 
   it('replays the recorded history of an automated incident triaged, investigated and re-synthesised', async () => {
-    if (process.env.RECORD_HISTORIES || !existsSync(recordedInvestigationHistory)) {
+    if (process.env.RECORD_HISTORIES) {
       const key = await createKey(svc, tenant.admin);
       const posted = await postWebhook(svc, tenant.tenantId, 'generic', { name: 'ReplayErrors', severity: 'high', service: 'replay-api', summary: '5xx above 5%' }, { key: key.key });
       const id = posted.body.incidentIds[0] as string;
@@ -69,14 +69,17 @@ describe('incident workflow determinism', () => {
       const context = await svc.api('POST', `/v1/investigation/${id}/context`, { token: tenant.member, body: { content: 'We rotated the DNS provider at 03:00' } });
       expect(context.status).toBe(202);
       await eventually(async () => (await handle.query(getStateQuery)).syntheses === 2, 30_000);
-      expect(await handle.query(getStateQuery)).toMatchObject({ status: 'investigating', triageRuns: 1, investigationStatus: 'completed' });
+      // The conclusion proposed a remediation, which waits for its approval until the close ends it.
+      expect(await handle.query(getStateQuery)).toMatchObject({ status: 'awaiting_approval', triageRuns: 1, investigationStatus: 'completed' });
       expect((await svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'closed' } })).status).toBe(200);
       await handle.result();
       writeFileSync(recordedInvestigationHistory, historyToJSON(await handle.fetchHistory()));
     }
+    // A missing fixture fails: recording it here and replaying it at once would prove nothing.
+    expect(existsSync(recordedInvestigationHistory)).toBe(true);
     const history = JSON.parse(readFileSync(recordedInvestigationHistory, 'utf8'));
     const text = JSON.stringify(history);
-    for (const name of ['triageIncident', 'beginInvestigation', 'deploymentAgent', 'synthesizeInvestigation', 'investigationContext']) expect(text).toContain(name);
+    for (const name of ['triageIncident', 'beginInvestigation', 'deploymentAgent', 'synthesizeInvestigation', 'investigationContext', 'proposeRemediation', 'expireApproval']) expect(text).toContain(name);
     await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, 'recorded-investigation');
   });
 
@@ -103,6 +106,7 @@ describe('incident workflow determinism', () => {
       await handle.result();
       writeFileSync(recordedAlertsHistory, historyToJSON(await handle.fetchHistory()));
     }
+    expect(existsSync(recordedAlertsHistory)).toBe(true);
     const history = JSON.parse(readFileSync(recordedAlertsHistory, 'utf8'));
     expect(JSON.stringify(history)).toContain('alertsReceived');
     await Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, 'recorded-alerts');

@@ -16,7 +16,7 @@ import { checkoutIncident } from '../helpers/remediation.js';
 import { eventually } from '../helpers/webhooks.js';
 import { startTestWorker, startWorkerProcess, useWorkerlessService } from '../helpers/workers.js';
 
-/** The workflow's heartbeat timeout for activities that wait on a model (src/workflows/incident.ts). */
+/** The workflow's heartbeat timeout for activities that wait on a model (src/workflows/incident/proxies.ts). */
 const HEARTBEAT_TIMEOUT_MS = 15_000;
 /** How long the model takes to answer the healthy worker: longer than the heartbeat timeout. */
 const SLOW_ANSWER_MS = HEARTBEAT_TIMEOUT_MS + 5_000;

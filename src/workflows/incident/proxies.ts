@@ -1,0 +1,66 @@
+/** The incident workflow's activities, each group with the timeouts and retries its work needs. */
+import { proxyActivities } from '@temporalio/workflow';
+import type { IncidentActivities } from '../../activities/index.js';
+import type { InvestigationActivities } from '../../analysis/investigation-types.js';
+import type { RemediationActivities } from '../../analysis/remediation-types.js';
+
+// Projection writes must land eventually: retry without limit, backing off to a minute.
+export const projections = proxyActivities<IncidentActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+// An activity that waits on a model or a skill heartbeats while it waits (decision 206): a
+// worker that dies is noticed after this long, not after the whole start-to-close timeout.
+const WAITING_HEARTBEAT_TIMEOUT = '15 seconds';
+
+// Triage calls a model (the built-in analyzer by default, or an LLM with its own timeout).
+export const analysis = proxyActivities<IncidentActivities>({
+  startToCloseTimeout: '60 seconds',
+  heartbeatTimeout: WAITING_HEARTBEAT_TIMEOUT,
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
+});
+
+// Investigation bookkeeping (quota, rows, events): quick database writes. A start gives up
+// after ten attempts (its caller is answered); recording a failure, which nobody waits on, must
+// land eventually, like a projection.
+export const investigationLifecycle = proxyActivities<InvestigationActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+});
+export const investigationRecords = proxyActivities<InvestigationActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+// Specialist agents run in parallel; each heartbeats, so a dead worker is noticed in 20 s.
+export const agents = proxyActivities<InvestigationActivities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '20 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
+});
+// Synthesis may call a model with its own timeout, and falls back to the built-in analyzer.
+export const synthesis = proxyActivities<InvestigationActivities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: WAITING_HEARTBEAT_TIMEOUT,
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
+});
+
+// Pattern learning on resolution: quick database writes; a failure is logged by Temporal and the
+// resolution stands (learning never fails the incident).
+export const learning = proxyActivities<IncidentActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 5 },
+});
+
+// Remediation bookkeeping and steps. A step runs its action once (idempotency key per step), so
+// retrying the activity is safe; a step's own failure is an outcome, not a thrown error. They
+// retry without limit: a database outage longer than a few minutes must delay a remediation, not
+// end it halfway (decision 165).
+const remediationRetry = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
+export const remediation = proxyActivities<RemediationActivities>({ startToCloseTimeout: '2 minutes', retry: remediationRetry });
+// A step may call a skill, and heartbeats while it runs.
+export const remediationSteps = proxyActivities<RemediationActivities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: WAITING_HEARTBEAT_TIMEOUT,
+  retry: remediationRetry,
+});
