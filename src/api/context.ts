@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { ModelProvider } from '../analysis/types.js';
 import type postgres from 'postgres';
 import type { TokenVerifier, Principal } from '../auth/tokens.js';
-import type { Config, HttpSettings } from '../config.js';
+import type { Config, HttpSettings, S3Config } from '../config.js';
 import type { IncidentCommands, Requester } from '../incidents/commands.js';
 import type { Db } from '../db/client.js';
 import type { TenantRow } from '../db/schema/tenants.js';
@@ -10,9 +10,16 @@ import type { SkillRuntime } from '../skills/invoke.js';
 import type { WorkflowPort } from '../temporal/port.js';
 import type { RealtimeHub } from '../realtime/hub.js';
 import type { StreamSettings } from '../realtime/sse.js';
-import type { ExportApiSettings } from './routes/audit-export.js';
 import type { IngestBatcherLimits } from '../ingest/ingest.js';
 import type { DeliveryParserSettings } from '../ingest/parse-pool.js';
+
+/** What the api needs for exports: the directory it serves files from, the URL key, object storage. */
+export interface ExportApiSettings {
+  dir: string;
+  /** HMAC key of download URLs (see exports/signed-url.ts). */
+  urlKey: Buffer;
+  s3?: S3Config;
+}
 
 /** Everything the api needs, injected (no module singletons). */
 export interface AppDeps {

@@ -1,4 +1,6 @@
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { AppDeps, AppEnv } from '../context.js';
+import { clientAddress } from './client-address.js';
 import { showRateLimit } from './rate-limit.js';
 
 /** Addresses one minute's window remembers; the ones past it share one count. */
@@ -25,5 +27,14 @@ export function createProbeWindow(limit: number, clock: () => Date) {
     const count = (counts.get(key) ?? 0) + 1;
     counts.set(key, count);
     showRateLimit(c, { allowed: true, limit, remaining: Math.max(0, limit - count), resetAt: windowStart + 60 });
+  };
+}
+
+/** The health probes' window as a middleware: counted and shown per client address. */
+export function probeRateLimit(deps: Pick<AppDeps, 'clock' | 'config'>): MiddlewareHandler<AppEnv> {
+  const countProbe = createProbeWindow(deps.config.publicRateLimitPerMinute, deps.clock);
+  return (c, next) => {
+    countProbe(c, clientAddress(c, deps.config.trustProxy));
+    return next();
   };
 }

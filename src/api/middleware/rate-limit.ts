@@ -4,7 +4,6 @@ import { rateLimitPerMinute } from '../../domain/plans.js';
 import { AppError } from '../../errors.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { clientAddress } from './client-address.js';
-import { createProbeWindow } from './probe-window.js';
 
 type RateLimitDeps = Pick<AppDeps, 'relaxedSql' | 'clock' | 'config'>;
 
@@ -44,15 +43,6 @@ export function addressRateLimit(deps: RateLimitDeps): MiddlewareHandler<AppEnv>
   const count = countAddress(deps);
   return async (c, next) => {
     await count(c);
-    return next();
-  };
-}
-
-/** The health probes' window: in this process, shown and never enforced (see createProbeWindow). */
-export function probeRateLimit(deps: Pick<AppDeps, 'clock' | 'config'>): MiddlewareHandler<AppEnv> {
-  const countProbe = createProbeWindow(deps.config.publicRateLimitPerMinute, deps.clock);
-  return (c, next) => {
-    countProbe(c, clientAddress(c, deps.config.trustProxy));
     return next();
   };
 }

@@ -9,7 +9,6 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { and, eq, isNull, sql } from 'drizzle-orm';
-import type { S3Config } from '../../config.js';
 import { findExport, findExportById, selectionBounds } from '../../db/repositories/audit-exports.js';
 import { appendAudit } from '../../db/repositories/audit.js';
 import { auditExports, type AuditExportRow, type ExportFilters } from '../../db/schema/audit.js';
@@ -18,7 +17,7 @@ import { AppError } from '../../errors.js';
 import { createObjectStore, parseObjectLocation, type ObjectStore } from '../../exports/object-store.js';
 import { DOWNLOAD_URL_TTL_MS, signDownloadUrl, verifyDownloadUrl } from '../../exports/signed-url.js';
 import { newId } from '../../ids.js';
-import type { AppDeps, AppEnv } from '../context.js';
+import type { AppDeps, AppEnv, ExportApiSettings } from '../context.js';
 import { access } from '../middleware/access.js';
 import {
   AuditExportAccepted,
@@ -31,14 +30,6 @@ import { rangeBound } from '../schemas/audit.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 const DAY_MS = 86_400_000;
-
-/** What the api needs for exports: the directory it serves files from, the URL key, object storage. */
-export interface ExportApiSettings {
-  dir: string;
-  /** HMAC key of download URLs (see exports/signed-url.ts). */
-  urlKey: Buffer;
-  s3?: S3Config;
-}
 
 const startExportRoute = createRoute({
   method: 'post',
