@@ -1,7 +1,8 @@
 /**
- * Once per `npm test`: a real embedded PostgreSQL with a migrated template database, a real
- * Temporal dev server, and one workflow bundle. Each test file then makes its own database from
- * the template and runs its own worker on its own task queue.
+ * Once per run of the integration project (vitest.config.ts; unit tests need none of it): a real
+ * embedded PostgreSQL with a migrated template database, a real Temporal dev server, and one
+ * workflow bundle. Each test file then makes its own database from the template and runs its own
+ * worker on its own task queue.
  */
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
