@@ -258,10 +258,17 @@ describe('plans, roles and tenants', () => {
   });
 
   it('is rate limited like /v1: every response carries the X-RateLimit headers', async () => {
-    const res = await svc.api('GET', base(tenant.tenantId), { token: tenant.member });
+    // A tenant of its own, so its window holds exactly the requests made here.
+    const fresh = await svc.newTenant({ plan: 'plan_pro' });
+    const res = await svc.api('GET', base(fresh.tenantId), { token: fresh.member });
+    expect(res.status).toBe(200);
     expect(res.headers.get('x-ratelimit-limit')).toBe('500');
-    expect(Number(res.headers.get('x-ratelimit-remaining'))).toBeGreaterThanOrEqual(0);
+    expect(res.headers.get('x-ratelimit-remaining')).toBe('499');
     expect(res.headers.get('x-ratelimit-reset')).toMatch(/^\d+$/);
+    const again = await svc.api('GET', base(fresh.tenantId), { token: fresh.member });
+    // One less, unless the minute's window turned between the two.
+    const expected = again.headers.get('x-ratelimit-reset') === res.headers.get('x-ratelimit-reset') ? '498' : '499';
+    expect(again.headers.get('x-ratelimit-remaining')).toBe(expected);
   });
 
   it("404 for another tenant's id in the path, unknown skills and another tenant's skill", async () => {
