@@ -59,7 +59,7 @@ function ownSession(child: ChildProcess): void {
 export async function startStack(env: Record<string, string> = {}, reuse?: { dataDir: string; ports: StackPorts }): Promise<Stack> {
   const dataDir = reuse?.dataDir ?? mkdtempSync(path.join(tmpdir(), 'iis-bench-'));
   const ports: StackPorts = reuse?.ports ?? { pg: await freePort(), api: await freePort(), temporal: await freePort(), temporalUi: await freePort() };
-  const child = spawn(process.execPath, [...profileFlags(), '--import', 'tsx', path.join(projectRoot, 'src/start.ts')], {
+  const child = spawn(process.execPath, [...profileFlags(), '--import', 'tsx', path.join(projectRoot, 'src/launcher/start.ts')], {
     env: {
       ...process.env,
       DATA_DIR: dataDir,

@@ -5,8 +5,8 @@ import { connectDatabase, runMigrations } from './db/client.js';
 import { createTenant, findTenant, setCustomQuotas } from './db/repositories/tenants.js';
 import type { TenantSettings } from './db/schema/tenants.js';
 import { enterpriseQuotaDefaults, MAX_CUSTOM_QUOTA, monthlyQuotas, planIds, type PlanId } from './domain/plans.js';
-import { configOrExit } from './entry.js';
-import { resolveDatabaseUrl, resolveJwtSecret } from './runtime.js';
+import { configOrExit } from './process-exit.js';
+import { resolveDatabaseUrl, resolveJwtSecret } from './runtime-settings.js';
 
 const usage = `Usage:
   npm run --silent cli -- tenant create --name NAME [--plan ${planIds.join('|')}]

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../src/config.js';
-import { claimDataDir, LOCK_DIR, processStartTime } from '../src/launcher-lock.js';
+import { claimDataDir, LOCK_DIR, processStartTime } from '../src/launcher/data-folder-lock.js';
 
 const dirs: string[] = [];
 const children: number[] = [];
@@ -31,7 +31,7 @@ const dataDir = () => {
   return dir;
 };
 const bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-const moduleUrl = pathToFileURL(path.join(projectRoot, 'src/launcher-lock.ts')).href;
+const moduleUrl = pathToFileURL(path.join(projectRoot, 'src/launcher/data-folder-lock.ts')).href;
 const claims = (dir: string) => readdirSync(path.join(dir, LOCK_DIR));
 
 /** Leaves the file a launcher announced itself with, as one that is gone leaves it. */

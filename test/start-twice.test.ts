@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../src/config.js';
-import { LOCK_DIR } from '../src/launcher-lock.js';
-import { isRunning, pidFromFile } from '../src/leftovers.js';
+import { LOCK_DIR } from '../src/launcher/data-folder-lock.js';
+import { isRunning, pidFromFile } from '../src/launcher/stale-processes.js';
 import { freePort } from './helpers/ports.js';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'iis-start-twice-'));
@@ -74,7 +74,7 @@ describe('a second npm start on a data folder in use', () => {
     const [claim] = readdirSync(path.join(dataDir, LOCK_DIR));
     const launcherPid = Number(readFileSync(path.join(dataDir, LOCK_DIR, claim!), 'utf8').split(' ')[0]);
     // npm runs the launcher as `tsx src/start.ts`: the relative path is what tripped the old check.
-    expect(readFileSync(`/proc/${launcherPid}/cmdline`, 'utf8').split('\0')).toContain('src/start.ts');
+    expect(readFileSync(`/proc/${launcherPid}/cmdline`, 'utf8').split('\0')).toContain('src/launcher/start.ts');
     const postgresPid = pidFromFile(postmasterPidFile)!;
     const temporalPid = pidFromFile(temporalPidFile)!;
 

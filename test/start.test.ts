@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startStack, type Stack } from '../bench/stack.js';
 import { projectRoot } from '../src/config.js';
-import { isRunning, pidFromFile } from '../src/leftovers.js';
+import { isRunning, pidFromFile } from '../src/launcher/stale-processes.js';
 import { eventually } from './helpers/webhooks.js';
 
 const started: Stack[] = [];
@@ -64,7 +64,7 @@ describe('npm start after it was killed', () => {
     expect([kept.status, kept.body.incidentId]).toEqual([200, incidentId]);
 
     // A second start on the same data folder while this one runs is refused, and harms nothing.
-    const beside = spawnSync(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/start.ts')], {
+    const beside = spawnSync(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/launcher/start.ts')], {
       env: { ...process.env, DATA_DIR: second.dataDir, PORT: '45001', PG_PORT: '45002', TEMPORAL_PORT: '45003', TEMPORAL_UI_PORT: '45004', LOG_LEVEL: 'warn' },
       encoding: 'utf8',
       timeout: 60_000,

@@ -28,9 +28,9 @@ import {
 import { appendAudit } from '../db/repositories/audit.js';
 import { appendEvent } from '../outbox/append.js';
 import { auditExports, type AuditExportRow } from '../db/schema/audit.js';
-import { createObjectStore, objectLocation, ObjectStoreError, parseObjectLocation } from '../exports/object-store.js';
-import { DOWNLOAD_URL_TTL_MS } from '../exports/signed-url.js';
-import type { AuditExportInput, AuditExportPlan, ExportFailure, ExportProgress, WrittenExport } from '../exports/types.js';
+import { createObjectStore, objectLocation, ObjectStoreError, parseObjectLocation } from '../audit-exports/object-store.js';
+import { DOWNLOAD_URL_TTL_MS } from '../audit-exports/signed-url.js';
+import type { AuditExportInput, AuditExportPlan, ExportFailure, ExportProgress, WrittenExport } from '../audit-exports/types.js';
 import { whileBeating } from './heartbeat.js';
 
 const gzip = promisify(gzipCallback);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { severities } from '../db/schema/incidents.js';
-import { builtinAnswer } from '../memory/responder.js';
+import { builtinAnswer } from '../assistant/responder.js';
 import { BUILTIN_MODEL, builtinTriage } from './builtin-triage.js';
 import {
   agentRoles,

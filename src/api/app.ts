@@ -21,7 +21,7 @@ import { bodyLimit } from './middleware/body-limit.js';
 import { watchDatabase } from './middleware/database-watch.js';
 import { refusedWebhookWindow } from './middleware/webhook-key-gate.js';
 import { requestContext } from './middleware/request-context.js';
-import { storableText } from './middleware/storable-text.js';
+import { storableText } from './middleware/unstorable-input.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { withResponseConventions } from './openapi-conventions.js';
 import { registerIncidentRoutes } from './routes/incidents.js';
@@ -45,7 +45,7 @@ import { registerAuditExportRoutes } from './routes/audit-export.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerDocsRoutes } from './routes/docs.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
-import { DEPENDENCY_UNAVAILABLE_MESSAGE, failureReason, isDependencyUnavailable, isStatementTimeout, isWorkflowEngineUnavailable } from '../unavailable.js';
+import { DEPENDENCY_UNAVAILABLE_MESSAGE, failureReason, isDependencyUnavailable, isStatementTimeout, isWorkflowEngineUnavailable } from '../dependency-failures.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 /**

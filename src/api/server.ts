@@ -1,8 +1,8 @@
 // Entry: the api alone (DATABASE_URL and TEMPORAL_ADDRESS, or a running `npm start`).
-import { configOrExit, exitWith } from '../entry.js';
+import { configOrExit, exitWith } from '../process-exit.js';
 import { createLogger } from '../logger.js';
-import { resolveRuntimeSettings } from '../runtime.js';
-import { startApi, stopOnSignals } from '../services.js';
+import { resolveRuntimeSettings } from '../runtime-settings.js';
+import { startApi, stopOnSignals } from '../composition.js';
 
 const config = configOrExit();
 const logger = createLogger(config.logLevel, { component: 'api' });

@@ -3,7 +3,7 @@ import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import { projectRoot } from '../config.js';
-import { isTransactionConflict } from '../unavailable.js';
+import { isTransactionConflict } from '../dependency-failures.js';
 import * as schema from './schema/index.js';
 
 export type Db = PostgresJsDatabase<typeof schema>;

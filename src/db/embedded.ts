@@ -4,7 +4,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import postgres from 'postgres';
-import { restartDelays, type Supervision } from '../supervision.js';
+import { restartDelays, type Supervision } from '../launcher/supervision.js';
 
 type Log = (message: string) => void;
 

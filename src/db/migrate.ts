@@ -1,6 +1,6 @@
 // Entry: applies the committed migrations to DATABASE_URL (a one-shot job in docker-compose).
-import { configOrExit, exitWith } from '../entry.js';
-import { resolveDatabaseUrl } from '../runtime.js';
+import { configOrExit, exitWith } from '../process-exit.js';
+import { resolveDatabaseUrl } from '../runtime-settings.js';
 import { runMigrations } from './client.js';
 
 const config = configOrExit();

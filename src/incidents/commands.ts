@@ -14,7 +14,7 @@ import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import { appendEvent } from '../outbox/append.js';
 import type { WorkflowPort } from '../temporal/port.js';
-import { failureLogFields } from '../unavailable.js';
+import { failureLogFields } from '../dependency-failures.js';
 
 /** What the commands are given: no module singletons. */
 export interface IncidentServices {

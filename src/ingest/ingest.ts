@@ -4,7 +4,7 @@ import { ownershipOf, ownershipPayload, type Ownership } from '../domain/ownersh
 import { monthlyQuota, quotaWarningKey, quotaWarningsCrossed, usagePeriod } from '../domain/plans.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
-import { DEPENDENCY_UNAVAILABLE_MESSAGE, isDependencyUnavailable } from '../unavailable.js';
+import { DEPENDENCY_UNAVAILABLE_MESSAGE, isDependencyUnavailable } from '../dependency-failures.js';
 import type { ParsedAlert, ParsedEvent } from './types.js';
 
 /** The channel the dispatcher listens on: something waits for a workflow start or signal. */

@@ -15,7 +15,7 @@ import { ingestedEvents } from '../db/schema/ingestion.js';
 import { tenants } from '../db/schema/tenants.js';
 import { dispatchChannel } from '../ingest/ingest.js';
 import type { WorkflowPort } from '../temporal/port.js';
-import { failureLogFields, isWorkflowEngineUnavailable } from '../unavailable.js';
+import { failureLogFields, isWorkflowEngineUnavailable } from '../dependency-failures.js';
 import type { ReceivedAlert } from '../workflows/messages.js';
 
 export interface WorkflowDispatcherDeps {

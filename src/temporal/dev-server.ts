@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { restartDelays, type Supervision } from '../supervision.js';
+import { restartDelays, type Supervision } from '../launcher/supervision.js';
 import { projectRoot } from '../config.js';
 import { customSearchAttributes } from '../workflows/search-attributes.js';
 

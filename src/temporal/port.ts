@@ -8,8 +8,8 @@ import {
   type Client,
 } from '@temporalio/client';
 import { AppError, type ErrorCode } from '../errors.js';
-import { isDeadlineExceeded, isDependencyUnavailable, watchCall } from '../unavailable.js';
-import { auditExportWorkflowType, type AuditExportInput } from '../exports/types.js';
+import { isDeadlineExceeded, isDependencyUnavailable, watchCall } from '../dependency-failures.js';
+import { auditExportWorkflowType, type AuditExportInput } from '../audit-exports/types.js';
 import { skillTestWorkflowType, type SkillOutcome, type SkillTestInput } from '../skills/types.js';
 import {
   alertsReceivedSignal,

@@ -1,6 +1,6 @@
 import { DefaultLogger, Runtime, type LogLevel, type LogMetadata } from '@temporalio/worker';
 import type { Logger } from 'pino';
-import { failureReason, isDependencyUnavailable, isWorkflowEngineUnavailable } from '../unavailable.js';
+import { failureReason, isDependencyUnavailable, isWorkflowEngineUnavailable } from '../dependency-failures.js';
 
 let installed = false;
 

@@ -1,8 +1,8 @@
 // Entry: the Temporal worker alone (runs the workflows, the activities and the reconciler).
-import { configOrExit, exitWith } from '../entry.js';
+import { configOrExit, exitWith } from '../process-exit.js';
 import { createLogger } from '../logger.js';
-import { resolveRuntimeSettings } from '../runtime.js';
-import { startWorker, stopOnSignals } from '../services.js';
+import { resolveRuntimeSettings } from '../runtime-settings.js';
+import { startWorker, stopOnSignals } from '../composition.js';
 
 const config = configOrExit();
 const logger = createLogger(config.logLevel, { component: 'worker' });

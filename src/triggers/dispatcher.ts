@@ -22,7 +22,7 @@ import { createOutboxConsumer, startOutboxLoop, type OutboxLoop, type OutboxEven
 import { callHttpSkill } from '../skills/http.js';
 import { createSkillInvoker, type SkillRuntime } from '../skills/invoke.js';
 import type { WorkflowPort } from '../temporal/port.js';
-import { failureReason } from '../unavailable.js';
+import { failureReason } from '../dependency-failures.js';
 
 export const TRIGGERS_CONSUMER = 'triggers';
 

@@ -6,7 +6,7 @@
  */
 import { ActivityFailure, ApplicationFailure, proxyActivities, sleep } from '@temporalio/workflow';
 import type { ExportActivities } from '../activities/exports.js';
-import type { AuditExportInput } from '../exports/types.js';
+import type { AuditExportInput } from '../audit-exports/types.js';
 
 // Bookkeeping: quick database writes that must land eventually.
 const bookkeeping = proxyActivities<ExportActivities>({

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createApp } from '../../src/api/app.js';
 import { auditExports, auditLog } from '../../src/db/schema/audit.js';
 import { events } from '../../src/db/schema/events.js';
-import { signDownloadUrl } from '../../src/exports/signed-url.js';
+import { signDownloadUrl } from '../../src/audit-exports/signed-url.js';
 import { reconcileExports } from '../../src/outbox/workflow-dispatcher.js';
 import { csvFields, expectedRows, parseCsv, parseNdjson, seedAuditRows, type ExportRow } from '../helpers/audit-seed.js';
 import { startFakeS3, type FakeS3 } from '../helpers/s3-server.js';

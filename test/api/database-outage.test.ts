@@ -9,7 +9,7 @@ import { parseDelivery } from '../../src/ingest/parse-delivery.js';
 import { createTemporalWorkflowPort, TemporalUnavailableError } from '../../src/temporal/port.js';
 import { temporalConnectionOptions } from '../../src/temporal/connection.js';
 import { sdkLogFields } from '../../src/temporal/runtime-logger.js';
-import { isDependencyUnavailable, isWorkflowEngineUnavailable } from '../../src/unavailable.js';
+import { isDependencyUnavailable, isWorkflowEngineUnavailable } from '../../src/dependency-failures.js';
 import { createApp } from '../../src/api/app.js';
 import { tenants } from '../../src/db/schema/tenants.js';
 import { createLogger } from '../../src/logger.js';

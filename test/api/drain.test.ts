@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import { drain, drainable } from '../../src/services.js';
+import { drain, drainable } from '../../src/composition.js';
 import { projectRoot } from '../../src/config.js';
 
 function listen(handlerMs: number | null): Promise<{ server: ServerType; port: number }> {

@@ -26,7 +26,7 @@ import type { StreamSettings } from '../../src/realtime/sse.js';
 import { createRealtimeHub, type RealtimeHub } from '../../src/realtime/hub.js';
 import type { ActivityDeps } from '../../src/activities/index.js';
 import { loadConfig, type HttpSettings, type S3Config } from '../../src/config.js';
-import { listen } from '../../src/services.js';
+import { listen } from '../../src/composition.js';
 import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
 import { temporalConnectionOptions } from '../../src/temporal/connection.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { analyzeQuestion, extractTerms, findPeriod, withConversation } from '../../src/memory/intents.js';
-import { mentionedServices } from '../../src/memory/retrieval.js';
+import { analyzeQuestion, extractTerms, findPeriod, withConversation } from '../../src/assistant/intents.js';
+import { mentionedServices } from '../../src/assistant/retrieval.js';
 
 const now = new Date('2026-03-18T10:00:00.000Z'); // a Wednesday
 

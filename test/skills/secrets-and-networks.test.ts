@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { ensureGeneratedSkillEncryptionKey, resolveSkillEncryptionKey, skillKeyFile } from '../../src/runtime.js';
+import { ensureGeneratedSkillEncryptionKey, resolveSkillEncryptionKey, skillKeyFile } from '../../src/runtime-settings.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
 import { blockedReason, NetworkAllowlist, refusalReason } from '../../src/skills/networks.js';
 

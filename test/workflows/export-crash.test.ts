@@ -13,7 +13,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
 import { auditExports } from '../../src/db/schema/audit.js';
-import type { AuditExportInput, ExportProgress } from '../../src/exports/types.js';
+import type { AuditExportInput, ExportProgress } from '../../src/audit-exports/types.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
 import { createSkillRuntime } from '../../src/skills/invoke.js';
 import { csvFields, expectedRows, parseCsv, seedAuditRows } from '../helpers/audit-seed.js';

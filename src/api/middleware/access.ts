@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from 'hono';
 import type { Role } from '../../auth/tokens.js';
 import { AppError } from '../../errors.js';
 import type { AppEnv, AuthContext } from '../context.js';
-import { assertStorableInput } from './storable-text.js';
+import { assertStorableInput } from './unstorable-input.js';
 
 type RouteRole = Extract<Role, 'admin' | 'member'>;
 

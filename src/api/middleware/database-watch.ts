@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { watchCall } from '../../unavailable.js';
+import { watchCall } from '../../dependency-failures.js';
 import type { AppDeps, AppEnv } from '../context.js';
 
 /**

@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { createBuiltinProvider } from '../../analysis/providers.js';
-import { answerChat, findOwnSession, listOwnSessions, listSessionMessages, toMessageView, toSessionView } from '../../memory/chat.js';
+import { answerChat, findOwnSession, listOwnSessions, listSessionMessages, toMessageView, toSessionView } from '../../assistant/chat.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';

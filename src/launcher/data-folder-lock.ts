@@ -2,7 +2,7 @@
  * One `npm start` per data folder (decision 245). Each launcher announces itself with a file in
  * `DATA_DIR/launcher.lock/` naming it by pid, start time and boot id (from `/proc`): a pid alone
  * is no proof, a killed launcher's pid may be reused, and neither was the command line
- * (`tsx src/start.ts` holds the path relative, the launcher sees it absolute). It then looks for
+ * (`tsx src/launcher/start.ts` holds the path relative, the launcher sees it absolute). It then looks for
  * other running launchers' files and goes on only if there is none: of two that announce at once,
  * the later one always sees the earlier, so at most one goes on: the one that announced first.
  */

@@ -11,7 +11,7 @@ import { createTokenVerifier } from './auth/tokens.js';
 import type { Config, HttpSettings } from './config.js';
 import { connectDatabase } from './db/client.js';
 import { createDatabaseProbe } from './db/probe.js';
-import type { RuntimeSettings } from './runtime.js';
+import type { RuntimeSettings } from './runtime-settings.js';
 import { createSkillCipher } from './skills/crypto.js';
 import { createSkillRuntime, type SkillRuntime } from './skills/invoke.js';
 import { createModelProvider } from './analysis/providers.js';
@@ -23,7 +23,7 @@ import { startNotifier } from './notifications/notifier.js';
 import { startTriggerDispatcher } from './triggers/dispatcher.js';
 import { installTemporalRuntimeLogger } from './temporal/runtime-logger.js';
 import { ensureSearchAttributes } from './temporal/search-attributes.js';
-import { downloadUrlKey } from './exports/signed-url.js';
+import { downloadUrlKey } from './audit-exports/signed-url.js';
 
 export interface Stoppable {
   stop(): Promise<void>;
