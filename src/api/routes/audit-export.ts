@@ -31,6 +31,51 @@ import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 const DAY_MS = 86_400_000;
 
+type ExportDeps = AppDeps & { exports: ExportApiSettings };
+
+async function downloadUrlOf(
+  deps: ExportDeps,
+  store: ObjectStore | undefined,
+  row: AuditExportRow,
+): Promise<string | null> {
+  if (row.status !== 'completed' || !row.completedAt || !row.location) return null;
+  const remote = parseObjectLocation(row.location);
+  if (remote) {
+    return store ? store.presignGet(remote.bucket, remote.key, row.completedAt, DOWNLOAD_URL_TTL_MS / 1000) : null;
+  }
+  return signDownloadUrl(
+    deps.exports.urlKey,
+    deps.config.publicBaseUrl,
+    row.id,
+    new Date(row.completedAt.getTime() + DOWNLOAD_URL_TTL_MS),
+  );
+}
+
+async function exportView(deps: ExportDeps, store: ObjectStore | undefined, row: AuditExportRow) {
+  return {
+    exportId: row.id,
+    status: row.status,
+    format: row.format,
+    from: row.rangeFrom.toISOString(),
+    to: row.rangeTo.toISOString(),
+    filters: row.filters,
+    destination: row.destination ?? null,
+    estimatedRows: row.estimatedRows,
+    rowCount: row.status === 'completed' ? row.rowCount : null,
+    bytes: row.status === 'completed' ? row.bytes : null,
+    submittedAt: row.submittedAt.toISOString(),
+    startedAt: row.startedAt?.toISOString() ?? null,
+    completedAt: row.completedAt?.toISOString() ?? null,
+    downloadUrl: await downloadUrlOf(deps, store, row),
+    downloadUrlExpiresAt:
+      row.status === 'completed' && row.completedAt
+        ? new Date(row.completedAt.getTime() + DOWNLOAD_URL_TTL_MS).toISOString()
+        : null,
+    location: row.status === 'completed' && row.location && parseObjectLocation(row.location) ? row.location : null,
+    ...(row.status === 'failed' && row.failure ? { failure: row.failure } : {}),
+  };
+}
+
 const startExportRoute = createRoute({
   method: 'post',
   path: '/v1/audit/export',
@@ -41,61 +86,7 @@ const startExportRoute = createRoute({
   responses: { 202: jsonResponse(AuditExportAccepted, 'Queued'), ...errorResponses(400, 401, 403) },
 });
 
-const getExportRoute = createRoute({
-  method: 'get',
-  path: '/v1/audit/export/{exportId}',
-  tags: ['audit'],
-  summary: 'An audit export: poll until status is completed, then download',
-  ...access('admin'),
-  request: { params: ExportIdParam },
-  responses: { 200: jsonResponse(AuditExportView, 'The export'), ...errorResponses(401, 403, 404) },
-});
-
-const downloadExportRoute = createRoute({
-  method: 'get',
-  path: '/v1/audit/export/{exportId}/download',
-  tags: ['audit'],
-  summary: 'Download a completed export through its signed URL (no bearer token)',
-  request: { params: ExportIdParam, query: DownloadQuery },
-  responses: {
-    200: { description: 'The gzip file', content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } } },
-    ...errorResponses(403, 404),
-  },
-});
-
-export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps & { exports: ExportApiSettings }): void {
-  const settings = deps.exports;
-  const store: ObjectStore | undefined = settings.s3 ? createObjectStore(settings.s3) : undefined;
-
-  async function downloadUrlOf(row: AuditExportRow): Promise<string | null> {
-    if (row.status !== 'completed' || !row.completedAt || !row.location) return null;
-    const remote = parseObjectLocation(row.location);
-    if (remote) return store ? store.presignGet(remote.bucket, remote.key, row.completedAt, DOWNLOAD_URL_TTL_MS / 1000) : null;
-    return signDownloadUrl(settings.urlKey, deps.config.publicBaseUrl, row.id, new Date(row.completedAt.getTime() + DOWNLOAD_URL_TTL_MS));
-  }
-
-  async function view(row: AuditExportRow) {
-    return {
-      exportId: row.id,
-      status: row.status,
-      format: row.format,
-      from: row.rangeFrom.toISOString(),
-      to: row.rangeTo.toISOString(),
-      filters: row.filters,
-      destination: row.destination ?? null,
-      estimatedRows: row.estimatedRows,
-      rowCount: row.status === 'completed' ? row.rowCount : null,
-      bytes: row.status === 'completed' ? row.bytes : null,
-      submittedAt: row.submittedAt.toISOString(),
-      startedAt: row.startedAt?.toISOString() ?? null,
-      completedAt: row.completedAt?.toISOString() ?? null,
-      downloadUrl: await downloadUrlOf(row),
-      downloadUrlExpiresAt: row.status === 'completed' && row.completedAt ? new Date(row.completedAt.getTime() + DOWNLOAD_URL_TTL_MS).toISOString() : null,
-      location: row.status === 'completed' && row.location && parseObjectLocation(row.location) ? row.location : null,
-      ...(row.status === 'failed' && row.failure ? { failure: row.failure } : {}),
-    };
-  }
-
+function registerStartExport(app: OpenAPIHono<AppEnv>, deps: ExportDeps): void {
   app.openapi(startExportRoute, async (c) => {
     const auth = c.var.auth;
     const body = c.req.valid('json');
@@ -110,15 +101,21 @@ export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDep
         earliestFrom: new Date(now.getTime() - days * DAY_MS).toISOString(),
       });
     }
-    if (body.destination && !settings.s3) {
+    if (body.destination && !deps.exports.s3) {
       throw new AppError('validation_error', 'destination: object storage is not configured on this service');
     }
     // The service's credentials reach more than one tenant's buckets: a tenant names only one
     // the operator allows (decision 175).
-    if (body.destination && settings.s3?.allowedBuckets && !settings.s3.allowedBuckets.includes(body.destination.bucket)) {
-      throw new AppError('validation_error', `destination.bucket: ${body.destination.bucket} is not a bucket this service exports to`, [
-        { path: 'destination.bucket', message: 'is not one of the buckets this service exports to' },
-      ]);
+    if (
+      body.destination &&
+      deps.exports.s3?.allowedBuckets &&
+      !deps.exports.s3.allowedBuckets.includes(body.destination.bucket)
+    ) {
+      throw new AppError(
+        'validation_error',
+        `destination.bucket: ${body.destination.bucket} is not a bucket this service exports to`,
+        [{ path: 'destination.bucket', message: 'is not one of the buckets this service exports to' }],
+      );
     }
     const filters: ExportFilters = {
       ...(body.filters?.actorType !== undefined ? { actorType: body.filters.actorType } : {}),
@@ -137,7 +134,9 @@ export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDep
           rangeFrom: from,
           rangeTo: to,
           filters,
-          destination: body.destination ? { type: 's3', bucket: body.destination.bucket, prefix: body.destination.prefix } : null,
+          destination: body.destination
+            ? { type: 's3', bucket: body.destination.bucket, prefix: body.destination.prefix }
+            : null,
           estimatedRows: count,
           requestedBy: auth.userId,
         })
@@ -155,7 +154,9 @@ export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDep
           from: from.toISOString(),
           to: to.toISOString(),
           filters,
-          ...(body.destination ? { destination: { bucket: body.destination.bucket, prefix: body.destination.prefix } } : {}),
+          ...(body.destination
+            ? { destination: { bucket: body.destination.bucket, prefix: body.destination.prefix } }
+            : {}),
         },
       });
       return created!;
@@ -183,26 +184,55 @@ export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDep
       202,
     );
   });
+}
 
+const getExportRoute = createRoute({
+  method: 'get',
+  path: '/v1/audit/export/{exportId}',
+  tags: ['audit'],
+  summary: 'An audit export: poll until status is completed, then download',
+  ...access('admin'),
+  request: { params: ExportIdParam },
+  responses: { 200: jsonResponse(AuditExportView, 'The export'), ...errorResponses(401, 403, 404) },
+});
+
+function registerGetExport(app: OpenAPIHono<AppEnv>, deps: ExportDeps, store: ObjectStore | undefined): void {
   app.openapi(getExportRoute, async (c) => {
     const auth = c.var.auth;
     const { exportId } = c.req.valid('param');
     const row = await findExport(deps.db, auth.tenantId, exportId);
     if (!row) throw new AppError('not_found', 'No audit export has that identifier');
-    return c.json(await view(row), 200);
+    return c.json(await exportView(deps, store, row), 200);
   });
+}
 
+const downloadExportRoute = createRoute({
+  method: 'get',
+  path: '/v1/audit/export/{exportId}/download',
+  tags: ['audit'],
+  summary: 'Download a completed export through its signed URL (no bearer token)',
+  request: { params: ExportIdParam, query: DownloadQuery },
+  responses: {
+    200: {
+      description: 'The gzip file',
+      content: { 'application/gzip': { schema: { type: 'string', format: 'binary' } } },
+    },
+    ...errorResponses(403, 404),
+  },
+});
+
+function registerDownloadExport(app: OpenAPIHono<AppEnv>, deps: ExportDeps): void {
   app.openapi(downloadExportRoute, async (c) => {
     const { exportId } = c.req.valid('param');
     const { expires, signature } = c.req.valid('query');
-    if (!verifyDownloadUrl(settings.urlKey, exportId, expires, signature, deps.clock())) {
+    if (!verifyDownloadUrl(deps.exports.urlKey, exportId, expires, signature, deps.clock())) {
       throw new AppError('forbidden', 'The download link is invalid or has expired');
     }
     const row = await findExportById(deps.db, exportId);
     if (!row || row.status !== 'completed' || !row.location || parseObjectLocation(row.location)) {
       throw new AppError('not_found', 'No downloadable export has that identifier');
     }
-    const file = path.join(settings.dir, row.location);
+    const file = path.join(deps.exports.dir, row.location);
     let size: number;
     try {
       size = (await stat(file)).size;
@@ -219,4 +249,11 @@ export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: AppDep
       'cache-control': 'private, no-store',
     });
   });
+}
+
+export function registerAuditExportRoutes(app: OpenAPIHono<AppEnv>, deps: ExportDeps): void {
+  const store: ObjectStore | undefined = deps.exports.s3 ? createObjectStore(deps.exports.s3) : undefined;
+  registerStartExport(app, deps);
+  registerGetExport(app, deps, store);
+  registerDownloadExport(app, deps);
 }

@@ -3,7 +3,14 @@ import { and, count, eq, inArray, or, sql } from 'drizzle-orm';
 import type { TypedResponse } from 'hono';
 import { appendAudit } from '../../db/repositories/audit.js';
 import { BlastRadiusCache } from '../../db/repositories/blast-radius-cache.js';
-import { findService, listEdges, listServices, toEdgeView, toServiceView, type BlastRadius } from '../../db/repositories/topology.js';
+import {
+  findService,
+  listEdges,
+  listServices,
+  toEdgeView,
+  toServiceView,
+  type BlastRadius,
+} from '../../db/repositories/topology.js';
 import { serviceEdges, services } from '../../db/schema/topology.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -39,92 +46,7 @@ const createNodeRoute = createRoute({
   responses: { 201: jsonResponse(ServiceNode, 'The new service node'), ...errorResponses(400, 401, 403, 409) },
 });
 
-const listNodesRoute = createRoute({
-  method: 'get',
-  path: '/v1/graph/nodes',
-  tags,
-  summary: 'List service nodes, newest first',
-  ...access('member'),
-  request: { query: ListServicesQuery },
-  responses: { 200: jsonResponse(ServiceNodeList, 'A page of service nodes'), ...errorResponses(400, 401, 403) },
-});
-
-const getNodeRoute = createRoute({
-  method: 'get',
-  path: '/v1/graph/nodes/{serviceId}',
-  tags,
-  summary: 'Get one service node',
-  ...access('member'),
-  request: { params: ServiceIdParam },
-  responses: { 200: jsonResponse(ServiceNode, 'The service node'), ...errorResponses(400, 401, 403, 404) },
-});
-
-const updateNodeRoute = createRoute({
-  method: 'patch',
-  path: '/v1/graph/nodes/{serviceId}',
-  tags,
-  summary: "Change a service node's team, criticality or type (its name is fixed)",
-  ...access('member'),
-  request: {
-    params: ServiceIdParam,
-    body: { required: true, content: { 'application/json': { schema: UpdateServiceBody } } },
-  },
-  responses: { 200: jsonResponse(ServiceNode, 'The updated service node'), ...errorResponses(400, 401, 403, 404) },
-});
-
-const deleteNodeRoute = createRoute({
-  method: 'delete',
-  path: '/v1/graph/nodes/{serviceId}',
-  tags,
-  summary: 'Remove a service node and every edge to or from it',
-  ...access('member'),
-  request: { params: ServiceIdParam },
-  responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404) },
-});
-
-const createEdgeRoute = createRoute({
-  method: 'post',
-  path: '/v1/graph/edges',
-  tags,
-  summary: 'Record that the source service depends on the target service',
-  ...access('member'),
-  request: { body: { required: true, content: { 'application/json': { schema: CreateEdgeBody } } } },
-  responses: { 201: jsonResponse(ServiceEdge, 'The new edge'), ...errorResponses(400, 401, 403, 404, 409) },
-});
-
-const listEdgesRoute = createRoute({
-  method: 'get',
-  path: '/v1/graph/edges',
-  tags,
-  summary: 'List dependency edges, newest first',
-  ...access('member'),
-  request: { query: ListEdgesQuery },
-  responses: { 200: jsonResponse(ServiceEdgeList, 'A page of edges'), ...errorResponses(400, 401, 403) },
-});
-
-const deleteEdgeRoute = createRoute({
-  method: 'delete',
-  path: '/v1/graph/edges/{edgeId}',
-  tags,
-  summary: 'Remove a dependency edge',
-  ...access('member'),
-  request: { params: EdgeIdParam },
-  responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404) },
-});
-
-const blastRadiusRoute = createRoute({
-  method: 'get',
-  path: '/v1/graph/blast-radius/{serviceId}',
-  tags,
-  summary: 'Every service a failure of this one would affect, with shortest hops and impact',
-  ...access('member'),
-  request: { params: ServiceIdParam },
-  responses: { 200: jsonResponse(BlastRadiusSchema, 'The blast radius'), ...errorResponses(400, 401, 403, 404) },
-});
-
-/** The topology graph: service nodes, dependency edges and blast radius. Every role may read and edit it. */
-export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
-  const blastRadiusCache = new BlastRadiusCache();
+function registerCreateNode(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(createNodeRoute, async (c) => {
     const auth = c.var.auth;
     const body = c.req.valid('json');
@@ -157,7 +79,19 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     });
     return c.json(toServiceView(row), 201);
   });
+}
 
+const listNodesRoute = createRoute({
+  method: 'get',
+  path: '/v1/graph/nodes',
+  tags,
+  summary: 'List service nodes, newest first',
+  ...access('member'),
+  request: { query: ListServicesQuery },
+  responses: { 200: jsonResponse(ServiceNodeList, 'A page of service nodes'), ...errorResponses(400, 401, 403) },
+});
+
+function registerListNodes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(listNodesRoute, async (c) => {
     const auth = c.var.auth;
     const query = c.req.valid('query');
@@ -177,14 +111,41 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       200,
     );
   });
+}
 
+const getNodeRoute = createRoute({
+  method: 'get',
+  path: '/v1/graph/nodes/{serviceId}',
+  tags,
+  summary: 'Get one service node',
+  ...access('member'),
+  request: { params: ServiceIdParam },
+  responses: { 200: jsonResponse(ServiceNode, 'The service node'), ...errorResponses(400, 401, 403, 404) },
+});
+
+function registerGetNode(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(getNodeRoute, async (c) => {
     const auth = c.var.auth;
     const row = await findService(deps.db, auth.tenantId, c.req.valid('param').serviceId);
     if (!row) throw new AppError('not_found', noSuchService);
     return c.json(toServiceView(row), 200);
   });
+}
 
+const updateNodeRoute = createRoute({
+  method: 'patch',
+  path: '/v1/graph/nodes/{serviceId}',
+  tags,
+  summary: "Change a service node's team, criticality or type (its name is fixed)",
+  ...access('member'),
+  request: {
+    params: ServiceIdParam,
+    body: { required: true, content: { 'application/json': { schema: UpdateServiceBody } } },
+  },
+  responses: { 200: jsonResponse(ServiceNode, 'The updated service node'), ...errorResponses(400, 401, 403, 404) },
+});
+
+function registerUpdateNode(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(updateNodeRoute, async (c) => {
     const auth = c.var.auth;
     const { serviceId } = c.req.valid('param');
@@ -215,7 +176,19 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     });
     return c.json(toServiceView(row), 200);
   });
+}
 
+const deleteNodeRoute = createRoute({
+  method: 'delete',
+  path: '/v1/graph/nodes/{serviceId}',
+  tags,
+  summary: 'Remove a service node and every edge to or from it',
+  ...access('member'),
+  request: { params: ServiceIdParam },
+  responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404) },
+});
+
+function registerDeleteNode(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(deleteNodeRoute, async (c) => {
     const auth = c.var.auth;
     const { serviceId } = c.req.valid('param');
@@ -251,7 +224,19 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     });
     return c.body(null, 204);
   });
+}
 
+const createEdgeRoute = createRoute({
+  method: 'post',
+  path: '/v1/graph/edges',
+  tags,
+  summary: 'Record that the source service depends on the target service',
+  ...access('member'),
+  request: { body: { required: true, content: { 'application/json': { schema: CreateEdgeBody } } } },
+  responses: { 201: jsonResponse(ServiceEdge, 'The new edge'), ...errorResponses(400, 401, 403, 404, 409) },
+});
+
+function registerCreateEdge(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(createEdgeRoute, async (c) => {
     const auth = c.var.auth;
     const { sourceServiceId, targetServiceId } = c.req.valid('json');
@@ -263,8 +248,8 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
         .where(and(eq(services.tenantId, auth.tenantId), inArray(services.id, [sourceServiceId, targetServiceId])))
         .for('key share');
       const ids = new Set(found.map((s) => s.id));
-      const missing = (['sourceServiceId', 'targetServiceId'] as const).filter((field) =>
-        !ids.has(field === 'sourceServiceId' ? sourceServiceId : targetServiceId),
+      const missing = (['sourceServiceId', 'targetServiceId'] as const).filter(
+        (field) => !ids.has(field === 'sourceServiceId' ? sourceServiceId : targetServiceId),
       );
       if (missing.length > 0) {
         throw new AppError(
@@ -276,7 +261,9 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       const [created] = await tx
         .insert(serviceEdges)
         .values({ id: newId('edg'), tenantId: auth.tenantId, sourceServiceId, targetServiceId })
-        .onConflictDoNothing({ target: [serviceEdges.tenantId, serviceEdges.sourceServiceId, serviceEdges.targetServiceId] })
+        .onConflictDoNothing({
+          target: [serviceEdges.tenantId, serviceEdges.sourceServiceId, serviceEdges.targetServiceId],
+        })
         .returning();
       if (!created) throw new AppError('conflict', 'This edge already exists');
       await appendAudit(tx, {
@@ -293,7 +280,19 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     });
     return c.json(toEdgeView(row), 201);
   });
+}
 
+const listEdgesRoute = createRoute({
+  method: 'get',
+  path: '/v1/graph/edges',
+  tags,
+  summary: 'List dependency edges, newest first',
+  ...access('member'),
+  request: { query: ListEdgesQuery },
+  responses: { 200: jsonResponse(ServiceEdgeList, 'A page of edges'), ...errorResponses(400, 401, 403) },
+});
+
+function registerListEdges(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(listEdgesRoute, async (c) => {
     const auth = c.var.auth;
     const query = c.req.valid('query');
@@ -312,7 +311,19 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       200,
     );
   });
+}
 
+const deleteEdgeRoute = createRoute({
+  method: 'delete',
+  path: '/v1/graph/edges/{edgeId}',
+  tags,
+  summary: 'Remove a dependency edge',
+  ...access('member'),
+  request: { params: EdgeIdParam },
+  responses: { 204: { description: 'Removed' }, ...errorResponses(400, 401, 403, 404) },
+});
+
+function registerDeleteEdge(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(deleteEdgeRoute, async (c) => {
     const auth = c.var.auth;
     const { edgeId } = c.req.valid('param');
@@ -335,13 +346,43 @@ export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     });
     return c.body(null, 204);
   });
+}
 
+const blastRadiusRoute = createRoute({
+  method: 'get',
+  path: '/v1/graph/blast-radius/{serviceId}',
+  tags,
+  summary: 'Every service a failure of this one would affect, with shortest hops and impact',
+  ...access('member'),
+  request: { params: ServiceIdParam },
+  responses: { 200: jsonResponse(BlastRadiusSchema, 'The blast radius'), ...errorResponses(400, 401, 403, 404) },
+});
+
+function registerBlastRadius(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  const blastRadiusCache = new BlastRadiusCache(); // one per app
   app.openapi(blastRadiusRoute, async (c) => {
     const auth = c.var.auth;
     const body = await blastRadiusCache.get(deps.db, auth.tenantId, c.req.valid('param').serviceId);
     if (body === undefined) throw new AppError('not_found', noSuchService);
     // The cached JSON text as it is (it was serialised from a BlastRadius, the documented
     // schema); c.json() would serialise hundreds of kilobytes again on every call.
-    return c.body(body, 200, { 'content-type': 'application/json' }) as unknown as TypedResponse<BlastRadius, 200, 'json'>;
+    return c.body(body, 200, { 'content-type': 'application/json' }) as unknown as TypedResponse<
+      BlastRadius,
+      200,
+      'json'
+    >;
   });
+}
+
+/** The topology graph: service nodes, dependency edges and blast radius. Every role may read and edit it. */
+export function registerGraphRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  registerCreateNode(app, deps);
+  registerListNodes(app, deps);
+  registerGetNode(app, deps);
+  registerUpdateNode(app, deps);
+  registerDeleteNode(app, deps);
+  registerCreateEdge(app, deps);
+  registerListEdges(app, deps);
+  registerDeleteEdge(app, deps);
+  registerBlastRadius(app, deps);
 }

@@ -2,7 +2,14 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { and, eq, sql } from 'drizzle-orm';
 import type { ZodError } from 'zod';
 import { appendAudit } from '../../db/repositories/audit.js';
-import { findSkill, listSkills, sortedHeaderNames, toBuiltinView, toSkillView, type SkillView } from '../../db/repositories/skills.js';
+import {
+  findSkill,
+  listSkills,
+  sortedHeaderNames,
+  toBuiltinView,
+  toSkillView,
+  type SkillView,
+} from '../../db/repositories/skills.js';
 import { skills, type SkillRow } from '../../db/schema/skills.js';
 import type { TenantRow } from '../../db/schema/tenants.js';
 import { getPlan } from '../../domain/plans.js';
@@ -47,7 +54,10 @@ function requireTenant(auth: AuthContext, tenantId: string): AuthContext {
 function requireCustomSkills(tenant: TenantRow): void {
   const plan = getPlan(tenant.plan);
   if (!plan.features.customSkills) {
-    throw new AppError('forbidden', `The ${plan.name} plan does not include custom skills; upgrade to Pro, Business or Enterprise`);
+    throw new AppError(
+      'forbidden',
+      `The ${plan.name} plan does not include custom skills; upgrade to Pro, Business or Enterprise`,
+    );
   }
 }
 
@@ -82,7 +92,10 @@ function storedConfig(
   const parsed = HttpSkillConfig.safeParse(raw);
   if (!parsed.success) throw invalid(configIssues(parsed.error));
   // An address written into the URL is judged now; a host name after each resolution, when called.
-  const refusal = outboundUrlRefusal(new URL(parsed.data.url), { allowHttp: context.tenant.settings.allowHttpSkills === true, allowlist: context.runtime.allowlist });
+  const refusal = outboundUrlRefusal(new URL(parsed.data.url), {
+    allowHttp: context.tenant.settings.allowHttpSkills === true,
+    allowlist: context.runtime.allowlist,
+  });
   if (refusal) throw invalid([{ path: 'config.url', message: refusal }]);
   const headers = Object.entries(parsed.data.headers ?? {});
   const config: StoredHttpConfig = { url: parsed.data.url, method: parsed.data.method };
@@ -128,7 +141,8 @@ const createSkillRoute = createRoute({
   method: 'post',
   path: base,
   tags,
-  summary: 'Create a custom skill (http, integration, or builtin running one of the builtin actions); header values are stored encrypted and never returned',
+  summary:
+    'Create a custom skill (http, integration, or builtin running one of the builtin actions); header values are stored encrypted and never returned',
   ...access('admin'),
   request: {
     params: TenantIdParam,
@@ -137,70 +151,7 @@ const createSkillRoute = createRoute({
   responses: { 201: jsonResponse(CreatedSkill, 'The new skill'), ...errorResponses(400, 401, 403, 404, 409) },
 });
 
-const listSkillsRoute = createRoute({
-  method: 'get',
-  path: base,
-  tags,
-  summary: "List skills: the builtin skills, then the tenant's skills oldest first",
-  ...access('member'),
-  request: { params: TenantIdParam, query: ListSkillsQuery },
-  responses: { 200: jsonResponse(SkillList, 'A page of skills'), ...errorResponses(400, 401, 403, 404) },
-});
-
-const getSkillRoute = createRoute({
-  method: 'get',
-  path: `${base}/{skillId}`,
-  tags,
-  summary: 'Get a skill (header names only, never their values)',
-  ...access('member'),
-  request: { params: SkillPathParams },
-  responses: { 200: jsonResponse(Skill, 'The skill'), ...errorResponses(401, 403, 404) },
-});
-
-const updateSkillRoute = createRoute({
-  method: 'patch',
-  path: `${base}/{skillId}`,
-  tags,
-  summary: 'Update a skill: only the sent fields change; config and inputSchema are replaced whole',
-  ...access('admin'),
-  request: {
-    params: SkillPathParams,
-    body: { required: true, content: { 'application/json': { schema: UpdateSkillBody } } },
-  },
-  responses: { 200: jsonResponse(UpdatedSkill, 'The updated skill'), ...errorResponses(400, 401, 403, 404) },
-});
-
-const deleteSkillRoute = createRoute({
-  method: 'delete',
-  path: `${base}/{skillId}`,
-  tags,
-  summary: 'Delete a skill (its invocation records are kept)',
-  ...access('admin'),
-  request: { params: SkillPathParams },
-  responses: { 204: { description: 'Deleted' }, ...errorResponses(400, 401, 403, 404) },
-});
-
-const testSkillRoute = createRoute({
-  method: 'post',
-  path: `${base}/{skillId}/test`,
-  tags,
-  summary: 'Run a skill once with the given input, through Temporal, and return its output or its error',
-  description:
-    'The skill runs through the same activity agents use. A skill that fails (refused address, timeout, oversized reply, error status, disabled) is still a 200 with `ok: false` and the error; input that does not match the skill’s input schema is a 400.',
-  ...access('admin'),
-  request: {
-    params: SkillPathParams,
-    body: { required: false, content: { 'application/json': { schema: TestSkillBody } } },
-  },
-  responses: { 200: jsonResponse(SkillTestResult, 'The outcome of the call'), ...errorResponses(400, 401, 403, 404, 503) },
-});
-
-export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
-  // `config` is checked by type in the handlers; the two shapes are documented as components.
-  app.openAPIRegistry.register('HttpSkillConfig', HttpSkillConfig);
-  app.openAPIRegistry.register('IntegrationSkillConfig', IntegrationSkillConfig);
-  app.openAPIRegistry.register('BuiltinSkillConfig', BuiltinSkillConfig);
-
+function registerCreateSkill(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(createSkillRoute, async (c) => {
     const auth = requireTenant(c.var.auth, c.req.valid('param').tenantId);
     requireCustomSkills(auth.tenant);
@@ -255,7 +206,19 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       201,
     );
   });
+}
 
+const listSkillsRoute = createRoute({
+  method: 'get',
+  path: base,
+  tags,
+  summary: "List skills: the builtin skills, then the tenant's skills oldest first",
+  ...access('member'),
+  request: { params: TenantIdParam, query: ListSkillsQuery },
+  responses: { 200: jsonResponse(SkillList, 'A page of skills'), ...errorResponses(400, 401, 403, 404) },
+});
+
+function registerListSkills(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(listSkillsRoute, async (c) => {
     const auth = requireTenant(c.var.auth, c.req.valid('param').tenantId);
     const query = c.req.valid('query');
@@ -265,12 +228,25 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     return c.json(
       {
         items: page.items.map((item) => viewFor(item.view, auth)),
-        nextCursor: page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'asc' }) : null,
+        nextCursor:
+          page.hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order: 'asc' }) : null,
       },
       200,
     );
   });
+}
 
+const getSkillRoute = createRoute({
+  method: 'get',
+  path: `${base}/{skillId}`,
+  tags,
+  summary: 'Get a skill (header names only, never their values)',
+  ...access('member'),
+  request: { params: SkillPathParams },
+  responses: { 200: jsonResponse(Skill, 'The skill'), ...errorResponses(401, 403, 404) },
+});
+
+function registerGetSkill(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(getSkillRoute, async (c) => {
     const { tenantId, skillId } = c.req.valid('param');
     const auth = requireTenant(c.var.auth, tenantId);
@@ -280,7 +256,22 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     if (!row) throw new AppError('skill_not_found', noSuchSkill);
     return c.json(viewFor(toSkillView(row), auth), 200);
   });
+}
 
+const updateSkillRoute = createRoute({
+  method: 'patch',
+  path: `${base}/{skillId}`,
+  tags,
+  summary: 'Update a skill: only the sent fields change; config and inputSchema are replaced whole',
+  ...access('admin'),
+  request: {
+    params: SkillPathParams,
+    body: { required: true, content: { 'application/json': { schema: UpdateSkillBody } } },
+  },
+  responses: { 200: jsonResponse(UpdatedSkill, 'The updated skill'), ...errorResponses(400, 401, 403, 404) },
+});
+
+function registerUpdateSkill(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(updateSkillRoute, async (c) => {
     const { tenantId, skillId } = c.req.valid('param');
     const auth = requireTenant(c.var.auth, tenantId);
@@ -300,7 +291,11 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       refuseOwnInputSchema(current.type, body.inputSchema);
       if (body.inputSchema !== undefined) changes.inputSchema = body.inputSchema;
       if (body.config !== undefined) {
-        changes.config = storedConfig(current.type, body.config, { tenant: auth.tenant, skillId, runtime: deps.skills });
+        changes.config = storedConfig(current.type, body.config, {
+          tenant: auth.tenant,
+          skillId,
+          runtime: deps.skills,
+        });
       }
       const fields = Object.keys(changes);
       if (fields.length === 0) return current;
@@ -327,9 +322,24 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       });
       return updated!;
     });
-    return c.json({ skillId: row.id, name: row.name, enabled: row.enabled, updatedAt: row.updatedAt.toISOString() }, 200);
+    return c.json(
+      { skillId: row.id, name: row.name, enabled: row.enabled, updatedAt: row.updatedAt.toISOString() },
+      200,
+    );
   });
+}
 
+const deleteSkillRoute = createRoute({
+  method: 'delete',
+  path: `${base}/{skillId}`,
+  tags,
+  summary: 'Delete a skill (its invocation records are kept)',
+  ...access('admin'),
+  request: { params: SkillPathParams },
+  responses: { 204: { description: 'Deleted' }, ...errorResponses(400, 401, 403, 404) },
+});
+
+function registerDeleteSkill(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(deleteSkillRoute, async (c) => {
     const { tenantId, skillId } = c.req.valid('param');
     const auth = requireTenant(c.var.auth, tenantId);
@@ -353,7 +363,27 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     });
     return c.body(null, 204);
   });
+}
 
+const testSkillRoute = createRoute({
+  method: 'post',
+  path: `${base}/{skillId}/test`,
+  tags,
+  summary: 'Run a skill once with the given input, through Temporal, and return its output or its error',
+  description:
+    'The skill runs through the same activity agents use. A skill that fails (refused address, timeout, oversized reply, error status, disabled) is still a 200 with `ok: false` and the error; input that does not match the skill’s input schema is a 400.',
+  ...access('admin'),
+  request: {
+    params: SkillPathParams,
+    body: { required: false, content: { 'application/json': { schema: TestSkillBody } } },
+  },
+  responses: {
+    200: jsonResponse(SkillTestResult, 'The outcome of the call'),
+    ...errorResponses(400, 401, 403, 404, 503),
+  },
+});
+
+function registerTestSkill(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   app.openapi(testSkillRoute, async (c) => {
     const { tenantId, skillId } = c.req.valid('param');
     const auth = requireTenant(c.var.auth, tenantId);
@@ -376,7 +406,12 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
         problems.map((p) => ({ path: `input${p.path === '/' ? '' : p.path}`, message: p.message })),
       );
     }
-    const outcome = await deps.workflows.testSkill({ invocationId: newId('ski'), tenantId: auth.tenantId, skillId, input });
+    const outcome = await deps.workflows.testSkill({
+      invocationId: newId('ski'),
+      tenantId: auth.tenantId,
+      skillId,
+      input,
+    });
     const { invocationId, durationMs } = outcome;
     // A test reaches out to the skill's endpoint with the tenant's credentials: kept on record.
     await appendAudit(deps.db, {
@@ -396,4 +431,17 @@ export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       200,
     );
   });
+}
+
+export function registerSkillRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  // `config` is checked by type in the handlers; the two shapes are documented as components.
+  app.openAPIRegistry.register('HttpSkillConfig', HttpSkillConfig);
+  app.openAPIRegistry.register('IntegrationSkillConfig', IntegrationSkillConfig);
+  app.openAPIRegistry.register('BuiltinSkillConfig', BuiltinSkillConfig);
+  registerCreateSkill(app, deps);
+  registerListSkills(app, deps);
+  registerGetSkill(app, deps);
+  registerUpdateSkill(app, deps);
+  registerDeleteSkill(app, deps);
+  registerTestSkill(app, deps);
 }
