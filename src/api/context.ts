@@ -10,7 +10,7 @@ import type { SkillRuntime } from '../skills/invoke.js';
 import type { WorkflowPort } from '../temporal/port.js';
 import type { RealtimeHub } from '../realtime/hub.js';
 import type { StreamSettings } from '../realtime/sse.js';
-import type { IngestBatcherLimits } from '../ingest/ingest.js';
+import type { IngestBatcherLimits } from '../ingest/batcher.js';
 import type { DeliveryParserSettings } from '../ingest/parse-pool.js';
 
 /** What the api needs for exports: the directory it serves files from, the URL key, object storage. */

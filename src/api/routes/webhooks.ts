@@ -4,7 +4,7 @@ import { checkWebhookSignature } from '../../auth/webhook-signatures.js';
 import { Coalescer } from '../../db/coalescer.js';
 import { findActiveWebhookKeys, findWebhookCredentials, touchApiKey, type WebhookCredential } from '../../db/repositories/api-keys.js';
 import { AppError } from '../../errors.js';
-import { IngestBatcher } from '../../ingest/ingest.js';
+import { IngestBatcher } from '../../ingest/batcher.js';
 import { createDeliveryParser, DEFAULT_PARSER_SETTINGS } from '../../ingest/parse-pool.js';
 import { findProvider, providers } from '../../ingest/providers/index.js';
 import type { AppDeps, AppEnv } from '../context.js';

@@ -1,0 +1,216 @@
+import type postgres from 'postgres';
+import { ownershipPayload, type Ownership } from '../domain/ownership.js';
+import { quotaWarningKey, quotaWarningsCrossed } from '../domain/plans.js';
+import type { AppError } from '../errors.js';
+import { newId } from '../ids.js';
+import type { NewEvent } from '../outbox/events.js';
+import { dispatchChannel, type IngestOutcome, type IngestRequest } from './ingest.js';
+import type { ParsedAlert } from './types.js';
+
+/** An incident the batch opens (`isNew`) or an open one its alerts attach to. */
+export interface IncidentChange {
+  id: string;
+  isNew: boolean;
+  tenantId: string;
+  fingerprint: string;
+  first?: ParsedAlert;
+  firstEventId?: string;
+  keyId?: string;
+  requestId?: string;
+  provider?: string;
+  occurrences: number;
+  lastSeenAt: Date | null;
+  /** What the latest alert of this batch says of recovery: undefined = unchanged. */
+  recovery?: { recoveredAt: Date | null };
+}
+
+/** A tenant's monthly event count before and after this batch; `limit` once a request of it is judged. */
+export interface QuotaCounter {
+  before: number;
+  after: number;
+  limit: number | null;
+}
+
+/** What the batch decided, for its second round trip. */
+export interface BatchDecisions {
+  requests: IngestRequest[];
+  /** The requests written, in arrival order; each has its outcome. */
+  accepted: number[];
+  outcomes: Array<IngestOutcome | AppError | undefined>;
+  changes: Map<string, IncidentChange>;
+  eventRows: Array<Record<string, unknown>>;
+  used: Map<string, QuotaCounter>;
+  period: string;
+  now: Date;
+  ownershipFor: (c: IncidentChange) => Ownership | undefined;
+}
+
+type Writes = Array<Promise<unknown>>;
+
+const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
+
+/**
+ * The batch's writes, one set-based statement per table, in the order they are sent in one
+ * pipelined round trip (the caller adds COMMIT): incidents opened (with their audit rows) and
+ * updated, event rows, outbox events, the tenants' commit heads, usage counters, the deliveries
+ * with their answers, and the dispatcher's NOTIFY.
+ */
+export function queueBatchWrites(tx: postgres.Sql, d: BatchDecisions): Writes {
+  const writes: Writes = [];
+  const created = [...d.changes.values()].filter((c) => c.isNew);
+  const updated = [...d.changes.values()].filter((c) => !c.isNew).sort((a, b) => (a.id < b.id ? -1 : 1));
+  if (created.length > 0) writes.push(...openIncidents(tx, created, d));
+  if (updated.length > 0) writes.push(updateIncidents(tx, updated));
+  if (d.eventRows.length > 0) writes.push(insertEventRows(tx, d.eventRows));
+  const outbox = outboxEvents(created, d);
+  if (outbox.length > 0) writes.push(insertOutbox(tx, outbox, d.now));
+  writes.push(...lockCommitHeads(tx, created, outbox));
+  for (const [tenantId, counter] of d.used) {
+    if (counter.after !== counter.before) {
+      writes.push(
+        tx`update usage_counters set count = ${counter.after} where tenant_id = ${tenantId} and period = ${d.period} and metric = 'events'`,
+      );
+    }
+  }
+  if (d.accepted.length > 0) writes.push(recordDeliveries(tx, d));
+  if (d.changes.size > 0) writes.push(tx`select pg_notify(${dispatchChannel}, '')`);
+  return writes;
+}
+
+/** The incidents the batch opens, and their `incident.created` audit rows in tenant order. */
+function openIncidents(tx: postgres.Sql, created: IncidentChange[], d: BatchDecisions): Writes {
+  const { now, ownershipFor } = d;
+  const audited = [...created].sort((a, b) => (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : 0));
+  return [
+    tx`
+      insert into incidents (id, tenant_id, title, description, severity, status, source, fingerprint, service, occurrence_count, last_seen_at, recovered_at,
+                             service_id, owner_team, immediate_attention)
+      select id, tenant_id, title, description, severity, 'open', 'automated', fingerprint, service, occurrences, last_seen_at, recovered_at,
+             service_id, owner_team, immediate_attention
+      from unnest(
+        ${created.map((c) => c.id)}::text[], ${created.map((c) => c.tenantId)}::text[], ${created.map((c) => c.first!.title)}::text[],
+        ${created.map((c) => c.first!.description)}::text[], ${created.map((c) => c.first!.severity)}::text[],
+        ${created.map((c) => c.fingerprint)}::text[], ${created.map((c) => c.first!.service)}::text[],
+        ${created.map((c) => String(c.occurrences))}::text[]::int[], ${created.map((c) => iso(c.lastSeenAt))}::text[]::timestamptz[],
+        ${created.map((c) => iso(c.recovery?.recoveredAt))}::text[]::timestamptz[],
+        ${created.map((c) => ownershipFor(c)?.serviceId ?? null)}::text[], ${created.map((c) => ownershipFor(c)?.ownerTeam ?? null)}::text[],
+        ${created.map((c) => String(ownershipFor(c)?.immediateAttention ?? false))}::text[]::boolean[]
+      ) as n(id, tenant_id, title, description, severity, fingerprint, service, occurrences, last_seen_at, recovered_at, service_id, owner_team, immediate_attention)`,
+    tx`
+      insert into audit_log (id, tenant_id, actor_type, actor_id, action, target_type, target_id, incident_id, request_id, details)
+      select a.id, a.tenant_id, 'api_key', a.actor_id, 'incident.created', 'incident', a.incident_id, a.incident_id, a.request_id, a.details::jsonb
+      from unnest(
+        ${audited.map(() => newId('aud', now.getTime()))}::text[], ${audited.map((c) => c.tenantId)}::text[], ${audited.map((c) => c.keyId!)}::text[],
+        ${audited.map((c) => c.id)}::text[], ${audited.map((c) => c.requestId!)}::text[],
+        ${audited.map((c) => JSON.stringify({ provider: c.provider, fingerprint: c.fingerprint, eventId: c.firstEventId }))}::text[]
+      ) with ordinality as a(id, tenant_id, actor_id, incident_id, request_id, details, ord)
+      order by a.ord`,
+  ];
+}
+
+/** The open incidents the batch's alerts attach to (sorted by id): occurrences, last seen, recovery. */
+function updateIncidents(tx: postgres.Sql, updated: IncidentChange[]): Promise<unknown> {
+  return tx`
+    update incidents i set
+      occurrence_count = i.occurrence_count + u.occurrences,
+      last_seen_at = coalesce(greatest(i.last_seen_at, u.last_seen_at), i.last_seen_at, u.last_seen_at),
+      recovered_at = case when u.recovery_known then u.recovered_at else i.recovered_at end
+    from unnest(
+      ${updated.map((c) => c.id)}::text[], ${updated.map((c) => String(c.occurrences))}::text[]::int[], ${updated.map((c) => iso(c.lastSeenAt))}::text[]::timestamptz[],
+      ${updated.map((c) => String(c.recovery !== undefined))}::text[]::boolean[], ${updated.map((c) => iso(c.recovery?.recoveredAt))}::text[]::timestamptz[]
+    ) as u(id, occurrences, last_seen_at, recovery_known, recovered_at)
+    where i.id = u.id`;
+}
+
+function insertEventRows(tx: postgres.Sql, eventRows: Array<Record<string, unknown>>): Promise<unknown> {
+  const col = (name: string) => eventRows.map((r) => r[name] as string | null);
+  return tx`
+    insert into ingested_events (id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels, raw, occurred_at, incident_id, delivered_at)
+    select id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels::jsonb, raw::jsonb, occurred_at, incident_id, delivered_at
+    from unnest(
+      ${col('id')}::text[], ${col('tenant_id')}::text[], ${col('provider')}::text[], ${col('kind')}::text[], ${col('status')}::text[],
+      ${col('fingerprint')}::text[], ${col('alert_name')}::text[], ${col('service')}::text[], ${col('severity')}::text[],
+      ${col('title')}::text[], ${col('description')}::text[], ${col('labels')}::text[], ${col('raw')}::text[],
+      ${col('occurred_at')}::text[]::timestamptz[], ${col('incident_id')}::text[], ${col('delivered_at')}::text[]::timestamptz[]
+    ) as e(id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels, raw, occurred_at, incident_id, delivered_at)`;
+}
+
+/** `incident.created` for each opened incident, and quota warnings once per month. */
+function outboxEvents(created: IncidentChange[], d: BatchDecisions): NewEvent[] {
+  const outbox: NewEvent[] = created.map((c) => ({
+    tenantId: c.tenantId,
+    type: 'incident.created',
+    incidentId: c.id,
+    payload: {
+      incidentId: c.id,
+      title: c.first!.title,
+      severity: c.first!.severity,
+      source: 'automated',
+      provider: c.provider,
+      ...ownershipPayload(c.first!.service, d.ownershipFor(c)),
+    },
+    idempotencyKey: `${c.id}:incident.created`,
+  }));
+  for (const [tenantId, counter] of d.used) {
+    if (counter.limit === null) continue;
+    for (const percent of quotaWarningsCrossed(counter.before, counter.after, counter.limit)) {
+      outbox.push({
+        tenantId,
+        type: 'system.quota_warning',
+        incidentId: null,
+        payload: { metric: 'events', period: d.period, used: counter.after, limit: counter.limit, percent },
+        idempotencyKey: quotaWarningKey(tenantId, d.period, 'events', percent),
+      });
+    }
+  }
+  return outbox;
+}
+
+/**
+ * The set-based twin of appendEvent (src/outbox/append.ts), for the hot path: keep the two in
+ * step (columns, idempotency key). Listeners are notified at commit by the sealing trigger
+ * (`tenantId:streamSeq`).
+ */
+function insertOutbox(tx: postgres.Sql, outbox: NewEvent[], now: Date): Promise<unknown> {
+  return tx`
+    insert into events (id, tenant_id, type, incident_id, payload, idempotency_key, occurred_at)
+    select id, tenant_id, type, incident_id, payload::jsonb, idempotency_key, ${now.toISOString()}::timestamptz
+    from unnest(
+      ${outbox.map(() => newId('oev', now.getTime()))}::text[], ${outbox.map((o) => o.tenantId)}::text[], ${outbox.map((o) => o.type)}::text[],
+      ${outbox.map((o) => o.incidentId ?? null)}::text[], ${outbox.map((o) => JSON.stringify(o.payload))}::text[], ${outbox.map((o) => o.idempotencyKey)}::text[]
+    ) as o(id, tenant_id, type, incident_id, payload, idempotency_key)
+    on conflict (idempotency_key) do nothing`;
+}
+
+/**
+ * The sealing triggers (audit chain, event stream) lock each tenant's commit head at commit. A
+ * batch spanning tenants takes those locks here first, in tenant order, so two batches (on two api
+ * processes) never wait on each other in a cycle.
+ */
+function lockCommitHeads(tx: postgres.Sql, created: IncidentChange[], outbox: NewEvent[]): Writes {
+  const sealed = [...new Set([...created.map((c) => c.tenantId), ...outbox.map((o) => o.tenantId)])].sort();
+  if (sealed.length <= 1) return [];
+  return [
+    tx`
+      insert into audit_chain_heads (tenant_id, last_seq, last_hash)
+      select t, 0, repeat('0', 64) from unnest(${sealed}::text[]) with ordinality as h(t, n) order by n
+      on conflict (tenant_id) do nothing`,
+    tx`select 1 from audit_chain_heads where tenant_id = any(${sealed}::text[]) order by tenant_id for update`,
+  ];
+}
+
+/**
+ * The deliveries written, each with the answer a retry gets. Refused ones leave nothing, so the
+ * tool's retry is judged afresh.
+ */
+function recordDeliveries(tx: postgres.Sql, d: BatchDecisions): Promise<unknown> {
+  const written = d.accepted.map((i) => d.requests[i]!);
+  return tx`
+    insert into webhook_deliveries (tenant_id, provider, delivery_key, response)
+    select tenant_id, provider, delivery_key, response::jsonb
+    from unnest(
+      ${written.map((r) => r.tenantId)}::text[], ${written.map((r) => r.provider)}::text[], ${written.map((r) => r.deliveryKey)}::text[],
+      ${d.accepted.map((i) => JSON.stringify((d.outcomes[i] as IngestOutcome).result))}::text[]
+    ) as r(tenant_id, provider, delivery_key, response)
+    on conflict (tenant_id, provider, delivery_key) do update set response = excluded.response, created_at = now()`;
+}
