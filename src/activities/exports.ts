@@ -28,9 +28,21 @@ import {
 import { appendAudit } from '../db/repositories/audit.js';
 import { appendEvent } from '../outbox/append.js';
 import { auditExports, type AuditExportRow } from '../db/schema/audit.js';
-import { createObjectStore, objectLocation, ObjectStoreError, parseObjectLocation } from '../audit-exports/object-store.js';
+import {
+  createObjectStore,
+  objectLocation,
+  ObjectStoreError,
+  parseObjectLocation,
+  type ObjectStore,
+} from '../audit-exports/object-store.js';
 import { DOWNLOAD_URL_TTL_MS } from '../audit-exports/signed-url.js';
-import type { AuditExportInput, AuditExportPlan, ExportFailure, ExportProgress, WrittenExport } from '../audit-exports/types.js';
+import type {
+  AuditExportInput,
+  AuditExportPlan,
+  ExportFailure,
+  ExportProgress,
+  WrittenExport,
+} from '../audit-exports/types.js';
 import { whileBeating } from './heartbeat.js';
 
 const gzip = promisify(gzipCallback);
@@ -78,7 +90,8 @@ export function exportObjectKey(prefix: string, row: Pick<AuditExportRow, 'id' |
 function isProgress(value: unknown): value is ExportProgress {
   const p = value as ExportProgress | undefined;
   return (
-    typeof p === 'object' && p !== null &&
+    typeof p === 'object' &&
+    p !== null &&
     [p.offset, p.rows, p.lastSeq, p.maxSeq].every((n) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0)
   );
 }
@@ -102,237 +115,307 @@ async function syncDirectory(dir: string): Promise<void> {
   }
 }
 
-export function createExportActivities(deps: ExportActivityDeps) {
-  const sql = deps.sql ?? (deps.db as unknown as { $client: postgres.Sql }).$client;
-  const store = deps.s3 ? createObjectStore(deps.s3) : undefined;
-  const batchRows = deps.batchRows ?? DEFAULT_BATCH_ROWS;
-  const gzipLevel = deps.gzipLevel ?? 6;
+/** The dependencies with their defaults resolved: what every export activity is given. */
+type ResolvedExportDeps = Omit<ExportActivityDeps, 'sql' | 'batchRows' | 'gzipLevel'> & {
+  sql: postgres.Sql;
+  store: ObjectStore | undefined;
+  batchRows: number;
+  gzipLevel: number;
+};
 
-  async function loadJob(input: AuditExportInput): Promise<AuditExportRow> {
-    const row = await findExport(deps.db, input.tenantId, input.exportId);
-    if (!row) throw ApplicationFailure.nonRetryable(`no audit export ${input.exportId} for tenant ${input.tenantId}`, 'ExportNotFound');
-    return row;
+async function loadJob(deps: ResolvedExportDeps, input: AuditExportInput): Promise<AuditExportRow> {
+  const row = await findExport(deps.db, input.tenantId, input.exportId);
+  if (!row)
+    throw ApplicationFailure.nonRetryable(
+      `no audit export ${input.exportId} for tenant ${input.tenantId}`,
+      'ExportNotFound',
+    );
+  return row;
+}
+
+/** One batch in a read-only transaction with a statement timeout. */
+function fetchBatch(
+  deps: ResolvedExportDeps,
+  row: AuditExportRow,
+  afterSeq: number,
+  maxSeq: number,
+): Promise<ExportBatch> {
+  return deps.sql.begin('read only', async (tx) => {
+    await tx.unsafe(`set local statement_timeout = ${STATEMENT_TIMEOUT_MS}`);
+    return fetchExportBatch(tx as unknown as postgres.Sql, selectionOf(row), row.format, {
+      afterSeq,
+      maxSeq,
+      limit: deps.batchRows,
+    });
+  }) as Promise<ExportBatch>;
+}
+
+async function writeMembers(
+  deps: ResolvedExportDeps,
+  row: AuditExportRow,
+  handle: FileHandle,
+  start: ExportProgress,
+): Promise<ExportProgress> {
+  const ctx = Context.current();
+  let progress = start;
+  const header = row.format === 'csv' ? Buffer.from(csvHeader, 'utf8') : Buffer.alloc(0);
+  let next: Promise<ExportBatch> | null =
+    progress.lastSeq < progress.maxSeq ? fetchBatch(deps, row, progress.lastSeq, progress.maxSeq) : null;
+  while (next) {
+    const batch: ExportBatch = await next;
+    if (batch.rows === 0) break;
+    // Fetch the next batch while this one is compressed and written.
+    next =
+      batch.rows === deps.batchRows && batch.lastSeq < progress.maxSeq
+        ? fetchBatch(deps, row, batch.lastSeq, progress.maxSeq)
+        : null;
+    next?.catch(() => undefined); // awaited (and thrown) at the top of the loop
+    const plain = progress.offset === 0 ? Buffer.concat([header, batch.body]) : batch.body;
+    const member = await gzip(plain, { level: deps.gzipLevel });
+    await handle.write(member, 0, member.length, progress.offset);
+    await handle.datasync();
+    progress = {
+      offset: progress.offset + member.length,
+      rows: progress.rows + batch.rows,
+      lastSeq: batch.lastSeq,
+      maxSeq: progress.maxSeq,
+    };
+    ctx.heartbeat(progress);
+    await deps.onProgress?.(row.id, progress);
+    if (ctx.cancellationSignal.aborted) throw new CancelledFailure('the audit export was cancelled');
   }
-
-  /** One batch in a read-only transaction with a statement timeout. */
-  function fetchBatch(row: AuditExportRow, afterSeq: number, maxSeq: number): Promise<ExportBatch> {
-    return sql.begin('read only', async (tx) => {
-      await tx.unsafe(`set local statement_timeout = ${STATEMENT_TIMEOUT_MS}`);
-      return fetchExportBatch(tx as unknown as postgres.Sql, selectionOf(row), row.format, { afterSeq, maxSeq, limit: batchRows });
-    }) as Promise<ExportBatch>;
+  if (progress.offset === 0) {
+    // No rows: still a valid gzip file (the CSV header alone, or empty).
+    const member = await gzip(header, { level: deps.gzipLevel });
+    await handle.write(member, 0, member.length, 0);
+    await handle.datasync();
+    progress = { ...progress, offset: member.length };
   }
+  return progress;
+}
 
-  async function writeMembers(row: AuditExportRow, handle: FileHandle, start: ExportProgress): Promise<ExportProgress> {
-    const ctx = Context.current();
-    let progress = start;
-    const header = row.format === 'csv' ? Buffer.from(csvHeader, 'utf8') : Buffer.alloc(0);
-    let next: Promise<ExportBatch> | null = progress.lastSeq < progress.maxSeq ? fetchBatch(row, progress.lastSeq, progress.maxSeq) : null;
-    while (next) {
-      const batch: ExportBatch = await next;
-      if (batch.rows === 0) break;
-      // Fetch the next batch while this one is compressed and written.
-      next = batch.rows === batchRows && batch.lastSeq < progress.maxSeq ? fetchBatch(row, batch.lastSeq, progress.maxSeq) : null;
-      next?.catch(() => undefined); // awaited (and thrown) at the top of the loop
-      const plain = progress.offset === 0 ? Buffer.concat([header, batch.body]) : batch.body;
-      const member = await gzip(plain, { level: gzipLevel });
-      await handle.write(member, 0, member.length, progress.offset);
-      await handle.datasync();
-      progress = { offset: progress.offset + member.length, rows: progress.rows + batch.rows, lastSeq: batch.lastSeq, maxSeq: progress.maxSeq };
-      ctx.heartbeat(progress);
-      await deps.onProgress?.(row.id, progress);
-      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('the audit export was cancelled');
-    }
-    if (progress.offset === 0) {
-      // No rows: still a valid gzip file (the CSV header alone, or empty).
-      const member = await gzip(header, { level: gzipLevel });
-      await handle.write(member, 0, member.length, 0);
-      await handle.datasync();
-      progress = { ...progress, offset: member.length };
-    }
-    return progress;
+/** Marks a queued export running and tells the workflow how to run it. */
+async function beginAuditExport(deps: ResolvedExportDeps, input: AuditExportInput): Promise<AuditExportPlan> {
+  const row = await loadJob(deps, input);
+  if (row.status === 'queued') {
+    await deps.db
+      .update(auditExports)
+      .set({ status: 'running', startedAt: dsql`now()` })
+      .where(and(eq(auditExports.id, row.id), eq(auditExports.status, 'queued')));
   }
-
   return {
-    /** Marks a queued export running and tells the workflow how to run it. */
-    async beginAuditExport(input: AuditExportInput): Promise<AuditExportPlan> {
-      const row = await loadJob(input);
-      if (row.status === 'queued') {
-        await deps.db
-          .update(auditExports)
-          .set({ status: 'running', startedAt: dsql`now()` })
-          .where(and(eq(auditExports.id, row.id), eq(auditExports.status, 'queued')));
-      }
-      return {
-        status: row.status,
-        format: row.format,
-        upload: row.destination !== null,
-        heartbeatTimeoutMs: deps.heartbeatTimeoutMs ?? DEFAULT_EXPORT_HEARTBEAT_TIMEOUT_MS,
-      };
-    },
+    status: row.status,
+    format: row.format,
+    upload: row.destination !== null,
+    heartbeatTimeoutMs: deps.heartbeatTimeoutMs ?? DEFAULT_EXPORT_HEARTBEAT_TIMEOUT_MS,
+  };
+}
 
-    /** Writes (or resumes writing) the export file; records its row count, size and location. */
-    async writeAuditExportFile(input: AuditExportInput): Promise<WrittenExport> {
-      const ctx = Context.current();
-      const row = await loadJob(input);
-      const location = exportFileName(row);
-      const finalPath = path.join(deps.exportDir, location);
-      const partPath = `${finalPath}.part`;
+/** Writes (or resumes writing) the export file; records its row count, size and location. */
+async function writeAuditExportFile(deps: ResolvedExportDeps, input: AuditExportInput): Promise<WrittenExport> {
+  const ctx = Context.current();
+  const row = await loadJob(deps, input);
+  const location = exportFileName(row);
+  const finalPath = path.join(deps.exportDir, location);
+  const partPath = `${finalPath}.part`;
 
-      // A retry after the file was finished: the row already holds the result.
-      if (row.rowCount !== null && row.bytes !== null && row.location === location) {
-        if ((await sizeOf(finalPath)) === row.bytes) return { rowCount: row.rowCount, bytes: row.bytes, location };
-        if ((await sizeOf(partPath)) === row.bytes) {
-          await rename(partPath, finalPath);
-          await syncDirectory(path.dirname(finalPath));
-          return { rowCount: row.rowCount, bytes: row.bytes, location };
-        }
-      }
-
-      await mkdir(path.dirname(finalPath), { recursive: true });
-      const details: unknown = ctx.info.heartbeatDetails;
-      let progress = isProgress(details) ? details : undefined;
-      const existing = await sizeOf(partPath);
-      // Resume only from members this machine's file really holds (a shared directory is expected).
-      if (progress && (existing === undefined || existing < progress.offset)) progress = undefined;
-      const handle = await open(partPath, existing === undefined ? 'w' : 'r+');
-      try {
-        if (!progress) {
-          const bounds = await selectionBounds(sql, selectionOf(row));
-          progress = { offset: 0, rows: 0, lastSeq: bounds.count > 0 ? bounds.minSeq - 1 : 0, maxSeq: bounds.maxSeq };
-        } else {
-          deps.logger?.info({ exportId: row.id, ...progress, attempt: ctx.info.attempt }, 'resuming the audit export');
-        }
-        // Drop whatever a dead attempt wrote after its last durable member.
-        await handle.truncate(progress.offset);
-        ctx.heartbeat(progress);
-        progress = await writeMembers(row, handle, progress);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await deps.db
-        .update(auditExports)
-        .set({ rowCount: progress.rows, bytes: progress.offset, location })
-        .where(eq(auditExports.id, row.id));
+  // A retry after the file was finished: the row already holds the result.
+  if (row.rowCount !== null && row.bytes !== null && row.location === location) {
+    if ((await sizeOf(finalPath)) === row.bytes) return { rowCount: row.rowCount, bytes: row.bytes, location };
+    if ((await sizeOf(partPath)) === row.bytes) {
       await rename(partPath, finalPath);
       await syncDirectory(path.dirname(finalPath));
-      return { rowCount: progress.rows, bytes: progress.offset, location };
-    },
+      return { rowCount: row.rowCount, bytes: row.bytes, location };
+    }
+  }
 
-    /** Uploads the finished file to the export's destination, then removes the local copy. */
-    async uploadAuditExport(input: AuditExportInput): Promise<{ location: string }> {
-      const row = await loadJob(input);
-      const { destination } = row;
-      if (!destination) return { location: row.location ?? '' };
-      const key = exportObjectKey(destination.prefix, row);
-      const remote = objectLocation(destination.bucket, key);
-      if (row.location === remote) return { location: remote };
-      if (!store) throw ApplicationFailure.nonRetryable('object storage (S3_*) is not configured on this worker', 'ObjectStoreNotConfigured');
-      if (!row.location) throw ApplicationFailure.nonRetryable('the export file was not written', 'ExportFileMissing');
-      const localPath = path.join(deps.exportDir, row.location);
-      const bytes = (await sizeOf(localPath)) ?? 0;
-      try {
-        // A minute, plus a second per MiB (a slow store still finishes; a stuck one is cut off).
-        await whileBeating(() =>
-          store.putFile(destination.bucket, key, localPath, { contentType: 'application/gzip', timeoutMs: 60_000 + Math.ceil(bytes / 1024 / 1024) * 1000 }),
-        );
-      } catch (err) {
-        if (err instanceof ObjectStoreError && !err.retryable) throw ApplicationFailure.nonRetryable(err.message, 'ObjectStoreRefused');
-        throw err;
-      }
-      await deps.db.update(auditExports).set({ location: remote }).where(eq(auditExports.id, row.id));
-      await unlink(localPath).catch(() => undefined);
-      return { location: remote };
-    },
+  await mkdir(path.dirname(finalPath), { recursive: true });
+  const details: unknown = ctx.info.heartbeatDetails;
+  let progress = isProgress(details) ? details : undefined;
+  const existing = await sizeOf(partPath);
+  // Resume only from members this machine's file really holds (a shared directory is expected).
+  if (progress && (existing === undefined || existing < progress.offset)) progress = undefined;
+  const handle = await open(partPath, existing === undefined ? 'w' : 'r+');
+  try {
+    if (!progress) {
+      const bounds = await selectionBounds(deps.sql, selectionOf(row));
+      progress = { offset: 0, rows: 0, lastSeq: bounds.count > 0 ? bounds.minSeq - 1 : 0, maxSeq: bounds.maxSeq };
+    } else {
+      deps.logger?.info({ exportId: row.id, ...progress, attempt: ctx.info.attempt }, 'resuming the audit export');
+    }
+    // Drop whatever a dead attempt wrote after its last durable member.
+    await handle.truncate(progress.offset);
+    ctx.heartbeat(progress);
+    progress = await writeMembers(deps, row, handle, progress);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await deps.db
+    .update(auditExports)
+    .set({ rowCount: progress.rows, bytes: progress.offset, location })
+    .where(eq(auditExports.id, row.id));
+  await rename(partPath, finalPath);
+  await syncDirectory(path.dirname(finalPath));
+  return { rowCount: progress.rows, bytes: progress.offset, location };
+}
 
-    /**
-     * Completes the export once: status, audit entry and `system.export_completed` in one
-     * transaction. Answers how long the local file is kept (the workflow then deletes it).
-     */
-    async completeAuditExport(input: AuditExportInput): Promise<{ fileRetentionMs: number }> {
-      await deps.db.transaction(async (tx) => {
-        const [row] = await tx
-          .update(auditExports)
-          .set({ status: 'completed', completedAt: dsql`now()`, failure: null })
-          .where(and(eq(auditExports.id, input.exportId), eq(auditExports.tenantId, input.tenantId), ne(auditExports.status, 'completed')))
-          .returning();
-        if (!row) return; // completed before (a retried activity)
-        const summary = {
-          exportId: row.id,
-          format: row.format,
-          rowCount: row.rowCount,
-          bytes: row.bytes,
-          location: row.location,
-          completedAt: row.completedAt?.toISOString(),
-        };
-        await appendAudit(tx, {
-          tenantId: row.tenantId,
-          actorType: 'system',
-          actorId: 'workflow',
-          action: 'audit.export_completed',
-          targetType: 'audit_export',
-          targetId: row.id,
-          workflowId: row.id,
-          details: { format: row.format, rowCount: row.rowCount, bytes: row.bytes, location: row.location },
-          idempotencyKey: `audit-export:${row.id}:completed`,
-        });
-        await appendEvent(tx, {
-          tenantId: row.tenantId,
-          type: 'system.export_completed',
-          payload: summary,
-          idempotencyKey: `audit-export:${row.id}:system.export_completed`,
-        });
-      });
-      return { fileRetentionMs: deps.fileRetentionMs ?? DOWNLOAD_URL_TTL_MS };
-    },
+/** Uploads the finished file to the export's destination, then removes the local copy. */
+async function uploadAuditExport(deps: ResolvedExportDeps, input: AuditExportInput): Promise<{ location: string }> {
+  const row = await loadJob(deps, input);
+  const { destination } = row;
+  if (!destination) return { location: row.location ?? '' };
+  const key = exportObjectKey(destination.prefix, row);
+  const remote = objectLocation(destination.bucket, key);
+  if (row.location === remote) return { location: remote };
+  const { store } = deps;
+  if (!store)
+    throw ApplicationFailure.nonRetryable(
+      'object storage (S3_*) is not configured on this worker',
+      'ObjectStoreNotConfigured',
+    );
+  if (!row.location) throw ApplicationFailure.nonRetryable('the export file was not written', 'ExportFileMissing');
+  const localPath = path.join(deps.exportDir, row.location);
+  const bytes = (await sizeOf(localPath)) ?? 0;
+  try {
+    // A minute, plus a second per MiB (a slow store still finishes; a stuck one is cut off).
+    await whileBeating(() =>
+      store.putFile(destination.bucket, key, localPath, {
+        contentType: 'application/gzip',
+        timeoutMs: 60_000 + Math.ceil(bytes / 1024 / 1024) * 1000,
+      }),
+    );
+  } catch (err) {
+    if (err instanceof ObjectStoreError && !err.retryable)
+      throw ApplicationFailure.nonRetryable(err.message, 'ObjectStoreRefused');
+    throw err;
+  }
+  await deps.db.update(auditExports).set({ location: remote }).where(eq(auditExports.id, row.id));
+  await unlink(localPath).catch(() => undefined);
+  return { location: remote };
+}
 
-    /**
-     * Deletes a completed export's local file once its download URL has expired, and audits it
-     * once. An uploaded export has no local file (the upload removed it); a file already gone
-     * (a retried activity, an operator) is not an error.
-     */
-    async purgeAuditExportFile(input: AuditExportInput): Promise<void> {
-      const row = await loadJob(input);
-      if (row.status !== 'completed' || !row.location || parseObjectLocation(row.location)) return;
-      await unlink(path.join(deps.exportDir, row.location)).catch((err: NodeJS.ErrnoException) => {
-        if (err.code !== 'ENOENT') throw err;
-      });
-      await appendAudit(deps.db, {
-        tenantId: row.tenantId,
-        actorType: 'system',
-        actorId: 'workflow',
-        action: 'audit.export_file_deleted',
-        targetType: 'audit_export',
-        targetId: row.id,
-        workflowId: row.id,
-        details: { location: row.location, reason: 'download_url_expired' },
-        idempotencyKey: `audit-export:${row.id}:file_deleted`,
-      });
-    },
+/**
+ * Completes the export once: status, audit entry and `system.export_completed` in one
+ * transaction. Answers how long the local file is kept (the workflow then deletes it).
+ */
+async function completeAuditExport(
+  deps: ResolvedExportDeps,
+  input: AuditExportInput,
+): Promise<{ fileRetentionMs: number }> {
+  await deps.db.transaction(async (tx) => {
+    const [row] = await tx
+      .update(auditExports)
+      .set({ status: 'completed', completedAt: dsql`now()`, failure: null })
+      .where(
+        and(
+          eq(auditExports.id, input.exportId),
+          eq(auditExports.tenantId, input.tenantId),
+          ne(auditExports.status, 'completed'),
+        ),
+      )
+      .returning();
+    if (!row) return; // completed before (a retried activity)
+    const summary = {
+      exportId: row.id,
+      format: row.format,
+      rowCount: row.rowCount,
+      bytes: row.bytes,
+      location: row.location,
+      completedAt: row.completedAt?.toISOString(),
+    };
+    await appendAudit(tx, {
+      tenantId: row.tenantId,
+      actorType: 'system',
+      actorId: 'workflow',
+      action: 'audit.export_completed',
+      targetType: 'audit_export',
+      targetId: row.id,
+      workflowId: row.id,
+      details: { format: row.format, rowCount: row.rowCount, bytes: row.bytes, location: row.location },
+      idempotencyKey: `audit-export:${row.id}:completed`,
+    });
+    await appendEvent(tx, {
+      tenantId: row.tenantId,
+      type: 'system.export_completed',
+      payload: summary,
+      idempotencyKey: `audit-export:${row.id}:system.export_completed`,
+    });
+  });
+  return { fileRetentionMs: deps.fileRetentionMs ?? DOWNLOAD_URL_TTL_MS };
+}
 
-    /** Marks the export failed (once) with the reason, and audits it. */
-    async failAuditExport(input: ExportFailure): Promise<void> {
-      const failure = input.failure.slice(0, 2000);
-      await deps.db.transaction(async (tx) => {
-        const [row] = await tx
-          .update(auditExports)
-          .set({ status: 'failed', failure })
-          .where(and(eq(auditExports.id, input.exportId), eq(auditExports.tenantId, input.tenantId), ne(auditExports.status, 'failed'), ne(auditExports.status, 'completed')))
-          .returning({ id: auditExports.id, tenantId: auditExports.tenantId });
-        if (!row) return;
-        await appendAudit(tx, {
-          tenantId: row.tenantId,
-          actorType: 'system',
-          actorId: 'workflow',
-          action: 'audit.export_failed',
-          targetType: 'audit_export',
-          targetId: row.id,
-          workflowId: row.id,
-          details: { failure },
-          idempotencyKey: `audit-export:${row.id}:failed`,
-        });
-      });
-    },
+/**
+ * Deletes a completed export's local file once its download URL has expired, and audits it
+ * once. An uploaded export has no local file (the upload removed it); a file already gone
+ * (a retried activity, an operator) is not an error.
+ */
+async function purgeAuditExportFile(deps: ResolvedExportDeps, input: AuditExportInput): Promise<void> {
+  const row = await loadJob(deps, input);
+  if (row.status !== 'completed' || !row.location || parseObjectLocation(row.location)) return;
+  await unlink(path.join(deps.exportDir, row.location)).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
+  await appendAudit(deps.db, {
+    tenantId: row.tenantId,
+    actorType: 'system',
+    actorId: 'workflow',
+    action: 'audit.export_file_deleted',
+    targetType: 'audit_export',
+    targetId: row.id,
+    workflowId: row.id,
+    details: { location: row.location, reason: 'download_url_expired' },
+    idempotencyKey: `audit-export:${row.id}:file_deleted`,
+  });
+}
+
+/** Marks the export failed (once) with the reason, and audits it. */
+async function failAuditExport(deps: ResolvedExportDeps, input: ExportFailure): Promise<void> {
+  const failure = input.failure.slice(0, 2000);
+  await deps.db.transaction(async (tx) => {
+    const [row] = await tx
+      .update(auditExports)
+      .set({ status: 'failed', failure })
+      .where(
+        and(
+          eq(auditExports.id, input.exportId),
+          eq(auditExports.tenantId, input.tenantId),
+          ne(auditExports.status, 'failed'),
+          ne(auditExports.status, 'completed'),
+        ),
+      )
+      .returning({ id: auditExports.id, tenantId: auditExports.tenantId });
+    if (!row) return;
+    await appendAudit(tx, {
+      tenantId: row.tenantId,
+      actorType: 'system',
+      actorId: 'workflow',
+      action: 'audit.export_failed',
+      targetType: 'audit_export',
+      targetId: row.id,
+      workflowId: row.id,
+      details: { failure },
+      idempotencyKey: `audit-export:${row.id}:failed`,
+    });
+  });
+}
+
+export function createExportActivities(deps: ExportActivityDeps) {
+  const resolved: ResolvedExportDeps = {
+    ...deps,
+    sql: deps.sql ?? (deps.db as unknown as { $client: postgres.Sql }).$client,
+    store: deps.s3 ? createObjectStore(deps.s3) : undefined,
+    batchRows: deps.batchRows ?? DEFAULT_BATCH_ROWS,
+    gzipLevel: deps.gzipLevel ?? 6,
+  };
+  // The keys are the activity names recorded in workflow histories.
+  return {
+    beginAuditExport: (input: AuditExportInput) => beginAuditExport(resolved, input),
+    writeAuditExportFile: (input: AuditExportInput) => writeAuditExportFile(resolved, input),
+    uploadAuditExport: (input: AuditExportInput) => uploadAuditExport(resolved, input),
+    completeAuditExport: (input: AuditExportInput) => completeAuditExport(resolved, input),
+    purgeAuditExportFile: (input: AuditExportInput) => purgeAuditExportFile(resolved, input),
+    failAuditExport: (input: ExportFailure) => failAuditExport(resolved, input),
   };
 }
 
