@@ -32,10 +32,27 @@ export default tseslint.config(
           })),
           patterns: [
             {
-              group: ['drizzle-orm', 'drizzle-orm/*', 'postgres', 'hono', 'hono/*', '@hono/*', 'pino', '@temporalio/client', '@temporalio/worker', '@temporalio/activity', 'jsonwebtoken', 'jose'],
+              group: [
+                'drizzle-orm',
+                'drizzle-orm/*',
+                'postgres',
+                'hono',
+                'hono/*',
+                '@hono/*',
+                'pino',
+                '@temporalio/client',
+                '@temporalio/worker',
+                '@temporalio/activity',
+                'jsonwebtoken',
+                'jose',
+              ],
               message: 'Workflows are deterministic: do I/O in activities.',
             },
-            { group: ['**/db/client*', '**/db/repositories/*', '**/api/*', '**/activities/*'], allowTypeImports: true, message: 'Import activities and db code as types only.' },
+            {
+              group: ['**/db/client*', '**/db/repositories/*', '**/api/*', '**/activities/*'],
+              allowTypeImports: true,
+              message: 'Import activities and db code as types only.',
+            },
           ],
         },
       ],
@@ -52,9 +69,15 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['**/workflows/*', '!**/workflows/messages*', '!**/workflows/search-attributes*', '**/workflows/incident/*'],
+              group: [
+                '**/workflows/*',
+                '!**/workflows/messages*',
+                '!**/workflows/search-attributes*',
+                '**/workflows/incident/*',
+              ],
               allowTypeImports: true,
-              message: 'Talk to a workflow through src/workflows/messages.ts and the Temporal client, never its implementation.',
+              message:
+                'Talk to a workflow through src/workflows/messages.ts and the Temporal client, never its implementation.',
             },
           ],
         },

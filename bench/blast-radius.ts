@@ -65,7 +65,15 @@ function buildGraph(random: () => number): Graph {
     for (let i = 0; i < size; i++, next++) {
       layers[layer]!.push(next);
       layerOf.push(layer);
-      types.push(layer === 0 ? (['database', 'cache', 'queue'] as const)[i % 3]! : layer === shares.length - 1 ? 'api' : i % 2 ? 'worker' : 'api');
+      types.push(
+        layer === 0
+          ? (['database', 'cache', 'queue'] as const)[i % 3]!
+          : layer === shares.length - 1
+            ? 'api'
+            : i % 2
+              ? 'worker'
+              : 'api',
+      );
     }
   });
   const pick = (layer: number) => {
@@ -100,7 +108,9 @@ function buildGraph(random: () => number): Graph {
   }
   return {
     ids: layerOf.map(() => newId('svc')),
-    names: layerOf.map((layer, i) => `${['store', 'core', 'internal', 'domain', 'service', 'frontend', 'edge'][layer]}-${i}`),
+    names: layerOf.map(
+      (layer, i) => `${['store', 'core', 'internal', 'domain', 'service', 'frontend', 'edge'][layer]}-${i}`,
+    ),
     types,
     criticality: layerOf.map(() => 1 + Math.floor(random() * 10)),
     layerOf,
@@ -146,7 +156,10 @@ async function main() {
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           if (res.statusCode === 200 && !sizes.has(service)) {
-            const body = JSON.parse(Buffer.concat(chunks).toString()) as { totalAffected: number; affectedServices: Array<{ hops: number }> };
+            const body = JSON.parse(Buffer.concat(chunks).toString()) as {
+              totalAffected: number;
+              affectedServices: Array<{ hops: number }>;
+            };
             sizes.set(service, { affected: body.totalAffected, hops: body.affectedServices.at(-1)?.hops ?? 0 });
           }
           resolve({ ok: res.statusCode === 200 });
@@ -156,7 +169,9 @@ async function main() {
       req.end();
     });
 
-  console.log(`machine: ${process.platform} ${process.arch}, node ${process.version}, ${cpus().length} cpus; service in a child process`);
+  console.log(
+    `machine: ${process.platform} ${process.arch}, node ${process.version}, ${cpus().length} cpus; service in a child process`,
+  );
   console.log(
     `graph: ${serviceCount} services in ${graph.layers.length} layers (${graph.layers.map((l) => l.length).join('/')}), ` +
       `${graph.edges.length} edges (${graph.edges.filter(([s, t]) => graph.layerOf[t] === graph.layerOf[s]).length} between peers of a layer, closing cycles), ` +
@@ -167,10 +182,16 @@ async function main() {
     get(i < hottest.length ? hottest[i]! : sample[i - hottest.length]!),
   );
   const results = [
-    await measure('most depended-on stores, sequential', { count: calls, parallel: 1 }, (i) => get(hottest[i % hottest.length]!)),
-    await measure(`most depended-on stores, c=${concurrency}`, { count: calls, parallel: concurrency }, (i) => get(hottest[i % hottest.length]!)),
+    await measure('most depended-on stores, sequential', { count: calls, parallel: 1 }, (i) =>
+      get(hottest[i % hottest.length]!),
+    ),
+    await measure(`most depended-on stores, c=${concurrency}`, { count: calls, parallel: concurrency }, (i) =>
+      get(hottest[i % hottest.length]!),
+    ),
     await measure('random services, sequential', { count: calls, parallel: 1 }, (i) => get(sample[i % sample.length]!)),
-    await measure(`random services, c=${concurrency}`, { count: calls, parallel: concurrency }, (i) => get(sample[i % sample.length]!)),
+    await measure(`random services, c=${concurrency}`, { count: calls, parallel: concurrency }, (i) =>
+      get(sample[i % sample.length]!),
+    ),
   ];
   // Answers are cached per topology version; these calls each follow a graph change (the
   // version is moved, untimed, before each), so every one runs the recursive query.

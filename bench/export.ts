@@ -55,7 +55,9 @@ function spawnEntry(entry: string, env: Record<string, string>, ready: RegExp): 
 
 /** COPYs `rows` audit rows for a tenant with a valid hash chain computed here. */
 async function seed(sql: postgres.Sql, tenantId: string, rows: number): Promise<void> {
-  const [head] = await sql<Array<{ last_seq: string; last_hash: string }>>`select last_seq::text, last_hash from audit_chain_heads where tenant_id = ${tenantId}`;
+  const [head] = await sql<
+    Array<{ last_seq: string; last_hash: string }>
+  >`select last_seq::text, last_hash from audit_chain_heads where tenant_id = ${tenantId}`;
   let seq = Number(head?.last_seq ?? 0);
   let prev = head?.last_hash ?? '0'.repeat(64);
   const start = Date.now() - 6 * 3_600_000;
@@ -63,9 +65,11 @@ async function seed(sql: postgres.Sql, tenantId: string, rows: number): Promise<
   const actors = ['user', 'api_key', 'system'] as const;
   await sql.begin(async (tx) => {
     await tx`set local session_replication_role = replica`;
-    const writable = await tx`copy audit_log (id, tenant_id, occurred_at, actor_type, actor_id, action, target_type, target_id,
+    const writable =
+      await tx`copy audit_log (id, tenant_id, occurred_at, actor_type, actor_id, action, target_type, target_id,
       incident_id, request_id, workflow_id, history_event_id, details, seq, prev_hash, hash) from stdin`.writable();
-    const write = (chunk: string) => (writable.write(chunk) ? Promise.resolve() : new Promise<void>((r) => writable.once('drain', () => r())));
+    const write = (chunk: string) =>
+      writable.write(chunk) ? Promise.resolve() : new Promise<void>((r) => writable.once('drain', () => r()));
     let buffer = '';
     for (let i = 0; i < rows; i++) {
       seq++;
@@ -80,7 +84,23 @@ async function seed(sql: postgres.Sql, tenantId: string, rows: number): Promise<
       const workflowId = actorType === 'system' ? targetId : '';
       const historyEventId = actorType === 'system' ? String(i % 1000) : '';
       const details = `{"n": ${i}, "source": "bench"}`; // PostgreSQL's jsonb text of this object
-      const content = ['v1', tenantId, String(seq), id, occurredAt, actorType, actorId, action, 'incident', targetId, incidentId, requestId, workflowId, historyEventId, details].join('\x1f');
+      const content = [
+        'v1',
+        tenantId,
+        String(seq),
+        id,
+        occurredAt,
+        actorType,
+        actorId,
+        action,
+        'incident',
+        targetId,
+        incidentId,
+        requestId,
+        workflowId,
+        historyEventId,
+        details,
+      ].join('\x1f');
       const hash = createHash('sha256').update(`${prev}\x1e${content}`).digest('hex');
       const nul = (v: string) => (v === '' ? '\\N' : v);
       buffer += `${id}\t${tenantId}\t${occurredAt}\t${actorType}\t${actorId}\t${action}\tincident\t${targetId}\t${nul(incidentId)}\t${requestId}\t${nul(workflowId)}\t${nul(historyEventId)}\t${details}\t${seq}\t${prev}\t${hash}\n`;
@@ -103,7 +123,11 @@ async function seed(sql: postgres.Sql, tenantId: string, rows: number): Promise<
 
 async function countLines(file: string): Promise<number> {
   let n = 0;
-  for await (const _line of createInterface({ input: createReadStream(file).pipe(createGunzip()), crlfDelay: Infinity })) n++;
+  for await (const _line of createInterface({
+    input: createReadStream(file).pipe(createGunzip()),
+    crlfDelay: Infinity,
+  }))
+    n++;
   return n;
 }
 
@@ -114,12 +138,21 @@ async function main() {
   const bundlePath = path.join(root, 'workflow-bundle.js');
   // Production-like processes: compiled JavaScript and a prebuilt workflow bundle (as in the image).
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: projectRoot, stdio: 'inherit' });
-  execFileSync(process.execPath, [path.join(projectRoot, 'dist/temporal/bundle-workflows.js'), bundlePath], { stdio: 'inherit' });
+  execFileSync(process.execPath, [path.join(projectRoot, 'dist/temporal/bundle-workflows.js'), bundlePath], {
+    stdio: 'inherit',
+  });
   const children: ChildProcess[] = [];
   const [pg, temporal] = await Promise.all([
-    freePort().then((port) => startEmbeddedPostgres({ dataDir: path.join(root, 'pg'), port, databases: ['bench'], log: quiet })),
     freePort().then((port) =>
-      startDevServer({ cliPath: resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: quiet }), port, namespace: 'default', log: quiet }),
+      startEmbeddedPostgres({ dataDir: path.join(root, 'pg'), port, databases: ['bench'], log: quiet }),
+    ),
+    freePort().then((port) =>
+      startDevServer({
+        cliPath: resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: quiet }),
+        port,
+        namespace: 'default',
+        log: quiet,
+      }),
     ),
   ]);
   const databaseUrl = pg.url('bench');
@@ -131,7 +164,9 @@ async function main() {
     await seed(postgres(pg.url('bench'), { max: 1, onnotice: quiet }), tenant.id, ROWS);
     seeded = Date.now() - seeded;
     await database.sql`vacuum analyze audit_log`;
-    console.log(`seeded ${ROWS.toLocaleString('en-US')} audit rows in ${(seeded / 1000).toFixed(1)} s (COPY with triggers off; chain computed by the bench and checked against audit_entry_hash)`);
+    console.log(
+      `seeded ${ROWS.toLocaleString('en-US')} audit rows in ${(seeded / 1000).toFixed(1)} s (COPY with triggers off; chain computed by the bench and checked against audit_entry_hash)`,
+    );
 
     const port = await freePort();
     const env = {
@@ -153,7 +188,14 @@ async function main() {
     children.push(worker);
     children.push(await spawnEntry('dist/api/server.js', env, /listening|api running|http:\/\//i));
     const baseUrl = `http://127.0.0.1:${port}`;
-    const token = signToken({ secret: JWT_SECRET, tenantId: tenant.id, role: 'admin', sub: 'bench', email: 'bench@example.test', ttlSeconds: 3600 });
+    const token = signToken({
+      secret: JWT_SECRET,
+      tenantId: tenant.id,
+      role: 'admin',
+      sub: 'bench',
+      email: 'bench@example.test',
+      ttlSeconds: 3600,
+    });
     const call = async (method: string, url: string, body?: unknown) => {
       const res = await fetch(`${baseUrl}${url}`, {
         method,
@@ -174,7 +216,8 @@ async function main() {
       // Reset the worker's peak RSS (VmHWM) so it measures this export alone (Linux ≥ 4.0).
       writeFileSync(`/proc/${worker.pid!}/clear_refs`, '5');
       const before = status(worker.pid!, 'VmRSS');
-      if (submitted.status !== 202) throw new Error(`POST /v1/audit/export: ${submitted.status} ${JSON.stringify(submitted.body)}`);
+      if (submitted.status !== 202)
+        throw new Error(`POST /v1/audit/export: ${submitted.status} ${JSON.stringify(submitted.body)}`);
       let peakSampled = 0;
       let job: Record<string, any>;
       for (;;) {
@@ -196,7 +239,9 @@ async function main() {
       console.log(line);
       results.push(line);
     }
-    console.log('targets: ≥ 50,000 rows/s, worker RSS ≤ 200 MiB (peak = the worker process VmHWM, reset before each export)');
+    console.log(
+      'targets: ≥ 50,000 rows/s, worker RSS ≤ 200 MiB (peak = the worker process VmHWM, reset before each export)',
+    );
   } finally {
     for (const child of children) child.kill('SIGTERM');
     await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));

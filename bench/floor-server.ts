@@ -24,5 +24,7 @@ app.post('/v1/webhooks/:tenantId/:provider', async (c) => {
   count++;
   return c.json({ eventIds: [`evt_${count}`], incidentIds: ['inc_floor'], deduplicated: count > 1 }, 202);
 });
-const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => process.stdout.write(`listening ${info.port}\n`));
+const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) =>
+  process.stdout.write(`listening ${info.port}\n`),
+);
 process.once('SIGTERM', () => server.close(() => process.exit(0)));

@@ -25,7 +25,17 @@
 import { Agent, request } from 'node:http';
 import { cpus } from 'node:os';
 import postgres from 'postgres';
-import { cpuWindow, devServerPids, lowerWorkerPriority, measure, processCpuWindow, runBenchmark, startApi, startFloorServer, startStack } from './stack.js';
+import {
+  cpuWindow,
+  devServerPids,
+  lowerWorkerPriority,
+  measure,
+  processCpuWindow,
+  runBenchmark,
+  startApi,
+  startFloorServer,
+  startStack,
+} from './stack.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 30);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -39,10 +49,14 @@ const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
 
 function post(url: URL, headers: Record<string, string>, body: string): Promise<{ ok: boolean; status: number }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ ok: res.statusCode === 202, status: res.statusCode ?? 0 }));
-    });
+    const req = request(
+      url,
+      { method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ ok: res.statusCode === 202, status: res.statusCode ?? 0 }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -66,17 +80,33 @@ async function main() {
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const statuses = new Map<number, number>();
 
-  console.log(`machine: ${process.platform} ${process.arch}, node ${process.version}, ${cpus().length} cpus; service in child processes`);
+  console.log(
+    `machine: ${process.platform} ${process.arch}, node ${process.version}, ${cpus().length} cpus; service in child processes`,
+  );
   console.log(
     sharedProcess
       ? 'api: the npm start process (api and worker)'
       : `api: node dist/api/server.js (api only), worker in the npm start process${
-          stopWorker ? ', stopped while ingestion is measured' : workerNice > 0 ? ` at nice ${workerNice} with its Temporal dev server` : ', same priority'
+          stopWorker
+            ? ', stopped while ingestion is measured'
+            : workerNice > 0
+              ? ` at nice ${workerNice} with its Temporal dev server`
+              : ', same priority'
         }`,
   );
   // Warm-up (JIT, connection pools), not counted.
   await measure('warm-up', { durationMs: 3000, parallel: concurrency }, (i) =>
-    post(url, headers, JSON.stringify({ name: `Warmup${i % 50}`, severity: 'high', service: 'bench', summary: 'warm-up', startsAt: new Date(Date.now() + i).toISOString() })),
+    post(
+      url,
+      headers,
+      JSON.stringify({
+        name: `Warmup${i % 50}`,
+        severity: 'high',
+        service: 'bench',
+        summary: 'warm-up',
+        startsAt: new Date(Date.now() + i).toISOString(),
+      }),
+    ),
   );
   if (stopWorker) process.kill(stack.pid, 'SIGSTOP');
   const cpu = cpuWindow();
@@ -85,38 +115,52 @@ async function main() {
     'Temporal dev server': devServerPids(stack),
     'load generator': [process.pid],
   });
-  const ingest = await measure(`webhook ingestion (${distinct} distinct alerts)`, { durationMs: seconds * 1000, parallel: concurrency }, async (i) => {
-    const n = i % distinct;
-    const res = await post(
-      url,
-      headers,
-      JSON.stringify({
-        name: `BenchAlert${n}`,
-        severity: ['critical', 'high', 'warning', 'info'][n % 4],
-        service: `svc-${n % 40}`,
-        summary: `synthetic alert ${n}`,
-        labels: { region: 'eu-west-1', shard: String(n % 16) },
-        startsAt: new Date(1_800_000_000_000 + i).toISOString(), // distinct body per delivery
-      }),
-    );
-    statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-    return res;
-  });
+  const ingest = await measure(
+    `webhook ingestion (${distinct} distinct alerts)`,
+    { durationMs: seconds * 1000, parallel: concurrency },
+    async (i) => {
+      const n = i % distinct;
+      const res = await post(
+        url,
+        headers,
+        JSON.stringify({
+          name: `BenchAlert${n}`,
+          severity: ['critical', 'high', 'warning', 'info'][n % 4],
+          service: `svc-${n % 40}`,
+          summary: `synthetic alert ${n}`,
+          labels: { region: 'eu-west-1', shard: String(n % 16) },
+          startsAt: new Date(1_800_000_000_000 + i).toISOString(), // distinct body per delivery
+        }),
+      );
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      return res;
+    },
+  );
   console.log(`cpu during ingestion: ${cpu()}`);
   const used = cpuByProcess();
-  console.log(`cores used during ingestion: ${Object.entries(used).map(([name, cores]) => `${name} ${cores.toFixed(2)}`).join(', ')}`);
+  console.log(
+    `cores used during ingestion: ${Object.entries(used)
+      .map(([name, cores]) => `${name} ${cores.toFixed(2)}`)
+      .join(', ')}`,
+  );
   if (stopWorker) process.kill(stack.pid, 'SIGCONT');
   console.log(`statuses: ${JSON.stringify(Object.fromEntries(statuses))}`);
   const pool = postgres(stack.databaseUrl, { max: 20 });
   const [moved] = await pool<{ opened: string; triaged: string }[]>`
     select count(*) as opened, count(*) filter (where status <> 'open') as triaged from incidents where source = 'automated'`;
-  console.log(`incidents opened by the end of ingestion: ${moved!.opened}, of which the worker had taken ${moved!.triaged} past 'open'`);
+  console.log(
+    `incidents opened by the end of ingestion: ${moved!.opened}, of which the worker had taken ${moved!.triaged} past 'open'`,
+  );
 
   await pool`create table if not exists bench_raw_insert (id bigserial primary key, tenant_id text not null, payload jsonb not null, created_at timestamptz not null default now())`;
-  const raw = await measure('raw PostgreSQL single-row insert', { durationMs: 10_000, parallel: concurrency }, async (i) => {
-    await pool`insert into bench_raw_insert (tenant_id, payload) values (${stack.tenantId}, ${pool.json({ i })})`;
-    return { ok: true };
-  });
+  const raw = await measure(
+    'raw PostgreSQL single-row insert',
+    { durationMs: 10_000, parallel: concurrency },
+    async (i) => {
+      await pool`insert into bench_raw_insert (tenant_id, payload) values (${stack.tenantId}, ${pool.json({ i })})`;
+      return { ok: true };
+    },
+  );
   await pool`drop table bench_raw_insert`;
   // The floor: the same load generator against a Hono handler that only parses the body and
   // answers 202, with the service still running beside it (the worker catching up, as above).
@@ -124,15 +168,29 @@ async function main() {
   if (floor) {
     const bare = await startFloorServer();
     const bareUrl = new URL(`${bare.baseUrl}/v1/webhooks/${stack.tenantId}/generic`);
-    const body = (i: number) => JSON.stringify({ name: `BenchAlert${i % distinct}`, severity: 'high', service: 'bench', summary: 'floor', startsAt: new Date(1_800_000_000_000 + i).toISOString() });
+    const body = (i: number) =>
+      JSON.stringify({
+        name: `BenchAlert${i % distinct}`,
+        severity: 'high',
+        service: 'bench',
+        summary: 'floor',
+        startsAt: new Date(1_800_000_000_000 + i).toISOString(),
+      });
     await measure('floor warm-up', { durationMs: 2000, parallel: concurrency }, (i) => post(bareUrl, headers, body(i)));
-    floorRate = (await measure('floor: Hono handler, parse and 202 only', { durationMs: 10_000, parallel: concurrency }, (i) => post(bareUrl, headers, body(i)))).perSecond;
+    floorRate = (
+      await measure('floor: Hono handler, parse and 202 only', { durationMs: 10_000, parallel: concurrency }, (i) =>
+        post(bareUrl, headers, body(i)),
+      )
+    ).perSecond;
     bare.stop();
   }
   // What the ingestion path (api, PostgreSQL, load generator) spent per accepted event, and what
   // the ratio target would take at that cost: the machine's cores bound it whatever overlaps.
   const front = sharedProcess ? 'api and worker' : 'api';
-  const pathCores = [front, `postgres for ${front}`, 'load generator', 'postgres for load generator'].reduce((sum, name) => sum + (used[name] ?? 0), 0);
+  const pathCores = [front, `postgres for ${front}`, 'load generator', 'postgres for load generator'].reduce(
+    (sum, name) => sum + (used[name] ?? 0),
+    0,
+  );
   const perEventMs = (1000 * pathCores) / ingest.perSecond;
   console.log(
     `cpu per accepted event: ${perEventMs.toFixed(2)} ms (${front}, its postgres backends and the load generator: ${pathCores.toFixed(2)} cores); ` +
@@ -145,7 +203,9 @@ async function main() {
   console.log(
     `result: ${ingest.perSecond.toFixed(0)} events/s (target ≥ 1500), p50 ${ingest.p50.toFixed(1)} ms, p99 ${ingest.p99.toFixed(1)} ms (target ≤ 50), ` +
       `${(100 * (ingest.perSecond / raw.perSecond)).toFixed(0)} % of the raw insert rate ${raw.perSecond.toFixed(0)}/s (target ≥ 40 %)` +
-      (floorRate ? `; the floor answered ${floorRate.toFixed(0)}/s, ${(100 * (ingest.perSecond / floorRate)).toFixed(0)} % of it` : ''),
+      (floorRate
+        ? `; the floor answered ${floorRate.toFixed(0)}/s, ${(100 * (ingest.perSecond / floorRate)).toFixed(0)} % of it`
+        : ''),
   );
   agent.destroy();
   api.stop();

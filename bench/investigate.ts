@@ -26,10 +26,17 @@ const burstCount = Number(process.env.BENCH_BURST_INCIDENTS ?? 200);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 10);
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-async function bareWorkflows(address: string, count: number): Promise<{ perSecond: number; p50: number; p99: number; burstP99: number; burstSeconds: number }> {
+async function bareWorkflows(
+  address: string,
+  count: number,
+): Promise<{ perSecond: number; p50: number; p99: number; burstP99: number; burstSeconds: number }> {
   const taskQueue = `bench-bare-${Date.now()}`;
   const nativeConnection = await NativeConnection.connect({ address });
-  const worker = await Worker.create({ connection: nativeConnection, taskQueue, workflowsPath: path.join(here, 'workflows', 'bare.ts') });
+  const worker = await Worker.create({
+    connection: nativeConnection,
+    taskQueue,
+    workflowsPath: path.join(here, 'workflows', 'bare.ts'),
+  });
   const running = worker.run();
   const connection = await Connection.connect(temporalConnectionOptions(address));
   const client = new Client({ connection });
@@ -64,7 +71,13 @@ async function bareWorkflows(address: string, count: number): Promise<{ perSecon
   await connection.close();
   await nativeConnection.close();
   latencies.sort((a, b) => a - b);
-  return { perSecond: count / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), burstP99: percentile(burst, 99), burstSeconds };
+  return {
+    perSecond: count / seconds,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    burstP99: percentile(burst, 99),
+    burstSeconds,
+  };
 }
 
 async function main() {
@@ -85,7 +98,12 @@ async function main() {
     const res = await fetch(url, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name, severity: ['critical', 'high', 'warning'][i % 3], service: `svc-${i % 20}`, summary: `errors above threshold on shard ${i}` }),
+      body: JSON.stringify({
+        name,
+        severity: ['critical', 'high', 'warning'][i % 3],
+        service: `svc-${i % 20}`,
+        summary: `errors above threshold on shard ${i}`,
+      }),
     });
     const body = (await res.json()) as { incidentIds: string[] };
     if (res.status !== 202 || !body.incidentIds[0]) throw new Error(`webhook answered ${res.status}`);
@@ -115,7 +133,9 @@ async function main() {
   for (let i = 0; i < incidentsWanted; i++) {
     const due = startedAt + (i * 1000) / rate;
     await new Promise((r) => setTimeout(r, Math.max(0, due - Date.now())));
-    inFlight.push(post(`SustainedIncident${i}`, i).then(({ incidentId, sentAt }) => void sustained.set(incidentId, sentAt)));
+    inFlight.push(
+      post(`SustainedIncident${i}`, i).then(({ incidentId, sentAt }) => void sustained.set(incidentId, sentAt)),
+    );
   }
   await Promise.all(inFlight);
   const steady = await rootCauses(sustained);
@@ -141,7 +161,9 @@ async function main() {
     `burst of ${burstCount}: ${drained.latencies.length}/${burst.size} root causes, ${drained.perSecond.toFixed(1)} incidents/s, ` +
       `webhook→root cause p50 ${percentile(drained.latencies, 50).toFixed(0)} ms, p99 ${percentile(drained.latencies, 99).toFixed(0)} ms, max ${drained.latencies.at(-1)?.toFixed(0)} ms`,
   );
-  const [failures] = await db<{ n: number }[]>`select count(*)::int as n from investigations where tenant_id = ${stack.tenantId} and status = 'failed'`;
+  const [failures] = await db<
+    { n: number }[]
+  >`select count(*)::int as n from investigations where tenant_id = ${stack.tenantId} and status = 'failed'`;
   console.log(`failed investigations: ${failures!.n}`);
   await db.end();
 

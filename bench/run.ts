@@ -24,7 +24,9 @@ async function main() {
     return res;
   };
 
-  console.log(`machine: ${process.platform} ${process.arch}, node ${process.version}, ${cpus().length} cpus; service in a child process`);
+  console.log(
+    `machine: ${process.platform} ${process.arch}, node ${process.version}, ${cpus().length} cpus; service in a child process`,
+  );
   await measure('GET /health', { count: 2000, parallel: concurrency }, () => call(`${stack.baseUrl}/health`));
   await measure('POST /v1/incidents/chat (+ workflow start)', { count: total, parallel: concurrency }, (i) =>
     call(`${stack.baseUrl}/v1/incidents/chat`, {
@@ -44,7 +46,11 @@ async function main() {
   };
   const ids = list.incidents.map((i) => i.incidentId);
   await measure('PATCH status (workflow Update)', { count: ids.length, parallel: concurrency }, (i) =>
-    call(`${stack.baseUrl}/v1/incidents/${ids[i]}`, { method: 'PATCH', headers, body: JSON.stringify({ status: 'triaging' }) }),
+    call(`${stack.baseUrl}/v1/incidents/${ids[i]}`, {
+      method: 'PATCH',
+      headers,
+      body: JSON.stringify({ status: 'triaging' }),
+    }),
   );
   await stack.stop();
 }

@@ -38,7 +38,8 @@ export interface Stack {
 }
 
 /** Node flags for a CPU profile of a service process, into BENCH_PROFILE's folder when it is set. */
-const profileFlags = (): string[] => (process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : []);
+const profileFlags = (): string[] =>
+  process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
 
 /**
  * Service processes run in sessions of their own, as containers would: on Linux with autogroup
@@ -50,30 +51,45 @@ function ownSession(child: ChildProcess): void {
   const stop = () => child.kill('SIGTERM');
   process.once('exit', stop);
   child.once('exit', () => process.removeListener('exit', stop));
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     if (process.listenerCount(signal) === 0) process.once(signal, () => process.exit(code));
   }
 }
 
 /** `reuse`: the data folder and ports of an earlier stack, to start the service again on them. */
-export async function startStack(env: Record<string, string> = {}, reuse?: { dataDir: string; ports: StackPorts }): Promise<Stack> {
+export async function startStack(
+  env: Record<string, string> = {},
+  reuse?: { dataDir: string; ports: StackPorts },
+): Promise<Stack> {
   const dataDir = reuse?.dataDir ?? mkdtempSync(path.join(tmpdir(), 'iis-bench-'));
-  const ports: StackPorts = reuse?.ports ?? { pg: await freePort(), api: await freePort(), temporal: await freePort(), temporalUi: await freePort() };
-  const child = spawn(process.execPath, [...profileFlags(), '--import', 'tsx', path.join(projectRoot, 'src/launcher/start.ts')], {
-    env: {
-      ...process.env,
-      DATA_DIR: dataDir,
-      PORT: String(ports.api),
-      PG_PORT: String(ports.pg),
-      TEMPORAL_PORT: String(ports.temporal),
-      TEMPORAL_UI_PORT: String(ports.temporalUi),
-      LOG_LEVEL: 'warn',
-      JWT_TTL_SECONDS: '7200',
-      ...env,
+  const ports: StackPorts = reuse?.ports ?? {
+    pg: await freePort(),
+    api: await freePort(),
+    temporal: await freePort(),
+    temporalUi: await freePort(),
+  };
+  const child = spawn(
+    process.execPath,
+    [...profileFlags(), '--import', 'tsx', path.join(projectRoot, 'src/launcher/start.ts')],
+    {
+      env: {
+        ...process.env,
+        DATA_DIR: dataDir,
+        PORT: String(ports.api),
+        PG_PORT: String(ports.pg),
+        TEMPORAL_PORT: String(ports.temporal),
+        TEMPORAL_UI_PORT: String(ports.temporalUi),
+        LOG_LEVEL: 'warn',
+        JWT_TTL_SECONDS: '7200',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+      detached: true,
     },
-    stdio: ['ignore', 'pipe', 'inherit'],
-    detached: true,
-  });
+  );
   ownSession(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let out = '';
@@ -164,7 +180,14 @@ export async function startApi(stack: Stack): Promise<{ pid: number; baseUrl: st
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: projectRoot, stdio: 'inherit' });
   const port = await freePort();
   const child = spawn(process.execPath, [...profileFlags(), path.join(projectRoot, 'dist/api/server.js')], {
-    env: { ...process.env, DATA_DIR: stack.dataDir, DATABASE_URL: stack.databaseUrl, TEMPORAL_ADDRESS: stack.temporalAddress, PORT: String(port), LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      DATA_DIR: stack.dataDir,
+      DATABASE_URL: stack.databaseUrl,
+      TEMPORAL_ADDRESS: stack.temporalAddress,
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
     detached: true,
   });
@@ -172,7 +195,10 @@ export async function startApi(stack: Stack): Promise<{ pid: number; baseUrl: st
   const baseUrl = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
     if (child.exitCode !== null) throw new Error(`the api exited with ${child.exitCode}`);
-    const ok = await fetch(`${baseUrl}/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${baseUrl}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (i > 300) throw new Error('the api did not answer within 30 s');
     await new Promise((r) => setTimeout(r, 100));
@@ -223,7 +249,11 @@ export function lowerWorkerPriority(stack: Stack, nice: number): void {
 /** The Temporal dev server the service process started (none when TEMPORAL_ADDRESS pointed it elsewhere). */
 export function devServerPids(stack: Stack): number[] {
   try {
-    return execFileSync('pgrep', ['-P', String(stack.pid), 'temporal']).toString().split('\n').filter(Boolean).map(Number);
+    return execFileSync('pgrep', ['-P', String(stack.pid), 'temporal'])
+      .toString()
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return []; // pgrep exits 1 when it finds none
   }
@@ -234,7 +264,16 @@ export function cpuWindow(): () => string {
   const read = () => readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 9).map(Number);
   const before = read();
   return () => {
-    const [user, nice, system, idle, iowait, irq, softirq, steal] = read().map((v, i) => v - before[i]!) as [number, number, number, number, number, number, number, number];
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = read().map((v, i) => v - before[i]!) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     const total = user + nice + system + idle + iowait + irq + softirq + steal;
     const pct = (v: number) => `${Math.round((100 * v) / total)} %`;
     return `user ${pct(user)}, niced ${pct(nice)}, system ${pct(system + irq + softirq)}, idle ${pct(idle + iowait)}, stolen by the host ${pct(steal)}`;
@@ -289,7 +328,10 @@ export function processCpuWindow(groups: Record<string, number[]>): () => Record
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return { comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), ticks: Number(fields[11]) + Number(fields[12]) };
+      return {
+        comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+        ticks: Number(fields[11]) + Number(fields[12]),
+      };
     } catch {
       return undefined; // exited
     }
@@ -299,30 +341,40 @@ export function processCpuWindow(groups: Record<string, number[]>): () => Record
     const connections = tcpConnections();
     const groupOf = new Map<string, string>(); // local address of a client socket -> group
     for (const [name, pids] of Object.entries(groups)) {
-      for (const pid of pids) for (const inode of socketInodes(pid)) {
-        const c = connections.get(inode);
-        if (c) groupOf.set(c.local, name);
-      }
+      for (const pid of pids)
+        for (const inode of socketInodes(pid)) {
+          const c = connections.get(inode);
+          if (c) groupOf.set(c.local, name);
+        }
     }
     const found = new Map<string, { ticks: number; group: string }>();
     for (const pid of readdirSync('/proc')) {
       if (!/^\d+$/.test(pid)) continue;
       const t = ticks(pid);
       if (t?.comm !== 'postgres') continue;
-      const client = socketInodes(pid).map((inode) => groupOf.get(connections.get(inode)?.remote ?? '')).find(Boolean);
+      const client = socketInodes(pid)
+        .map((inode) => groupOf.get(connections.get(inode)?.remote ?? ''))
+        .find(Boolean);
       found.set(pid, { ticks: t.ticks, group: client ? `postgres for ${client}` : 'postgres (rest)' });
     }
     return found;
   };
-  const read = () => ({ groups: Object.fromEntries(Object.entries(groups).map(([name, pids]) => [name, pids.map((pid) => ticks(pid)?.ticks ?? 0)])), postgres: postgres() });
+  const read = () => ({
+    groups: Object.fromEntries(
+      Object.entries(groups).map(([name, pids]) => [name, pids.map((pid) => ticks(pid)?.ticks ?? 0)]),
+    ),
+    postgres: postgres(),
+  });
   const before = read();
   const startedAt = performance.now();
   return () => {
     const after = read();
     const seconds = (performance.now() - startedAt) / 1000;
     const result: Record<string, number> = {};
-    for (const [name, list] of Object.entries(after.groups)) result[name] = list.reduce((sum, t, i) => sum + t - before.groups[name]![i]!, 0);
-    for (const [pid, { ticks: t, group }] of after.postgres) result[group] = (result[group] ?? 0) + t - (before.postgres.get(pid)?.ticks ?? 0);
+    for (const [name, list] of Object.entries(after.groups))
+      result[name] = list.reduce((sum, t, i) => sum + t - before.groups[name]![i]!, 0);
+    for (const [pid, { ticks: t, group }] of after.postgres)
+      result[group] = (result[group] ?? 0) + t - (before.postgres.get(pid)?.ticks ?? 0);
     for (const name of Object.keys(result)) result[name] = result[name]! / 100 / seconds;
     return result;
   };

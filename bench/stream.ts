@@ -50,8 +50,15 @@ function connect(url: string, token: string, onEvent: (sentAt: number) => void):
 async function main() {
   const stack = await startStack();
   const sql = postgres(stack.databaseUrl, { max: 2, onnotice: () => undefined });
-  const api = process.env.BENCH_API === 'start' ? { pid: stack.pid, baseUrl: stack.baseUrl, stop: () => undefined } : await startApi(stack);
-  console.log(process.env.BENCH_API === 'start' ? 'api: the npm start process (api and worker)' : 'api: node dist/api/server.js (api only)');
+  const api =
+    process.env.BENCH_API === 'start'
+      ? { pid: stack.pid, baseUrl: stack.baseUrl, stop: () => undefined }
+      : await startApi(stack);
+  console.log(
+    process.env.BENCH_API === 'start'
+      ? 'api: the npm start process (api and worker)'
+      : 'api: node dist/api/server.js (api only)',
+  );
   try {
     await sql`update tenants set plan = 'plan_enterprise' where id = ${stack.tenantId}`;
     const rssBefore = rssMiB(api.pid);
@@ -82,8 +89,12 @@ async function main() {
     rssPeak = Math.max(rssPeak, rssMiB(api.pid));
     latencies.sort((a, b) => a - b);
     console.log(`clients ${clients}  events ${eventCount}  deliveries ${latencies.length}/${expected}`);
-    console.log(`event-to-client latency  p50 ${percentile(latencies, 50).toFixed(1)} ms  p99 ${percentile(latencies, 99).toFixed(1)} ms  max ${(latencies.at(-1) ?? 0).toFixed(1)} ms`);
-    console.log(`api process RSS  before clients ${rssBefore.toFixed(0)} MiB  peak with clients ${rssPeak.toFixed(0)} MiB`);
+    console.log(
+      `event-to-client latency  p50 ${percentile(latencies, 50).toFixed(1)} ms  p99 ${percentile(latencies, 99).toFixed(1)} ms  max ${(latencies.at(-1) ?? 0).toFixed(1)} ms`,
+    );
+    console.log(
+      `api process RSS  before clients ${rssBefore.toFixed(0)} MiB  peak with clients ${rssPeak.toFixed(0)} MiB`,
+    );
     for (const req of requests) req.destroy();
   } finally {
     api.stop();

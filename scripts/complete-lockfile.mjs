@@ -11,14 +11,30 @@ const file = new URL('../package-lock.json', import.meta.url);
 const lock = JSON.parse(readFileSync(file, 'utf8'));
 const packages = lock.packages;
 
-const osTokens = { darwin: 'darwin', linux: 'linux', win32: 'win32', windows: 'win32', freebsd: 'freebsd', openbsd: 'openbsd', netbsd: 'netbsd', sunos: 'sunos', android: 'android', aix: 'aix', openharmony: 'openharmony' };
+const osTokens = {
+  darwin: 'darwin',
+  linux: 'linux',
+  win32: 'win32',
+  windows: 'win32',
+  freebsd: 'freebsd',
+  openbsd: 'openbsd',
+  netbsd: 'netbsd',
+  sunos: 'sunos',
+  android: 'android',
+  aix: 'aix',
+  openharmony: 'openharmony',
+};
 const cpuTokens = ['x64', 'arm64', 'arm', 'ia32', 'ppc64', 's390x', 'riscv64', 'loong64', 'mips64el'];
 
 function platformOf(name) {
   const tokens = name.split('/').pop().split('-');
   const os = tokens.map((t) => osTokens[t]).find(Boolean);
   const cpu = tokens.find((t) => cpuTokens.includes(t));
-  const libc = tokens.some((t) => t.startsWith('musl')) ? 'musl' : tokens.some((t) => t === 'gnu' || t.startsWith('gnueabi')) && os === 'linux' ? 'glibc' : undefined;
+  const libc = tokens.some((t) => t.startsWith('musl'))
+    ? 'musl'
+    : tokens.some((t) => t === 'gnu' || t.startsWith('gnueabi')) && os === 'linux'
+      ? 'glibc'
+      : undefined;
   return { os, cpu, libc };
 }
 

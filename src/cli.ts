@@ -33,7 +33,8 @@ function quotaFlags(values: Record<string, unknown>, flags: Record<string, keyof
     const value = values[flag];
     if (value === undefined) continue;
     const n = Number(value);
-    if (!/^\d+$/.test(String(value)) || n > MAX_CUSTOM_QUOTA) fail(`--${flag} must be a whole number from 0 to ${MAX_CUSTOM_QUOTA}`);
+    if (!/^\d+$/.test(String(value)) || n > MAX_CUSTOM_QUOTA)
+      fail(`--${flag} must be a whole number from 0 to ${MAX_CUSTOM_QUOTA}`);
     quotas[key] = n;
   }
   return quotas;
@@ -50,14 +51,27 @@ async function withDatabase<T>(run: (db: ReturnType<typeof connectDatabase>['db'
   }
 }
 
-const createQuotaFlags = { 'investigations-per-month': 'investigationsPerMonth', 'events-per-month': 'eventsPerMonth', 'chat-messages-per-month': 'chatMessagesPerMonth' } as const;
-const updateQuotaFlags = { investigations: 'investigationsPerMonth', events: 'eventsPerMonth', 'chat-messages': 'chatMessagesPerMonth' } as const;
-const stringOptions = (flags: object) => Object.fromEntries(Object.keys(flags).map((flag) => [flag, { type: 'string' as const }]));
+const createQuotaFlags = {
+  'investigations-per-month': 'investigationsPerMonth',
+  'events-per-month': 'eventsPerMonth',
+  'chat-messages-per-month': 'chatMessagesPerMonth',
+} as const;
+const updateQuotaFlags = {
+  investigations: 'investigationsPerMonth',
+  events: 'eventsPerMonth',
+  'chat-messages': 'chatMessagesPerMonth',
+} as const;
+const stringOptions = (flags: object) =>
+  Object.fromEntries(Object.keys(flags).map((flag) => [flag, { type: 'string' as const }]));
 
 async function tenantCreate(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
-    options: { name: { type: 'string' }, plan: { type: 'string', default: 'plan_starter' }, ...stringOptions(createQuotaFlags) },
+    options: {
+      name: { type: 'string' },
+      plan: { type: 'string', default: 'plan_starter' },
+      ...stringOptions(createQuotaFlags),
+    },
     strict: true,
   });
   const name = values.name?.trim();
@@ -66,15 +80,26 @@ async function tenantCreate(args: string[]): Promise<void> {
   const plan = values.plan as string;
   if (!(planIds as readonly string[]).includes(plan)) fail(`--plan must be one of ${planIds.join(', ')}`);
   const quotas = quotaFlags(values, createQuotaFlags);
-  if (Object.keys(quotas).length > 0 && plan !== 'plan_enterprise') fail('the quota flags are for plan_enterprise; other plans have their published quotas');
-  const tenant = await withDatabase((db) => createTenant(db, { name, plan: plan as PlanId, ...(Object.keys(quotas).length > 0 ? { settings: { quotas } } : {}) }));
+  if (Object.keys(quotas).length > 0 && plan !== 'plan_enterprise')
+    fail('the quota flags are for plan_enterprise; other plans have their published quotas');
+  const tenant = await withDatabase((db) =>
+    createTenant(db, {
+      name,
+      plan: plan as PlanId,
+      ...(Object.keys(quotas).length > 0 ? { settings: { quotas } } : {}),
+    }),
+  );
   process.stdout.write(
     `${JSON.stringify({ tenantId: tenant.id, name: tenant.name, slug: tenant.slug, plan: tenant.plan, quotas: monthlyQuotas(tenant), createdAt: tenant.createdAt.toISOString() })}\n`,
   );
 }
 
 async function tenantQuotas(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { tenant: { type: 'string' }, ...stringOptions(updateQuotaFlags) }, strict: true });
+  const { values } = parseArgs({
+    args,
+    options: { tenant: { type: 'string' }, ...stringOptions(updateQuotaFlags) },
+    strict: true,
+  });
   if (!values.tenant) fail('--tenant is required');
   const quotas = quotaFlags(values, updateQuotaFlags);
   if (Object.keys(quotas).length === 0) fail('name at least one of --investigations, --events, --chat-messages');
@@ -82,10 +107,13 @@ async function tenantQuotas(args: string[]): Promise<void> {
   const tenant = await withDatabase(async (db) => {
     const found = await findTenant(db, tenantId);
     if (!found) throw new Error(`no tenant ${tenantId}`);
-    if (found.plan !== 'plan_enterprise') throw new Error(`tenant ${tenantId} is on ${found.plan}: custom quotas are for plan_enterprise`);
+    if (found.plan !== 'plan_enterprise')
+      throw new Error(`tenant ${tenantId} is on ${found.plan}: custom quotas are for plan_enterprise`);
     return (await setCustomQuotas(db, tenantId, quotas))!;
   });
-  process.stdout.write(`${JSON.stringify({ tenantId: tenant.id, plan: tenant.plan, quotas: monthlyQuotas(tenant) })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ tenantId: tenant.id, plan: tenant.plan, quotas: monthlyQuotas(tenant) })}\n`,
+  );
 }
 
 async function token(args: string[]): Promise<void> {
@@ -107,9 +135,11 @@ async function token(args: string[]): Promise<void> {
   const ttl = values.ttl === undefined ? config.auth.tokenTtlSeconds : Number(values.ttl);
   // No longer than the api accepts (JWT_MAX_LIFETIME_SECONDS, decision 0248): a token we print is never refused for it.
   const maxTtl = config.auth.maxLifetimeSeconds;
-  if (!Number.isInteger(ttl) || ttl < 1 || ttl > maxTtl) fail(`--ttl must be a whole number of seconds (1 to ${maxTtl}, JWT_MAX_LIFETIME_SECONDS)`);
+  if (!Number.isInteger(ttl) || ttl < 1 || ttl > maxTtl)
+    fail(`--ttl must be a whole number of seconds (1 to ${maxTtl}, JWT_MAX_LIFETIME_SECONDS)`);
   const secret = resolveJwtSecret(config);
-  if (!secret) fail('tokens are signed with JWT_SECRET; only JWKS_URL is configured, so tokens come from the identity provider');
+  if (!secret)
+    fail('tokens are signed with JWT_SECRET; only JWKS_URL is configured, so tokens come from the identity provider');
   if (values['check-tenant']) {
     const database = connectDatabase(resolveDatabaseUrl(config), { max: 1 });
     try {

@@ -59,10 +59,15 @@ export function listen(
       dropped++;
       if (performance.now() - warnedAt < DROP_WARNING_MS) return;
       warnedAt = performance.now();
-      logger.warn({ dropped, maxConnections: http.maxConnections }, 'connections refused at the cap (HTTP_MAX_CONNECTIONS)');
+      logger.warn(
+        { dropped, maxConnections: http.maxConnections },
+        'connections refused at the cap (HTTP_MAX_CONNECTIONS)',
+      );
     });
     server.once('error', (err: NodeJS.ErrnoException) => {
-      reject(err.code === 'EADDRINUSE' ? new Error(`Port ${port} is already in use (PORT); set PORT to a free port`) : err);
+      reject(
+        err.code === 'EADDRINUSE' ? new Error(`Port ${port} is already in use (PORT); set PORT to a free port`) : err,
+      );
     });
   });
 }
@@ -74,7 +79,11 @@ function skillRuntime(config: Config, settings: RuntimeSettings): SkillRuntime {
   });
 }
 
-export async function startApi(config: Config, settings: RuntimeSettings, logger: Logger): Promise<Stoppable & { url: string }> {
+export async function startApi(
+  config: Config,
+  settings: RuntimeSettings,
+  logger: Logger,
+): Promise<Stoppable & { url: string }> {
   const database = connectDatabase(settings.databaseUrl, { max: 20, statementTimeoutMs: config.apiStatementTimeoutMs });
   const connection = await Connection.connect(temporalConnectionOptions(settings.temporalAddress));
   const client = new Client({ connection, namespace: config.temporal.namespace });
@@ -100,13 +109,16 @@ export async function startApi(config: Config, settings: RuntimeSettings, logger
     skills: skillRuntime(config, settings),
     realtime: { hub },
     webhookParse: { threads: config.webhookParseThreads },
-    model: createModelProvider(config.llm, (reason) => logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in responder answered')),
+    model: createModelProvider(config.llm, (reason) =>
+      logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in responder answered'),
+    ),
     databaseWatch: { answers: createDatabaseProbe(settings.databaseUrl), everyMs: DATABASE_WATCH_MS },
     exports: {
       dir: config.exports.dir,
       urlKey:
         downloadUrlKey({ urlSecret: config.exports.urlSecret, jwtSecret: settings.jwtSecret }) ??
-        (logger.warn('EXPORT_URL_SECRET and JWT_SECRET are unset: export download URLs hold only in this api process'), randomBytes(32)),
+        (logger.warn('EXPORT_URL_SECRET and JWT_SECRET are unset: export download URLs hold only in this api process'),
+        randomBytes(32)),
       ...(config.exports.s3 ? { s3: config.exports.s3 } : {}),
     },
   });
@@ -137,7 +149,11 @@ export const DATABASE_WATCH_MS = 10_000;
 /** How long a stopping api goes on answering the requests it has (then it cuts the rest off). */
 export const API_DRAIN_MS = 10_000;
 
-type Answer = { headersSent: boolean; setHeader(name: string, value: string): unknown; once(event: 'close', listener: () => void): unknown };
+type Answer = {
+  headersSent: boolean;
+  setHeader(name: string, value: string): unknown;
+  once(event: 'close', listener: () => void): unknown;
+};
 
 /** Keeps the answers not yet finished of `server`, for `drain`. */
 function trackAnswers(server: ServerType): Set<Answer> {
@@ -184,11 +200,16 @@ export function drainable(server: ServerType): ServerType {
 
 export async function startWorker(config: Config, settings: RuntimeSettings, logger: Logger): Promise<Stoppable> {
   installTemporalRuntimeLogger(logger);
-  const database = connectDatabase(settings.databaseUrl, { max: 10, statementTimeoutMs: config.workerStatementTimeoutMs });
+  const database = connectDatabase(settings.databaseUrl, {
+    max: 10,
+    statementTimeoutMs: config.workerStatementTimeoutMs,
+  });
   const clientConnection = await Connection.connect(temporalConnectionOptions(settings.temporalAddress));
   await ensureSearchAttributes(clientConnection, config.temporal.namespace);
   const connection = await NativeConnection.connect({ address: settings.temporalAddress });
-  const model = createModelProvider(config.llm, (reason) => logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in analyzer answered'));
+  const model = createModelProvider(config.llm, (reason) =>
+    logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in analyzer answered'),
+  );
   const skills = skillRuntime(config, settings);
   const worker = await createIncidentWorker({
     model,

@@ -71,7 +71,9 @@ const envSchema = z.object({
     .int()
     .min(0)
     .max(3_600_000)
-    .refine((ms) => ms === 0 || ms >= 150_000, { message: 'must be 0 (no bound) or at least 150000: above the longest activity timeout (2 minutes)' })
+    .refine((ms) => ms === 0 || ms >= 150_000, {
+      message: 'must be 0 (no bound) or at least 150000: above the longest activity timeout (2 minutes)',
+    })
     .default(300_000),
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce
     .number()
@@ -89,7 +91,12 @@ const envSchema = z.object({
     .optional(),
   SKILL_ALLOWED_NETWORKS: z
     .string()
-    .transform((v) => v.split(',').map((entry) => entry.trim()).filter((entry) => entry !== ''))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== ''),
+    )
     .refine((entries) => entries.every(isNetwork), {
       message: 'must be a comma-separated list of IP addresses or CIDR ranges (e.g. 10.1.0.0/16,127.0.0.1/32)',
     })
@@ -107,7 +114,9 @@ const envSchema = z.object({
   EXPORT_URL_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   S3_ENDPOINT: z
     .url({ protocol: /^https?$/, message: 'must be an http(s) URL such as https://s3.eu-west-1.amazonaws.com' })
-    .refine(withoutCredentials, { message: 'must not hold credentials (user:password@); give them as S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY' })
+    .refine(withoutCredentials, {
+      message: 'must not hold credentials (user:password@); give them as S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY',
+    })
     .optional(),
   S3_REGION: z.string().trim().min(1).default('us-east-1'),
   S3_ACCESS_KEY_ID: optionalString,
@@ -116,7 +125,10 @@ const envSchema = z.object({
   S3_ALLOWED_BUCKETS: z
     .string()
     .trim()
-    .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\s*,\s*[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])*$/, 'must be a comma-separated list of bucket names')
+    .regex(
+      /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\s*,\s*[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])*$/,
+      'must be a comma-separated list of bucket names',
+    )
     .optional(),
 });
 
@@ -163,7 +175,13 @@ export interface Config {
     answerTimeoutMs: number;
   };
   pgPort: number;
-  auth: { jwtSecret: string | undefined; jwksUrl: string | undefined; tokenTtlSeconds: number; maxLifetimeSeconds: number; clockSkewSeconds: number };
+  auth: {
+    jwtSecret: string | undefined;
+    jwksUrl: string | undefined;
+    tokenTtlSeconds: number;
+    maxLifetimeSeconds: number;
+    clockSkewSeconds: number;
+  };
   dataDir: string;
   logLevel: string;
   trustProxy: boolean;
@@ -200,7 +218,13 @@ export interface Config {
     allowedNetworks: string[];
   };
   /** The OpenAI-compatible model behind triage; the built-in analyzer when `baseUrl` is unset. */
-  llm: { baseUrl: string | undefined; apiKey: string | undefined; model: string; timeoutMs: number; costPer1kTokens: number };
+  llm: {
+    baseUrl: string | undefined;
+    apiKey: string | undefined;
+    model: string;
+    timeoutMs: number;
+    costPer1kTokens: number;
+  };
   exports: {
     /** Where export files are written (shared by the worker that writes and the api that serves them). */
     dir: string;
@@ -232,14 +256,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   if (e.JWT_TTL_SECONDS > e.JWT_MAX_LIFETIME_SECONDS) {
     // The token npm start prints (and the CLI's default) would be refused by the api itself.
-    throw new ConfigError([`JWT_TTL_SECONDS: must be at most JWT_MAX_LIFETIME_SECONDS (${e.JWT_MAX_LIFETIME_SECONDS})`]);
+    throw new ConfigError([
+      `JWT_TTL_SECONDS: must be at most JWT_MAX_LIFETIME_SECONDS (${e.JWT_MAX_LIFETIME_SECONDS})`,
+    ]);
   }
   if (e.NODE_ENV === 'production' && !e.JWT_SECRET && !e.JWKS_URL) {
     throw new ConfigError(['JWT_SECRET: required in production unless JWKS_URL is set']);
   }
   const s3Keys = [e.S3_ACCESS_KEY_ID, e.S3_SECRET_ACCESS_KEY].filter((v) => v !== undefined).length;
   if (s3Keys === 1 || (e.S3_ENDPOINT && s3Keys === 0)) {
-    throw new ConfigError(['S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY: both are required to use object storage (S3_ENDPOINT)']);
+    throw new ConfigError([
+      'S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY: both are required to use object storage (S3_ENDPOINT)',
+    ]);
   }
   const dataDir = path.resolve(e.DATA_DIR ?? path.join(projectRoot, '.data'));
   const publicHost = e.HOST === '0.0.0.0' || e.HOST === '::' ? 'localhost' : e.HOST;

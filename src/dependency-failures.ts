@@ -55,11 +55,14 @@ function anyCause(err: unknown, test: (e: Cause) => boolean): boolean {
 }
 
 /** What a client is told while the database (or another dependency) cannot be reached. */
-export const DEPENDENCY_UNAVAILABLE_MESSAGE = 'The service cannot reach its database or another dependency; retry shortly';
+export const DEPENDENCY_UNAVAILABLE_MESSAGE =
+  'The service cannot reach its database or another dependency; retry shortly';
 
 /** Whether the unreachable dependency is Temporal (its client gave up, or our gate refused at once). */
 export function isWorkflowEngineUnavailable(err: unknown): boolean {
-  return isDependencyUnavailable(err) && anyCause(err, (e) => e.name === 'ServiceError' || e.code === 'TEMPORAL_UNAVAILABLE');
+  return (
+    isDependencyUnavailable(err) && anyCause(err, (e) => e.name === 'ServiceError' || e.code === 'TEMPORAL_UNAVAILABLE')
+  );
 }
 
 export function isDependencyUnavailable(err: unknown): boolean {
@@ -99,7 +102,9 @@ export function isTransactionConflict(err: unknown): boolean {
 export function isDeadlineExceeded(err: unknown): boolean {
   return anyCause(
     err,
-    (e) => e.name === 'WorkflowUpdateRPCTimeoutOrCancelledError' || (e.name === 'ServiceError' && ((e.cause ?? {}) as Cause).code === GRPC_DEADLINE_EXCEEDED),
+    (e) =>
+      e.name === 'WorkflowUpdateRPCTimeoutOrCancelledError' ||
+      (e.name === 'ServiceError' && ((e.cause ?? {}) as Cause).code === GRPC_DEADLINE_EXCEEDED),
   );
 }
 
@@ -119,7 +124,11 @@ export function failureLogFields(err: unknown): { reason: string } | { err: unkn
 export function failureReason(err: unknown): string {
   withoutQueryParameters(err);
   const messages: string[] = [];
-  for (let e = err, depth = 0; e !== undefined && e !== null && depth < 5; e = e instanceof Error ? e.cause : undefined, depth++) {
+  for (
+    let e = err, depth = 0;
+    e !== undefined && e !== null && depth < 5;
+    e = e instanceof Error ? e.cause : undefined, depth++
+  ) {
     const message = e instanceof Error ? e.message : String(e);
     if (message && !messages.at(-1)?.endsWith(message)) messages.push(message);
   }
@@ -133,7 +142,12 @@ export function failureReason(err: unknown): string {
  * Temporal (decision 216) and PostgreSQL (decision 238): their clients' own bounds cannot act on
  * a server that keeps its connections open and answers nothing.
  */
-export function watchCall<T>(answers: () => Promise<boolean>, everyMs: number, unavailable: () => Error, call: () => Promise<T>): Promise<T> {
+export function watchCall<T>(
+  answers: () => Promise<boolean>,
+  everyMs: number,
+  unavailable: () => Error,
+  call: () => Promise<T>,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     let done = false;
     const finish = (settle: () => void) => {

@@ -31,8 +31,28 @@ export function ulid(now: number = Date.now()): string {
 }
 
 export type IdPrefix =
-  | 'inc' | 'key' | 'exp' | 'svc' | 'skl' | 'ten' | 'evi' | 'pat' | 'fbk' | 'apr' | 'rem' | 'ntf'
-  | 'trg' | 'sess' | 'msg' | 'evt' | 'oev' | 'aud' | 'req' | 'edg' | 'rbk' | 'ski';
+  | 'inc'
+  | 'key'
+  | 'exp'
+  | 'svc'
+  | 'skl'
+  | 'ten'
+  | 'evi'
+  | 'pat'
+  | 'fbk'
+  | 'apr'
+  | 'rem'
+  | 'ntf'
+  | 'trg'
+  | 'sess'
+  | 'msg'
+  | 'evt'
+  | 'oev'
+  | 'aud'
+  | 'req'
+  | 'edg'
+  | 'rbk'
+  | 'ski';
 
 export function newId(prefix: IdPrefix, now?: number): string {
   return `${prefix}_${ulid(now).toLowerCase()}`;

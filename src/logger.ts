@@ -5,7 +5,11 @@ import { fieldsWithoutQueryParameters, withoutQueryParameters } from './db/query
  * Structured JSON logs; credentials are redacted wherever they might appear, including the
  * parameters of a failed statement in any error logged (decision 225).
  */
-export function createLogger(level: string, base: Record<string, unknown> = {}, destination?: DestinationStream): Logger {
+export function createLogger(
+  level: string,
+  base: Record<string, unknown> = {},
+  destination?: DestinationStream,
+): Logger {
   const options: pino.LoggerOptions = {
     level,
     base: { service: 'incident-service', ...base },
@@ -14,9 +18,24 @@ export function createLogger(level: string, base: Record<string, unknown> = {}, 
     serializers: { error: pino.stdSerializers.err },
     redact: {
       paths: [
-        'authorization', '*.authorization', 'headers.authorization', '*.headers.authorization',
-        'token', '*.token', 'password', '*.password', 'secret', '*.secret', 'jwtSecret', '*.jwtSecret',
-        'apiKey', '*.apiKey', 'signingSecret', '*.signingSecret', 'databaseUrl', '*.databaseUrl',
+        'authorization',
+        '*.authorization',
+        'headers.authorization',
+        '*.headers.authorization',
+        'token',
+        '*.token',
+        'password',
+        '*.password',
+        'secret',
+        '*.secret',
+        'jwtSecret',
+        '*.jwtSecret',
+        'apiKey',
+        '*.apiKey',
+        'signingSecret',
+        '*.signingSecret',
+        'databaseUrl',
+        '*.databaseUrl',
       ],
       censor: '[redacted]',
     },

@@ -67,7 +67,9 @@ export interface RuntimeSettings {
 export function resolveDatabaseUrl(config: Config): string {
   const url = config.databaseUrl ?? embeddedDatabaseUrl(config.dataDir, config.pgPort, EMBEDDED_DATABASE);
   if (!url) {
-    throw new Error(`DATABASE_URL: not set, and no embedded PostgreSQL was found in ${config.dataDir} (run npm start first)`);
+    throw new Error(
+      `DATABASE_URL: not set, and no embedded PostgreSQL was found in ${config.dataDir} (run npm start first)`,
+    );
   }
   return url;
 }
@@ -76,7 +78,9 @@ export function resolveJwtSecret(config: Config): string | undefined {
   const file = jwtSecretFile(config.dataDir);
   const secret = config.auth.jwtSecret ?? (existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined);
   if (!secret && !config.auth.jwksUrl) {
-    throw new Error(`JWT_SECRET: not set, and no generated secret was found in ${config.dataDir} (run npm start first)`);
+    throw new Error(
+      `JWT_SECRET: not set, and no generated secret was found in ${config.dataDir} (run npm start first)`,
+    );
   }
   return secret;
 }

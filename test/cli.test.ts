@@ -27,7 +27,9 @@ const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, {
 
 describe('operator CLI', () => {
   it('creates a tenant and prints one JSON line', async () => {
-    const res = await cli(['tenant', 'create', '--name', 'Night Shift SRE', '--plan', 'plan_enterprise'], { DATABASE_URL: databaseUrl });
+    const res = await cli(['tenant', 'create', '--name', 'Night Shift SRE', '--plan', 'plan_enterprise'], {
+      DATABASE_URL: databaseUrl,
+    });
     expect(res.code).toBe(0);
     const lines = res.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
@@ -38,52 +40,122 @@ describe('operator CLI', () => {
   });
 
   it('gives an enterprise tenant the documented default quotas, or the ones its flags name', async () => {
-    const byDefault = await cli(['tenant', 'create', '--name', 'Default Quotas', '--plan', 'plan_enterprise'], { DATABASE_URL: databaseUrl });
+    const byDefault = await cli(['tenant', 'create', '--name', 'Default Quotas', '--plan', 'plan_enterprise'], {
+      DATABASE_URL: databaseUrl,
+    });
     expect(byDefault.code).toBe(0);
-    expect(JSON.parse(byDefault.stdout).quotas).toEqual({ investigationsPerMonth: 2000, eventsPerMonth: 1_000_000, chatMessagesPerMonth: 20_000 });
+    expect(JSON.parse(byDefault.stdout).quotas).toEqual({
+      investigationsPerMonth: 2000,
+      eventsPerMonth: 1_000_000,
+      chatMessagesPerMonth: 20_000,
+    });
 
     const res = await cli(
-      ['tenant', 'create', '--name', 'Custom Quotas', '--plan', 'plan_enterprise', '--investigations-per-month', '5000', '--events-per-month', '250000', '--chat-messages-per-month', '0'],
+      [
+        'tenant',
+        'create',
+        '--name',
+        'Custom Quotas',
+        '--plan',
+        'plan_enterprise',
+        '--investigations-per-month',
+        '5000',
+        '--events-per-month',
+        '250000',
+        '--chat-messages-per-month',
+        '0',
+      ],
       { DATABASE_URL: databaseUrl },
     );
     expect(res.code).toBe(0);
     const printed = JSON.parse(res.stdout);
     expect(printed.quotas).toEqual({ investigationsPerMonth: 5000, eventsPerMonth: 250_000, chatMessagesPerMonth: 0 });
     const [row] = await database.db.select().from(tenants).where(eq(tenants.id, printed.tenantId));
-    expect(row!.settings.quotas).toEqual({ investigationsPerMonth: 5000, eventsPerMonth: 250_000, chatMessagesPerMonth: 0 });
+    expect(row!.settings.quotas).toEqual({
+      investigationsPerMonth: 5000,
+      eventsPerMonth: 250_000,
+      chatMessagesPerMonth: 0,
+    });
     const [audit] = await database.db.select().from(auditLog).where(eq(auditLog.tenantId, printed.tenantId));
-    expect(audit).toMatchObject({ action: 'tenant.created', actorId: 'cli', details: { plan: 'plan_enterprise', quotas: printed.quotas } });
+    expect(audit).toMatchObject({
+      action: 'tenant.created',
+      actorId: 'cli',
+      details: { plan: 'plan_enterprise', quotas: printed.quotas },
+    });
   });
 
   it("changes an enterprise tenant's quotas (only the named ones) and audits it", async () => {
-    const created = JSON.parse((await cli(['tenant', 'create', '--name', 'Growing Co', '--plan', 'plan_enterprise', '--events-per-month', '5000'], { DATABASE_URL: databaseUrl })).stdout);
-    const res = await cli(['tenant', 'quotas', '--tenant', created.tenantId, '--investigations', '3000'], { DATABASE_URL: databaseUrl });
+    const created = JSON.parse(
+      (
+        await cli(
+          ['tenant', 'create', '--name', 'Growing Co', '--plan', 'plan_enterprise', '--events-per-month', '5000'],
+          { DATABASE_URL: databaseUrl },
+        )
+      ).stdout,
+    );
+    const res = await cli(['tenant', 'quotas', '--tenant', created.tenantId, '--investigations', '3000'], {
+      DATABASE_URL: databaseUrl,
+    });
     expect(res.code).toBe(0);
-    expect(JSON.parse(res.stdout)).toEqual({ tenantId: created.tenantId, plan: 'plan_enterprise', quotas: { investigationsPerMonth: 3000, eventsPerMonth: 5000, chatMessagesPerMonth: 20_000 } });
+    expect(JSON.parse(res.stdout)).toEqual({
+      tenantId: created.tenantId,
+      plan: 'plan_enterprise',
+      quotas: { investigationsPerMonth: 3000, eventsPerMonth: 5000, chatMessagesPerMonth: 20_000 },
+    });
     const [row] = await database.db.select().from(tenants).where(eq(tenants.id, created.tenantId));
     expect(row!.settings.quotas).toEqual({ investigationsPerMonth: 3000, eventsPerMonth: 5000 });
-    const audits = await database.db.select().from(auditLog).where(eq(auditLog.tenantId, created.tenantId)).orderBy(auditLog.seq);
-    expect(audits.at(-1)).toMatchObject({ action: 'tenant.quotas_updated', actorType: 'system', actorId: 'cli', details: { investigationsPerMonth: 3000 } });
+    const audits = await database.db
+      .select()
+      .from(auditLog)
+      .where(eq(auditLog.tenantId, created.tenantId))
+      .orderBy(auditLog.seq);
+    expect(audits.at(-1)).toMatchObject({
+      action: 'tenant.quotas_updated',
+      actorType: 'system',
+      actorId: 'cli',
+      details: { investigationsPerMonth: 3000 },
+    });
 
     // Refused: another plan (its quotas are the published ones), an unknown tenant.
-    const pro = JSON.parse((await cli(['tenant', 'create', '--name', 'Pro Co', '--plan', 'plan_pro'], { DATABASE_URL: databaseUrl })).stdout);
-    const onPro = await cli(['tenant', 'quotas', '--tenant', pro.tenantId, '--events', '9000'], { DATABASE_URL: databaseUrl });
+    const pro = JSON.parse(
+      (await cli(['tenant', 'create', '--name', 'Pro Co', '--plan', 'plan_pro'], { DATABASE_URL: databaseUrl })).stdout,
+    );
+    const onPro = await cli(['tenant', 'quotas', '--tenant', pro.tenantId, '--events', '9000'], {
+      DATABASE_URL: databaseUrl,
+    });
     expect(onPro.code).toBe(1);
     expect(onPro.stderr).toContain('plan_enterprise');
-    const unknown = await cli(['tenant', 'quotas', '--tenant', 'ten_missing', '--events', '9000'], { DATABASE_URL: databaseUrl });
+    const unknown = await cli(['tenant', 'quotas', '--tenant', 'ten_missing', '--events', '9000'], {
+      DATABASE_URL: databaseUrl,
+    });
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no tenant ten_missing');
   });
 
   it('prints a signed token alone, with the requested claims', async () => {
     const res = await cli(
-      ['token', '--tenant', 'ten_abc', '--role', 'member', '--sub', 'alice', '--email', 'alice@example.com', '--ttl', '120'],
+      [
+        'token',
+        '--tenant',
+        'ten_abc',
+        '--role',
+        'member',
+        '--sub',
+        'alice',
+        '--email',
+        'alice@example.com',
+        '--ttl',
+        '120',
+      ],
       { JWT_SECRET: TEST_JWT_SECRET },
     );
     expect(res.code).toBe(0);
     const token = res.stdout.trim();
     expect(token.split('.')).toHaveLength(3);
-    const claims = jwt.verify(token, TEST_JWT_SECRET, { issuer: 'incident-service', audience: 'incident-service-api' }) as jwt.JwtPayload;
+    const claims = jwt.verify(token, TEST_JWT_SECRET, {
+      issuer: 'incident-service',
+      audience: 'incident-service-api',
+    }) as jwt.JwtPayload;
     expect(claims).toMatchObject({ sub: 'alice', email: 'alice@example.com', tenant_id: 'ten_abc', roles: ['member'] });
     expect(claims.exp! - claims.iat!).toBe(120);
   });

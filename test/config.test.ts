@@ -23,18 +23,38 @@ describe('loadConfig', () => {
 
   it('reads every documented variable', () => {
     const config = loadConfig({
-      PORT: '9000', HOST: '0.0.0.0', DATABASE_URL: 'postgres://u:p@db:5432/x', TEMPORAL_ADDRESS: 'temporal:7233',
-      TEMPORAL_NAMESPACE: 'prod', TEMPORAL_CLI_PATH: '/usr/local/bin/temporal', JWT_SECRET: 'x'.repeat(32),
-      JWKS_URL: 'https://idp.example.com/.well-known/jwks.json', DATA_DIR: '/var/lib/incidents', LOG_LEVEL: 'debug',
-      TEMPORAL_ANSWER_TIMEOUT_MS: '90000', S3_ACCESS_KEY_ID: 'AKIA', S3_SECRET_ACCESS_KEY: 'secret', S3_ALLOWED_BUCKETS: 'audit-a, audit-b',
+      PORT: '9000',
+      HOST: '0.0.0.0',
+      DATABASE_URL: 'postgres://u:p@db:5432/x',
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      TEMPORAL_NAMESPACE: 'prod',
+      TEMPORAL_CLI_PATH: '/usr/local/bin/temporal',
+      JWT_SECRET: 'x'.repeat(32),
+      JWKS_URL: 'https://idp.example.com/.well-known/jwks.json',
+      DATA_DIR: '/var/lib/incidents',
+      LOG_LEVEL: 'debug',
+      TEMPORAL_ANSWER_TIMEOUT_MS: '90000',
+      S3_ACCESS_KEY_ID: 'AKIA',
+      S3_SECRET_ACCESS_KEY: 'secret',
+      S3_ALLOWED_BUCKETS: 'audit-a, audit-b',
       WORKER_STATEMENT_TIMEOUT_MS: '600000',
     });
     expect(config).toMatchObject({
-      port: 9000, host: '0.0.0.0', publicBaseUrl: 'http://localhost:9000', databaseUrl: 'postgres://u:p@db:5432/x',
-      temporal: { address: 'temporal:7233', namespace: 'prod', cliPath: '/usr/local/bin/temporal', answerTimeoutMs: 90_000 },
+      port: 9000,
+      host: '0.0.0.0',
+      publicBaseUrl: 'http://localhost:9000',
+      databaseUrl: 'postgres://u:p@db:5432/x',
+      temporal: {
+        address: 'temporal:7233',
+        namespace: 'prod',
+        cliPath: '/usr/local/bin/temporal',
+        answerTimeoutMs: 90_000,
+      },
       exports: { s3: { accessKeyId: 'AKIA', allowedBuckets: ['audit-a', 'audit-b'] } },
       auth: { jwtSecret: 'x'.repeat(32), jwksUrl: 'https://idp.example.com/.well-known/jwks.json' },
-      dataDir: '/var/lib/incidents', logLevel: 'debug', workerStatementTimeoutMs: 600_000,
+      dataDir: '/var/lib/incidents',
+      logLevel: 'debug',
+      workerStatementTimeoutMs: 600_000,
     });
     expect(loadConfig({ WORKER_STATEMENT_TIMEOUT_MS: '0' }).workerStatementTimeoutMs).toBe(0);
     expect(loadConfig({}).workerMaxCachedWorkflows).toBe(1000);
@@ -62,24 +82,33 @@ describe('loadConfig', () => {
     expect(() => loadConfig(env)).toThrow(new RegExp(variable));
   });
 
-  it.each(['LLM_BASE_URL', 'S3_ENDPOINT', 'JWKS_URL', 'PUBLIC_BASE_URL'])('refuses credentials in %s, without quoting them', (variable) => {
-    const env = { [variable]: 'https://someone:canary-password@example.com/v1', S3_ACCESS_KEY_ID: 'AKIA', S3_SECRET_ACCESS_KEY: 'secret' };
-    const refused = (() => {
-      try {
-        loadConfig(env);
-      } catch (err) {
-        return err;
-      }
-    })();
-    expect(refused).toBeInstanceOf(ConfigError);
-    expect(String((refused as Error).message)).toMatch(new RegExp(`${variable}: must not hold credentials`));
-    expect(String((refused as Error).message)).not.toContain('canary-password');
-    // The same URL without them is taken.
-    expect(() => loadConfig({ ...env, [variable]: 'https://example.com/v1' })).not.toThrow();
-  });
+  it.each(['LLM_BASE_URL', 'S3_ENDPOINT', 'JWKS_URL', 'PUBLIC_BASE_URL'])(
+    'refuses credentials in %s, without quoting them',
+    (variable) => {
+      const env = {
+        [variable]: 'https://someone:canary-password@example.com/v1',
+        S3_ACCESS_KEY_ID: 'AKIA',
+        S3_SECRET_ACCESS_KEY: 'secret',
+      };
+      const refused = (() => {
+        try {
+          loadConfig(env);
+        } catch (err) {
+          return err;
+        }
+      })();
+      expect(refused).toBeInstanceOf(ConfigError);
+      expect(String((refused as Error).message)).toMatch(new RegExp(`${variable}: must not hold credentials`));
+      expect(String((refused as Error).message)).not.toContain('canary-password');
+      // The same URL without them is taken.
+      expect(() => loadConfig({ ...env, [variable]: 'https://example.com/v1' })).not.toThrow();
+    },
+  );
 
   it('accepts production with a JWKS URL and no secret, and treats empty values as unset', () => {
-    expect(loadConfig({ NODE_ENV: 'production', JWKS_URL: 'https://idp.example.com/jwks' }).auth.jwtSecret).toBeUndefined();
+    expect(
+      loadConfig({ NODE_ENV: 'production', JWKS_URL: 'https://idp.example.com/jwks' }).auth.jwtSecret,
+    ).toBeUndefined();
     expect(loadConfig({ PORT: '', DATABASE_URL: '' }).port).toBe(8080);
   });
 });

@@ -41,7 +41,12 @@ async function startTestPostgres(dataDir: string, log: (message: string) => void
   };
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startEmbeddedPostgres({ dataDir, port: await freePort(), databases: [TEMPLATE_DATABASE], log: keep });
+      return await startEmbeddedPostgres({
+        dataDir,
+        port: await freePort(),
+        databases: [TEMPLATE_DATABASE],
+        log: keep,
+      });
     } catch (err) {
       if (attempt === 3) throw new Error(`${String(err)}\n${lines.join('\n')}`);
       process.stderr.write(`${String(err)}; retrying on another port\n`);
@@ -60,14 +65,20 @@ export default async function setup(project: TestProject) {
     startTestPostgres(path.join(root, 'pg'), log),
     freePort().then((port) =>
       startDevServer({
-        cliPath: resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: (m) => process.stderr.write(`${m}\n`) }),
+        cliPath: resolveTemporalCli({
+          cliPath: process.env.TEMPORAL_CLI_PATH,
+          log: (m) => process.stderr.write(`${m}\n`),
+        }),
         port,
         namespace: 'default',
         logFile: path.join(root, 'temporal.log'),
         log,
       }),
     ),
-    bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } }),
+    bundleWorkflowCode({
+      workflowsPath,
+      logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} },
+    }),
   ]);
   await runMigrations(pg.url(TEMPLATE_DATABASE));
   const bundlePath = path.join(root, 'workflow-bundle.js');

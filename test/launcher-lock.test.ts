@@ -46,7 +46,10 @@ function announced(dir: string, name: string, content: string): void {
  * `slowMs`, each read of the lock folder takes that much longer (a slow disk), which widens
  * every window between looking and acting. Resolves with its pid and the outcomes.
  */
-function claimer(dirs: string[], options: { at: number; holdMs: number; slowMs?: number }): Promise<{ pid: number; said: string[] }> {
+function claimer(
+  dirs: string[],
+  options: { at: number; holdMs: number; slowMs?: number },
+): Promise<{ pid: number; said: string[] }> {
   const script = `
     const fs = require('node:fs');
     const pause = new Int32Array(new SharedArrayBuffer(4));
@@ -68,7 +71,10 @@ function claimer(dirs: string[], options: { at: number; holdMs: number; slowMs?:
       console.log(JSON.stringify(said));
       setTimeout(() => undefined, ${options.holdMs});
     });`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], {
+    cwd: projectRoot,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   children.push(child.pid!);
   return new Promise((resolve, reject) => {
     let out = '';
@@ -88,7 +94,9 @@ describe('the data folder lock', () => {
     await expect(claimDataDir(dir)).rejects.toThrow(`Another npm start (pid ${holder.pid}) is running on ${dir}`);
     expect(claims(dir)).toHaveLength(1); // the refused one withdrew
     // The holder as its file names it: pid, start time, boot id, when it announced itself.
-    expect(readFileSync(path.join(dir, LOCK_DIR, claims(dir)[0]!), 'utf8')).toMatch(new RegExp(`^${holder.pid} ${processStartTime(holder.pid)} ${bootId} \\d+\n$`));
+    expect(readFileSync(path.join(dir, LOCK_DIR, claims(dir)[0]!), 'utf8')).toMatch(
+      new RegExp(`^${holder.pid} ${processStartTime(holder.pid)} ${bootId} \\d+\n$`),
+    );
 
     process.kill(holder.pid, 'SIGKILL');
     while (processStartTime(holder.pid) !== undefined) await new Promise((r) => setTimeout(r, 50));
@@ -123,7 +131,9 @@ describe('the data folder lock', () => {
       announced(dir, 'killed', `999999 1 ${bootId} 0\n`);
       return dir;
     });
-    const racers = await Promise.all(Array.from({ length: 4 }, () => claimer(folders, { at: Date.now() + 5_000, holdMs: 60_000, slowMs: 5 })));
+    const racers = await Promise.all(
+      Array.from({ length: 4 }, () => claimer(folders, { at: Date.now() + 5_000, holdMs: 60_000, slowMs: 5 })),
+    );
     const pids = racers.map((r) => r.pid);
     folders.forEach((dir, round) => {
       const winners = racers.filter((r) => r.said[round] === 'claimed');

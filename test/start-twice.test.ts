@@ -80,7 +80,10 @@ describe('a second npm start on a data folder in use', () => {
 
     // Other ports, as a second copy would be given: only the data folder is shared.
     const second = npmStart(await freePorts());
-    const outcome = await Promise.race([second.settled, new Promise((r) => setTimeout(() => r('still running after 90 s'), 90_000))]);
+    const outcome = await Promise.race([
+      second.settled,
+      new Promise((r) => setTimeout(() => r('still running after 90 s'), 90_000)),
+    ]);
     expect(outcome).toBe(1);
     expect(second.output()).toContain(`Another npm start (pid ${launcherPid}) is running on ${dataDir}`);
 

@@ -17,7 +17,10 @@ const started: Stack[] = [];
 afterAll(async () => {
   for (const stack of started.reverse()) await stack.stop({ keepData: true }).catch(() => undefined);
   for (const stack of started) {
-    for (const file of [path.join(stack.dataDir, 'postgres', 'postmaster.pid'), path.join(stack.dataDir, 'temporal.pid')]) {
+    for (const file of [
+      path.join(stack.dataDir, 'postgres', 'postmaster.pid'),
+      path.join(stack.dataDir, 'temporal.pid'),
+    ]) {
       const pid = pidFromFile(file);
       if (pid !== undefined && isRunning(pid, [stack.dataDir])) process.kill(pid, 'SIGKILL');
     }
@@ -40,7 +43,13 @@ describe('npm start after it was killed', () => {
     started.push(first);
     const key = await api(first, 'POST', '/v1/api-keys', { name: 'restart' });
     expect(key.status).toBe(201);
-    const posted = await api(first, 'POST', `/v1/webhooks/${first.tenantId}/generic`, { name: 'BeforeTheKill', severity: 'high', service: 'checkout' }, key.body.key);
+    const posted = await api(
+      first,
+      'POST',
+      `/v1/webhooks/${first.tenantId}/generic`,
+      { name: 'BeforeTheKill', severity: 'high', service: 'checkout' },
+      key.body.key,
+    );
     expect(posted.status).toBe(202);
     const incidentId = posted.body.incidentIds[0] as string;
 
@@ -65,7 +74,15 @@ describe('npm start after it was killed', () => {
 
     // A second start on the same data folder while this one runs is refused, and harms nothing.
     const beside = spawnSync(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/launcher/start.ts')], {
-      env: { ...process.env, DATA_DIR: second.dataDir, PORT: '45001', PG_PORT: '45002', TEMPORAL_PORT: '45003', TEMPORAL_UI_PORT: '45004', LOG_LEVEL: 'warn' },
+      env: {
+        ...process.env,
+        DATA_DIR: second.dataDir,
+        PORT: '45001',
+        PG_PORT: '45002',
+        TEMPORAL_PORT: '45003',
+        TEMPORAL_UI_PORT: '45004',
+        LOG_LEVEL: 'warn',
+      },
       encoding: 'utf8',
       timeout: 60_000,
     });
@@ -101,7 +118,10 @@ describe('npm start when its Temporal dev server dies', () => {
   it('starts the server again, and the calls that need Temporal go through again', async () => {
     const stack = await startStack();
     started.push(stack);
-    const before = await api(stack, 'POST', '/v1/incidents/chat', { title: 'Before the crash', description: 'Opened while Temporal ran' });
+    const before = await api(stack, 'POST', '/v1/incidents/chat', {
+      title: 'Before the crash',
+      description: 'Opened while Temporal ran',
+    });
     expect(before.status).toBe(201);
     const pidFile = path.join(stack.dataDir, 'temporal.pid');
     // A new server process, recorded where the next start looks for leftovers.
@@ -123,11 +143,16 @@ describe('npm start when its embedded PostgreSQL dies', () => {
   it('starts PostgreSQL again on the same data, and the api serves again', async () => {
     const stack = await startStack();
     started.push(stack);
-    const before = await api(stack, 'POST', '/v1/incidents/chat', { title: 'Before the crash', description: 'Opened while PostgreSQL ran' });
+    const before = await api(stack, 'POST', '/v1/incidents/chat', {
+      title: 'Before the crash',
+      description: 'Opened while PostgreSQL ran',
+    });
     expect(before.status).toBe(201);
     // A new postmaster on the same data folder (its crashed backends may hold the shared memory
     // for a moment, which the supervision's retries ride out).
-    const restarted = await killAndAwaitRestart(path.join(stack.dataDir, 'postgres', 'postmaster.pid'), [stack.dataDir]);
+    const restarted = await killAndAwaitRestart(path.join(stack.dataDir, 'postgres', 'postmaster.pid'), [
+      stack.dataDir,
+    ]);
     // The pools reconnect on their own: what was committed before the crash is there, and new
     // writes go through.
     const read = await eventually(async () => {
@@ -135,7 +160,10 @@ describe('npm start when its embedded PostgreSQL dies', () => {
       return res.status === 200 ? res : undefined;
     }, 30_000);
     expect(read.body).toMatchObject({ incidentId: before.body.incidentId, title: 'Before the crash' });
-    const after = await api(stack, 'POST', '/v1/incidents/chat', { title: 'After the crash', description: 'Opened once PostgreSQL was back' });
+    const after = await api(stack, 'POST', '/v1/incidents/chat', {
+      title: 'After the crash',
+      description: 'Opened once PostgreSQL was back',
+    });
     expect(after.status).toBe(201);
     // The launcher said what happened, and stops the new PostgreSQL with everything else.
     expect(stack.output()).toMatch(/the embedded PostgreSQL exited; restarting it/);

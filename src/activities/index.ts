@@ -34,7 +34,11 @@ export function createActivities(deps: ActivityDeps) {
     ...createInvestigationActivities({
       db: deps.db,
       model: deps.model ?? createBuiltinProvider(),
-      skills: createSkillInvoker({ db: deps.db, runtime: deps.skills, ...(deps.logger ? { logger: deps.logger } : {}) }),
+      skills: createSkillInvoker({
+        db: deps.db,
+        runtime: deps.skills,
+        ...(deps.logger ? { logger: deps.logger } : {}),
+      }),
     }),
     ...createRemediationActivities({ db: deps.db, skills: deps.skills }),
     ...createKnowledgeActivities({ db: deps.db, ...(deps.logger ? { logger: deps.logger } : {}) }),

@@ -29,10 +29,17 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
    * `requestKey`. Past the quota a manual start fails (429); an automatic one is recorded as
    * `investigation.failed` and answers `run: null`.
    */
-  async function beginInvestigation(req: BeginInvestigationRequest & { automatic: boolean }): Promise<BeginInvestigationResult> {
+  async function beginInvestigation(
+    req: BeginInvestigationRequest & { automatic: boolean },
+  ): Promise<BeginInvestigationResult> {
     const key = `${req.incidentId}:investigation-start:${req.requestKey}`;
     const triaged = async () =>
-      (await db.select({ id: triageResults.incidentId }).from(triageResults).where(eq(triageResults.incidentId, req.incidentId))).length > 0;
+      (
+        await db
+          .select({ id: triageResults.incidentId })
+          .from(triageResults)
+          .where(eq(triageResults.incidentId, req.incidentId))
+      ).length > 0;
     const [done] = await db.select({ payload: events.payload }).from(events).where(eq(events.idempotencyKey, key));
     if (done) return { run: (done.payload.run as number | null) ?? null, triaged: await triaged() };
 
@@ -101,7 +108,10 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
       });
     } catch (err) {
       if (err instanceof StartRaced) {
-        const [stored] = await db.select({ payload: events.payload }).from(events).where(eq(events.idempotencyKey, key));
+        const [stored] = await db
+          .select({ payload: events.payload })
+          .from(events)
+          .where(eq(events.idempotencyKey, key));
         return { run: (stored?.payload.run as number | null) ?? null, triaged: await triaged() };
       }
       if (!(err instanceof QuotaUsedUp)) throw err;
@@ -122,7 +132,10 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
     return { run: null, triaged: await triaged() };
   }
 
-  async function latestInvestigation(req: { incidentId: string; tenantId: string }): Promise<{ run: number; status: string } | null> {
+  async function latestInvestigation(req: {
+    incidentId: string;
+    tenantId: string;
+  }): Promise<{ run: number; status: string } | null> {
     const [row] = await db
       .select({ run: investigations.run, status: investigations.status })
       .from(investigations)

@@ -18,7 +18,13 @@ import {
   type RunbookObservation,
   type TopologyObservation,
 } from '../analysis/builtin-investigation.js';
-import type { AgentReport, InvestigationActivities, InvestigationRequest, SynthesisRequest, SynthesisResult } from '../analysis/investigation-types.js';
+import type {
+  AgentReport,
+  InvestigationActivities,
+  InvestigationRequest,
+  SynthesisRequest,
+  SynthesisResult,
+} from '../analysis/investigation-types.js';
 import { agentRoles, type AgentRole, type ModelProvider } from '../analysis/types.js';
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
@@ -31,14 +37,28 @@ import { blastRadius } from '../db/repositories/topology.js';
 import { events } from '../db/schema/events.js';
 import { incidents, type IncidentRow, type Severity } from '../db/schema/incidents.js';
 import { ingestedEvents, type IngestedEventRow } from '../db/schema/ingestion.js';
-import { evidenceItems, evidenceSeverities, investigationContext, investigations, type EvidenceType } from '../db/schema/investigation.js';
+import {
+  evidenceItems,
+  evidenceSeverities,
+  investigationContext,
+  investigations,
+  type EvidenceType,
+} from '../db/schema/investigation.js';
 import { skills } from '../db/schema/skills.js';
 import { tenants } from '../db/schema/tenants.js';
 import { services } from '../db/schema/topology.js';
 import { getPlan } from '../domain/plans.js';
 import { newId } from '../ids.js';
 import { withoutMarkdownFences } from '../ingest/providers/datadog.js';
-import { bindSkillInput, findingText, skillRoles, skillsForRole, tellingLine, type AgentSkill, type SkillRole } from '../skills/agent-skills.js';
+import {
+  bindSkillInput,
+  findingText,
+  skillRoles,
+  skillsForRole,
+  tellingLine,
+  type AgentSkill,
+  type SkillRole,
+} from '../skills/agent-skills.js';
 import type { SkillInvoker } from '../skills/invoke.js';
 import { whileBeating } from './heartbeat.js';
 
@@ -78,8 +98,10 @@ function heartbeat(details?: unknown): void {
 // Reading the raw payloads (the real formats of src/ingest/providers/*)
 
 type Json = Record<string, unknown>;
-const obj = (v: unknown): Json | undefined => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined);
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? v : typeof v === 'number' ? String(v) : undefined);
+const obj = (v: unknown): Json | undefined =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : undefined;
+const str = (v: unknown): string | undefined =>
+  typeof v === 'string' && v.trim() !== '' ? v : typeof v === 'number' ? String(v) : undefined;
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 
 function sentryEvent(raw: unknown): Json | undefined {
@@ -92,9 +114,13 @@ function sentryExceptions(event: Json | undefined): string[] {
   return arr(obj(event?.exception)?.values).flatMap((v) => {
     const value = obj(v);
     if (!value) return [];
-    const frames = arr(obj(value.stacktrace)?.frames).map(obj).filter((f): f is Json => !!f);
+    const frames = arr(obj(value.stacktrace)?.frames)
+      .map(obj)
+      .filter((f): f is Json => !!f);
     const inApp = [...frames].reverse().find((f) => f.in_app === true) ?? frames[frames.length - 1];
-    const where = inApp ? ` at ${str(inApp.filename) ?? str(inApp.module) ?? '?'}:${str(inApp.lineno) ?? '?'} in ${str(inApp.function) ?? '?'}` : '';
+    const where = inApp
+      ? ` at ${str(inApp.filename) ?? str(inApp.module) ?? '?'}:${str(inApp.lineno) ?? '?'} in ${str(inApp.function) ?? '?'}`
+      : '';
     return [`${str(value.type) ?? 'Error'}: ${str(value.value) ?? ''}${where}`];
   });
 }
@@ -114,7 +140,9 @@ function rawDetails(row: IngestedEventRow): { logs: string[]; metric: string | u
   const raw = obj(row.raw) ?? {};
   if (row.provider === 'sentry') {
     const event = sentryEvent(raw);
-    const logs = [...sentryExceptions(event), str(obj(event?.logentry)?.formatted), str(event?.message)].filter((s): s is string => !!s);
+    const logs = [...sentryExceptions(event), str(obj(event?.logentry)?.formatted), str(event?.message)].filter(
+      (s): s is string => !!s,
+    );
     return { logs, metric: undefined };
   }
   if (row.provider === 'datadog') {
@@ -163,8 +191,21 @@ export function rawExcerpt(row: IngestedEventRow): string {
     const deployment = obj(raw.deployment) ?? {};
     const status = obj(raw.deployment_status) ?? {};
     focus = {
-      deployment: { id: deployment.id, sha: deployment.sha, ref: deployment.ref, environment: deployment.environment, description: deployment.description, creator: obj(deployment.creator)?.login },
-      deployment_status: { state: status.state, description: status.description, environment: status.environment, target_url: status.target_url, updated_at: status.updated_at },
+      deployment: {
+        id: deployment.id,
+        sha: deployment.sha,
+        ref: deployment.ref,
+        environment: deployment.environment,
+        description: deployment.description,
+        creator: obj(deployment.creator)?.login,
+      },
+      deployment_status: {
+        state: status.state,
+        description: status.description,
+        environment: status.environment,
+        target_url: status.target_url,
+        updated_at: status.updated_at,
+      },
       repository: obj(raw.repository)?.full_name,
     };
   } else if (row.provider === 'github' && row.kind === 'code_change') {
@@ -178,7 +219,15 @@ export function rawExcerpt(row: IngestedEventRow): string {
       repository: obj(raw.repository)?.full_name,
       commits: arr(raw.commits).map((c) => {
         const commit = obj(c) ?? {};
-        return { id: commit.id, message: commit.message, timestamp: commit.timestamp, author: obj(commit.author)?.username ?? obj(commit.author)?.name, added: commit.added, modified: commit.modified, removed: commit.removed };
+        return {
+          id: commit.id,
+          message: commit.message,
+          timestamp: commit.timestamp,
+          author: obj(commit.author)?.username ?? obj(commit.author)?.name,
+          added: commit.added,
+          modified: commit.modified,
+          removed: commit.removed,
+        };
       }),
     };
   }
@@ -239,23 +288,44 @@ function logLine(row: IngestedEventRow): string | undefined {
   const lines = row.description
     .split('\n')
     .map((l) => l.trim())
-    .filter((l) => l !== '' && !l.startsWith('[[') && !l.includes('](http') && !/^(labels|source|link|runbook|status|transition|scope|host|metric|level|alert rule|culprit|details|environment|dashboard|panel):/i.test(l));
-  return lines.find((l) => /(error|exception|fail|refused|timed? ?out|panic|crash|denied|unavailable|expired|no space|oom|killed|could not|cannot|unable|invalid|\b5\d\d\b|5xx)/i.test(l));
+    .filter(
+      (l) =>
+        l !== '' &&
+        !l.startsWith('[[') &&
+        !l.includes('](http') &&
+        !/^(labels|source|link|runbook|status|transition|scope|host|metric|level|alert rule|culprit|details|environment|dashboard|panel):/i.test(
+          l,
+        ),
+    );
+  return lines.find((l) =>
+    /(error|exception|fail|refused|timed? ?out|panic|crash|denied|unavailable|expired|no space|oom|killed|could not|cannot|unable|invalid|\b5\d\d\b|5xx)/i.test(
+      l,
+    ),
+  );
 }
 
-const METRIC_TEXT = /(\d+(\.\d+)?\s?(%|ms|s\b|gib|mib|gb|mb|rps|rpm|qps|x\b|req)|threshold|above|below|p9\d|rate|usage|utili[sz]ation|latency|saturation)/i;
+const METRIC_TEXT =
+  /(\d+(\.\d+)?\s?(%|ms|s\b|gib|mib|gb|mb|rps|rpm|qps|x\b|req)|threshold|above|below|p9\d|rate|usage|utili[sz]ation|latency|saturation)/i;
 
 function metricLine(row: IngestedEventRow): string | undefined {
   const { metric } = rawDetails(row);
   const valueLine = row.description
     .split('\n')
     .map((l) => l.trim())
-    .find((l) => l !== '' && !l.startsWith('[[') && !l.includes('](http') && !/^(labels|source|link|runbook):/i.test(l) && METRIC_TEXT.test(l));
+    .find(
+      (l) =>
+        l !== '' &&
+        !l.startsWith('[[') &&
+        !l.includes('](http') &&
+        !/^(labels|source|link|runbook):/i.test(l) &&
+        METRIC_TEXT.test(l),
+    );
   if (!metric && !valueLine) return undefined;
   return [valueLine, metric && `query: ${metric}`].filter(Boolean).join(' — ');
 }
 
-const alertSeverity = (s: string | null): EvidenceSeverity => ((evidenceSeverities as readonly string[]).includes(s ?? '') ? (s as EvidenceSeverity) : 'medium');
+const alertSeverity = (s: string | null): EvidenceSeverity =>
+  (evidenceSeverities as readonly string[]).includes(s ?? '') ? (s as EvidenceSeverity) : 'medium';
 
 function changeRelevance(minutesBefore: number, hops: number, failed: boolean): EvidenceSeverity {
   const p = proximity(minutesBefore);
@@ -272,7 +342,9 @@ function firstPerFingerprint(rows: IngestedEventRow[]): Array<{ first: IngestedE
     groups.set(key, [...(groups.get(key) ?? []), row]);
   }
   return [...groups.values()].map((group) => {
-    const ordered = [...group].sort((a, b) => a.occurredAt.getTime() - b.occurredAt.getTime() || (a.id < b.id ? -1 : 1));
+    const ordered = [...group].sort(
+      (a, b) => a.occurredAt.getTime() - b.occurredAt.getTime() || (a.id < b.id ? -1 : 1),
+    );
     return { first: ordered.find((r) => r.status !== 'resolved') ?? ordered[0]!, rows: ordered };
   });
 }
@@ -315,7 +387,11 @@ export type InvestigationEngineActivities = Omit<InvestigationActivities, 'begin
  * configured model then writes the conclusion from them (falling back to the built-in one).
  * `skills` calls the tenant's skills the agents consult (none when absent).
  */
-export function createInvestigationActivities(deps: { db: Db; model: ModelProvider; skills?: SkillInvoker }): InvestigationEngineActivities {
+export function createInvestigationActivities(deps: {
+  db: Db;
+  model: ModelProvider;
+  skills?: SkillInvoker;
+}): InvestigationEngineActivities {
   const { db, model } = deps;
 
   async function loadScene(req: InvestigationRequest): Promise<Scene> {
@@ -323,11 +399,18 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       .select()
       .from(incidents)
       .where(and(eq(incidents.tenantId, req.tenantId), eq(incidents.id, req.incidentId)));
-    if (!incident) throw ApplicationFailure.nonRetryable(`incident ${req.incidentId} has no projection`, 'IncidentMissing');
+    if (!incident)
+      throw ApplicationFailure.nonRetryable(`incident ${req.incidentId} has no projection`, 'IncidentMissing');
     const ownAlerts = await db
       .select()
       .from(ingestedEvents)
-      .where(and(eq(ingestedEvents.tenantId, req.tenantId), eq(ingestedEvents.incidentId, req.incidentId), eq(ingestedEvents.kind, 'alert')))
+      .where(
+        and(
+          eq(ingestedEvents.tenantId, req.tenantId),
+          eq(ingestedEvents.incidentId, req.incidentId),
+          eq(ingestedEvents.kind, 'alert'),
+        ),
+      )
       .orderBy(asc(ingestedEvents.occurredAt), asc(ingestedEvents.id))
       .limit(MAX_OWN_ALERTS);
     const firing = ownAlerts.filter((a) => a.status !== 'resolved');
@@ -338,7 +421,12 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       const [row] = await db
         .select({ id: services.id, name: services.name, type: services.type })
         .from(services)
-        .where(and(eq(services.tenantId, req.tenantId), incident.serviceId ? eq(services.id, incident.serviceId) : eq(services.name, service!)));
+        .where(
+          and(
+            eq(services.tenantId, req.tenantId),
+            incident.serviceId ? eq(services.id, incident.serviceId) : eq(services.name, service!),
+          ),
+        );
       node = row ?? null;
     }
     const dependencies = node ? await dependenciesOf(req.tenantId, node.id) : [];
@@ -350,7 +438,12 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
    * worker they share one read of each (kept SHARED_READ_TTL_MS, dropped when it fails, so a
    * retry reads afresh). Synthesis reads afresh, after the agents. Nothing here is mutated.
    */
-  type SharedRead = { at: number; scene: Promise<Scene>; correlated?: Promise<IngestedEventRow[]>; skills?: Promise<AgentSkill[]> };
+  type SharedRead = {
+    at: number;
+    scene: Promise<Scene>;
+    correlated?: Promise<IngestedEventRow[]>;
+    skills?: Promise<AgentSkill[]>;
+  };
   const sharedReads = new Map<string, SharedRead>();
   function sharedRead(req: InvestigationRequest): SharedRead {
     const now = Date.now();
@@ -386,13 +479,26 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
   /** The tenant's skills the agents may consult: enabled http skills, on a plan with custom skills. */
   async function readAgentSkills(tenantId: string): Promise<AgentSkill[]> {
     const rows = await db
-      .select({ plan: tenants.plan, id: skills.id, name: skills.name, description: skills.description, config: skills.config, inputSchema: skills.inputSchema })
+      .select({
+        plan: tenants.plan,
+        id: skills.id,
+        name: skills.name,
+        description: skills.description,
+        config: skills.config,
+        inputSchema: skills.inputSchema,
+      })
       .from(skills)
       .innerJoin(tenants, eq(tenants.id, skills.tenantId))
       .where(and(eq(skills.tenantId, tenantId), eq(skills.enabled, true), eq(skills.type, 'http')));
     return rows
       .filter((r) => getPlan(r.plan).features.customSkills)
-      .map((r) => ({ id: r.id, name: r.name, description: r.description, method: String(r.config.method ?? ''), inputSchema: r.inputSchema ?? null }));
+      .map((r) => ({
+        id: r.id,
+        name: r.name,
+        description: r.description,
+        method: String(r.config.method ?? ''),
+        inputSchema: r.inputSchema ?? null,
+      }));
   }
   function agentSkills(scene: Scene): Promise<AgentSkill[]> {
     const entry = sharedRead(scene.req);
@@ -412,7 +518,12 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
    * second call. Each answer becomes one evidence draft; a failure, an empty answer or a skill
    * whose required input the agent cannot fill becomes a note in the agent's report.
    */
-  async function consultSkills(req: InvestigationRequest, role: SkillRole, scene: Scene, lookbackMs: number): Promise<{ drafts: EvidenceDraft[]; notes: string[] }> {
+  async function consultSkills(
+    req: InvestigationRequest,
+    role: SkillRole,
+    scene: Scene,
+    lookbackMs: number,
+  ): Promise<{ drafts: EvidenceDraft[]; notes: string[] }> {
     const invoker = deps.skills;
     if (!invoker) return { drafts: [], notes: [] };
     const chosen = await agentSkills(scene).then((all) => skillsForRole(all, role));
@@ -432,14 +543,20 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
         Promise.all(
           chosen.map(async (skill): Promise<{ note: string; draft?: EvidenceDraft }> => {
             const bound = bindSkillInput(skill.inputSchema, facts);
-            if (!bound.ok) return { note: `${skill.name} not called (it requires ${bound.missing.join(', ')}, which the agent cannot fill)` };
+            if (!bound.ok)
+              return {
+                note: `${skill.name} not called (it requires ${bound.missing.join(', ')}, which the agent cannot fill)`,
+              };
             const outcome = await invoker.invoke({
               tenantId: req.tenantId,
               skillId: skill.id,
               input: bound.input,
               idempotencyKey: `investigation:${req.incidentId}:${req.run}:${role}:${skill.id}`,
             });
-            if (!outcome.ok) return { note: `${skill.name} failed (${outcome.error.code}: ${clip(oneLine(outcome.error.message), 160)})` };
+            if (!outcome.ok)
+              return {
+                note: `${skill.name} failed (${outcome.error.code}: ${clip(oneLine(outcome.error.message), 160)})`,
+              };
             const text = findingText(outcome.output);
             if (text === '') return { note: `${skill.name} returned nothing` };
             const { line, alarming } = tellingLine(text);
@@ -464,7 +581,8 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     };
   }
   /** The agent's findings with what its skills said appended. */
-  const withSkillNotes = (content: string, notes: string[]) => (notes.length > 0 ? `${content} Skills: ${notes.join(' | ')}.` : content);
+  const withSkillNotes = (content: string, notes: string[]) =>
+    notes.length > 0 ? `${content} Skills: ${notes.join(' | ')}.` : content;
 
   /** Services `serviceId` depends on, directly or transitively (edges source → target), with the shortest hops. */
   async function dependenciesOf(tenantId: string, serviceId: string): Promise<Dependency[]> {
@@ -506,7 +624,10 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
   }
 
   /** Deployments and pushes of the service and of its dependencies before the first alert (the latest 200), oldest first. */
-  async function recentChanges(scene: Scene, kind: 'deployment' | 'code_change' | 'both'): Promise<Array<{ row: IngestedEventRow; hops: number }>> {
+  async function recentChanges(
+    scene: Scene,
+    kind: 'deployment' | 'code_change' | 'both',
+  ): Promise<Array<{ row: IngestedEventRow; hops: number }>> {
     const hopsOf = new Map<string, number>();
     if (scene.service) hopsOf.set(lower(scene.service), 0);
     for (const d of scene.dependencies) if (!hopsOf.has(lower(d.name))) hopsOf.set(lower(d.name), d.hops);
@@ -537,7 +658,12 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     const openIncidents =
       depNames.length > 0
         ? await db
-            .select({ id: incidents.id, service: incidents.service, title: incidents.title, createdAt: incidents.createdAt })
+            .select({
+              id: incidents.id,
+              service: incidents.service,
+              title: incidents.title,
+              createdAt: incidents.createdAt,
+            })
             .from(incidents)
             .where(
               and(
@@ -569,12 +695,20 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       const depAlerts = firingBy.get(lower(dep.name)) ?? [];
       const depIncidents = openIncidents.filter((i) => lower(i.service) === lower(dep.name));
       const depRadius = dep.hops <= 3 ? await blastRadius(db, scene.req.tenantId, dep.id) : undefined;
-      const dependents = [...(depRadius?.affectedServices.map((s) => s.name) ?? []), ...(scene.service ? [scene.service] : [])];
-      const alertingDependents = [...new Set(dependents)].filter((n) => alerting.has(lower(n)) && !downstream.has(lower(n))).sort();
+      const dependents = [
+        ...(depRadius?.affectedServices.map((s) => s.name) ?? []),
+        ...(scene.service ? [scene.service] : []),
+      ];
+      const alertingDependents = [...new Set(dependents)]
+        .filter((n) => alerting.has(lower(n)) && !downstream.has(lower(n)))
+        .sort();
       // Open incidents the correlated alerts already stand for count once.
       const alertIncidents = new Set(depAlerts.map((a) => a.incidentId));
       const otherIncidents = depIncidents.filter((i) => !alertIncidents.has(i.id));
-      const times = [...depAlerts.map((a) => a.occurredAt.getTime()), ...otherIncidents.map((i) => i.createdAt.getTime())];
+      const times = [
+        ...depAlerts.map((a) => a.occurredAt.getTime()),
+        ...otherIncidents.map((i) => i.createdAt.getTime()),
+      ];
       dependencies.push({
         name: dep.name,
         type: dep.type,
@@ -582,7 +716,9 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
         alerting: depAlerts.length > 0 || otherIncidents.length > 0,
         alertCount: depAlerts.length + otherIncidents.length,
         firstAlertAt: times.length > 0 ? new Date(Math.min(...times)).toISOString() : null,
-        alertNames: [...new Set([...depAlerts.map((a) => a.alertName ?? a.title), ...otherIncidents.map((i) => i.title)])],
+        alertNames: [
+          ...new Set([...depAlerts.map((a) => a.alertName ?? a.title), ...otherIncidents.map((i) => i.title)]),
+        ],
         alertTexts: depAlerts.slice(0, 5).map((a) => clip(searchText(a), 400)),
         alertingDependents,
       });
@@ -596,15 +732,63 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
   }
 
   const RUNBOOK_VOCABULARY = [
-    'postgres', 'postgresql', 'mysql', 'redis', 'memcached', 'kafka', 'rabbitmq', 'elasticsearch', 'dns', 'certificate', 'tls', 'ssl',
-    'disk', 'memory', 'oom', 'connection', 'connections', 'pool', 'pgbouncer', 'cache', 'deploy', 'deployment', 'rollback', 'traffic',
-    'latency', 'timeout', 'cpu', 'queue', 'replication', 'failover', 'flapping', 'scaling', 'wal', 'filesystem', 'heap', 'leak',
+    'postgres',
+    'postgresql',
+    'mysql',
+    'redis',
+    'memcached',
+    'kafka',
+    'rabbitmq',
+    'elasticsearch',
+    'dns',
+    'certificate',
+    'tls',
+    'ssl',
+    'disk',
+    'memory',
+    'oom',
+    'connection',
+    'connections',
+    'pool',
+    'pgbouncer',
+    'cache',
+    'deploy',
+    'deployment',
+    'rollback',
+    'traffic',
+    'latency',
+    'timeout',
+    'cpu',
+    'queue',
+    'replication',
+    'failover',
+    'flapping',
+    'scaling',
+    'wal',
+    'filesystem',
+    'heap',
+    'leak',
   ];
-  const GENERIC_WORDS = new Set(['high', 'alert', 'rate', 'error', 'errors', 'down', 'firing', 'warning', 'critical', 'above', 'below', 'total']);
+  const GENERIC_WORDS = new Set([
+    'high',
+    'alert',
+    'rate',
+    'error',
+    'errors',
+    'down',
+    'firing',
+    'warning',
+    'critical',
+    'above',
+    'below',
+    'total',
+  ]);
 
   /** Keywords of the incident for runbook matching: domain words present in its texts, and its alert names' words. */
   function runbookKeywords(scene: Scene, extraTexts: string[]): string[] {
-    const text = lower([scene.incident.title, scene.incident.description, ...scene.ownAlerts.map(searchText), ...extraTexts].join('\n'));
+    const text = lower(
+      [scene.incident.title, scene.incident.description, ...scene.ownAlerts.map(searchText), ...extraTexts].join('\n'),
+    );
     const vocabulary = RUNBOOK_VOCABULARY.filter((w) => new RegExp(`\\b${w}`).test(text));
     const nameWords = scene.ownAlerts
       .flatMap((a) => (a.alertName ?? '').replace(/([a-z])([A-Z])/g, '$1 $2').split(/[^A-Za-z0-9]+/))
@@ -613,7 +797,11 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     return [...new Set([...vocabulary, ...nameWords])].slice(0, 30);
   }
 
-  async function matchingRunbooks(scene: Scene, failingDependencies: string[], extraTexts: string[]): Promise<RunbookObservation[]> {
+  async function matchingRunbooks(
+    scene: Scene,
+    failingDependencies: string[],
+    extraTexts: string[],
+  ): Promise<RunbookObservation[]> {
     const keywords = runbookKeywords(scene, extraTexts);
     const targets = [scene.service, ...failingDependencies.slice(0, 3)];
     const found = new Map<string, RunbookObservation>();
@@ -623,7 +811,15 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       for (const m of matches) {
         const seen = found.get(m.runbookId);
         if (!seen || m.score > seen.score) {
-          found.set(m.runbookId, { runbookId: m.runbookId, title: m.title, service: m.service, tags: m.tags, steps: m.steps, score: m.score, matchedKeywords: m.matchedKeywords });
+          found.set(m.runbookId, {
+            runbookId: m.runbookId,
+            title: m.title,
+            service: m.service,
+            tags: m.tags,
+            steps: m.steps,
+            score: m.score,
+            matchedKeywords: m.matchedKeywords,
+          });
         }
       }
     }
@@ -663,7 +859,13 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       const stored = await tx
         .select({ id: evidenceItems.id, dedupeKey: evidenceItems.dedupeKey })
         .from(evidenceItems)
-        .where(and(eq(evidenceItems.tenantId, req.tenantId), eq(evidenceItems.incidentId, req.incidentId), inArray(evidenceItems.dedupeKey, keys)));
+        .where(
+          and(
+            eq(evidenceItems.tenantId, req.tenantId),
+            eq(evidenceItems.incidentId, req.incidentId),
+            inArray(evidenceItems.dedupeKey, keys),
+          ),
+        );
       const idOf = new Map(stored.map((s) => [s.dedupeKey, s.id]));
       if (inserted.length > 0) {
         const counts: Record<string, number> = {};
@@ -672,7 +874,14 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
           tenantId: req.tenantId,
           type: 'investigation.evidence_added',
           incidentId: req.incidentId,
-          payload: { incidentId: req.incidentId, run: req.run, agentRole: role, added: inserted.length, counts, evidenceIds: inserted.map((r) => r.id) },
+          payload: {
+            incidentId: req.incidentId,
+            run: req.run,
+            agentRole: role,
+            added: inserted.length,
+            counts,
+            evidenceIds: inserted.map((r) => r.id),
+          },
           idempotencyKey: `${req.incidentId}:investigation:${req.run}:evidence_added:${role}`,
         });
       }
@@ -688,7 +897,10 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
   });
   const serviceName = (scene: Scene) => scene.service ?? 'the affected service';
   const before = (scene: Scene, at: Date) => (scene.firstAlertAt.getTime() - at.getTime()) / 60_000;
-  const timing = (minutes: number) => (minutes >= 0 ? `${formatDuration(minutes)} before the first alert` : `${formatDuration(-minutes)} after the first alert`);
+  const timing = (minutes: number) =>
+    minutes >= 0
+      ? `${formatDuration(minutes)} before the first alert`
+      : `${formatDuration(-minutes)} after the first alert`;
 
   // -------------------------------------------------------------------------------------------
   // The agents
@@ -711,11 +923,18 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     }
     const drafts: EvidenceDraft[] = [];
     const lines: string[] = [];
-    for (const { row, hops } of [...latest.values()].sort((a, b) => b.row.occurredAt.getTime() - a.row.occurredAt.getTime())) {
+    for (const { row, hops } of [...latest.values()].sort(
+      (a, b) => b.row.occurredAt.getTime() - a.row.occurredAt.getTime(),
+    )) {
       const c = toChangeObservation(row, hops);
       const minutes = before(scene, row.occurredAt);
-      const what = `Deployment ${c.deploymentId ?? ''} of ${c.service}${c.sha ? ` (sha ${sha7(c.sha)})` : ''} to ${c.environment ?? '?'}: ${c.state ?? 'deployed'}`.replace('Deployment  of', 'Deployment of');
-      const relation = hops === 0 ? '' : ` — a dependency of ${serviceName(scene)} (${hops} hop${hops === 1 ? '' : 's'})`;
+      const what =
+        `Deployment ${c.deploymentId ?? ''} of ${c.service}${c.sha ? ` (sha ${sha7(c.sha)})` : ''} to ${c.environment ?? '?'}: ${c.state ?? 'deployed'}`.replace(
+          'Deployment  of',
+          'Deployment of',
+        );
+      const relation =
+        hops === 0 ? '' : ` — a dependency of ${serviceName(scene)} (${hops} hop${hops === 1 ? '' : 's'})`;
       drafts.push({
         sourceId: row.id,
         type: 'deployment',
@@ -729,12 +948,20 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     }
     const consulted = await consulting;
     const ids = await storeEvidence(req, 'deployment', [...consulted.drafts, ...drafts]);
-    const scope = scene.dependencies.length > 0 ? `${serviceName(scene)} or its ${scene.dependencies.length} dependencies` : serviceName(scene);
+    const scope =
+      scene.dependencies.length > 0
+        ? `${serviceName(scene)} or its ${scene.dependencies.length} dependencies`
+        : serviceName(scene);
     const content =
       lines.length > 0
         ? `${lines.length} deployment(s) of ${scope} in the 6 h before the first alert (${hhmm(scene.firstAlertAt)}): ${lines.join('; ')}.`
         : `No deployment of ${scope} in the 6 h before the first alert (${hhmm(scene.firstAlertAt)}).`;
-    return report('deployment', withSkillNotes(content, consulted.notes), ids, lines.length > 0 || consulted.drafts.length > 0);
+    return report(
+      'deployment',
+      withSkillNotes(content, consulted.notes),
+      ids,
+      lines.length > 0 || consulted.drafts.length > 0,
+    );
   }
 
   /** Pushes (commits) to the service's and its dependencies' repositories before the first alert. */
@@ -751,7 +978,12 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       const c = toChangeObservation(row, hops);
       const minutes = before(scene, row.occurredAt);
       const commits = c.commits.filter((m) => !/^merge (pull request|branch)/i.test(m.message));
-      const shown = (commits.length > 0 ? commits : c.commits).slice(0, 5).map((m) => `${sha7(m.id)} "${clip(m.message.split('\n', 1)[0]!.trim(), 100)}"${m.files.length > 0 ? ` (${m.files.slice(0, 3).join(', ')})` : ''}`);
+      const shown = (commits.length > 0 ? commits : c.commits)
+        .slice(0, 5)
+        .map(
+          (m) =>
+            `${sha7(m.id)} "${clip(m.message.split('\n', 1)[0]!.trim(), 100)}"${m.files.length > 0 ? ` (${m.files.slice(0, 3).join(', ')})` : ''}`,
+        );
       const what = `Push to ${c.repository ?? c.service}${c.ref ? ` ${c.ref.replace(/^refs\/heads\//, '')}` : ''}${c.sha ? ` (head ${sha7(c.sha)})` : ''}, ${timing(minutes)}`;
       const relation = hops === 0 ? '' : ` — a dependency of ${serviceName(scene)}`;
       drafts.push({
@@ -774,7 +1006,12 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       lines.length > 0
         ? `${lines.length} push(es) in the 6 h before the first alert: ${lines.join(' | ')}.`
         : `No code change of ${serviceName(scene)}${scene.dependencies.length > 0 ? ' or its dependencies' : ''} in the 6 h before the first alert.`;
-    return report('code_change', withSkillNotes(content, consulted.notes), ids, lines.length > 0 || consulted.drafts.length > 0);
+    return report(
+      'code_change',
+      withSkillNotes(content, consulted.notes),
+      ids,
+      lines.length > 0 || consulted.drafts.length > 0,
+    );
   }
 
   /** The incident's own alerts and the correlated ones of its service and of dependencies up to 2 hops away. */
@@ -783,7 +1020,10 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     heartbeat({ step: 'scene' });
     const correlated = await agentCorrelated(scene);
     heartbeat({ step: 'alerts', count: correlated.length });
-    const near = new Set([lower(scene.service), ...scene.dependencies.filter((d) => d.hops <= 2).map((d) => lower(d.name))]);
+    const near = new Set([
+      lower(scene.service),
+      ...scene.dependencies.filter((d) => d.hops <= 2).map((d) => lower(d.name)),
+    ]);
     return { scene, candidates: [...scene.ownAlerts, ...correlated.filter((a) => near.has(lower(a.service)))] };
   }
 
@@ -809,9 +1049,17 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     const ids = await storeEvidence(req, 'logs', [...consulted.drafts, ...drafts]);
     const content =
       drafts.length > 0
-        ? `${drafts.length} log excerpt(s) in the alert payloads: ${drafts.slice(0, 4).map((d) => d.summary).join(' | ')}.`
+        ? `${drafts.length} log excerpt(s) in the alert payloads: ${drafts
+            .slice(0, 4)
+            .map((d) => d.summary)
+            .join(' | ')}.`
         : `No log lines (exceptions, error messages) in the alerts of ${serviceName(scene)} or its dependencies.`;
-    return report('logs', withSkillNotes(content, consulted.notes), ids, drafts.length > 0 || consulted.drafts.length > 0);
+    return report(
+      'logs',
+      withSkillNotes(content, consulted.notes),
+      ids,
+      drafts.length > 0 || consulted.drafts.length > 0,
+    );
   }
 
   /** Metric alerts: thresholds, values, rates and the queries behind them. */
@@ -836,9 +1084,17 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     const ids = await storeEvidence(req, 'metrics', [...consulted.drafts, ...drafts]);
     const content =
       drafts.length > 0
-        ? `${drafts.length} metric signal(s): ${drafts.slice(0, 4).map((d) => d.summary).join(' | ')}.`
+        ? `${drafts.length} metric signal(s): ${drafts
+            .slice(0, 4)
+            .map((d) => d.summary)
+            .join(' | ')}.`
         : `No metric alert (threshold, value or rate) on ${serviceName(scene)} or its dependencies.`;
-    return report('metrics', withSkillNotes(content, consulted.notes), ids, drafts.length > 0 || consulted.drafts.length > 0);
+    return report(
+      'metrics',
+      withSkillNotes(content, consulted.notes),
+      ids,
+      drafts.length > 0 || consulted.drafts.length > 0,
+    );
   }
 
   /** The incident's alerts (with their firing/resolved history) and the alerts correlated in time across services. */
@@ -855,15 +1111,32 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       const resolved = rows.length - firing;
       const line = `${first.alertName ?? first.title} on ${first.service ?? 'unknown service'} (${first.provider}): fired ${firing}×${resolved > 0 ? `, resolved ${resolved}×` : ''} since ${hhmm(first.occurredAt)}`;
       ownLines.push(line);
-      drafts.push({ sourceId: first.id, type: 'alert', source: first.provider, summary: `${line}. ${first.title}`, severity: alertSeverity(first.severity), occurredAt: first.occurredAt, rawSnippet: rawExcerpt(first) });
+      drafts.push({
+        sourceId: first.id,
+        type: 'alert',
+        source: first.provider,
+        summary: `${line}. ${first.title}`,
+        severity: alertSeverity(first.severity),
+        occurredAt: first.occurredAt,
+        rawSnippet: rawExcerpt(first),
+      });
     }
     const others = firstPerFingerprint(correlated)
       .map(({ first, rows }) => {
         const name = lower(first.service);
-        const relation = name === lower(scene.service) && name !== '' ? 'same service' : depHops.has(name) ? `dependency, ${depHops.get(name)} hop(s)` : 'other service';
+        const relation =
+          name === lower(scene.service) && name !== ''
+            ? 'same service'
+            : depHops.has(name)
+              ? `dependency, ${depHops.get(name)} hop(s)`
+              : 'other service';
         return { first, rows, relation };
       })
-      .filter((o) => o.relation !== 'other service' || Math.abs(o.first.occurredAt.getTime() - scene.firstAlertAt.getTime()) <= CORRELATION_AFTER_MS);
+      .filter(
+        (o) =>
+          o.relation !== 'other service' ||
+          Math.abs(o.first.occurredAt.getTime() - scene.firstAlertAt.getTime()) <= CORRELATION_AFTER_MS,
+      );
     const otherLines: string[] = [];
     for (const { first, rows, relation } of others.slice(0, MAX_ITEMS_PER_AGENT - drafts.length)) {
       const resolvedOnly = rows.every((r) => r.status === 'resolved');
@@ -881,7 +1154,9 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     }
     const ids = await storeEvidence(req, 'alerts', drafts);
     const content = `${ownLines.length} alert(s) on the incident: ${ownLines.join('; ') || 'none'}. ${
-      otherLines.length > 0 ? `${otherLines.length} correlated alert(s) around ${hhmm(scene.firstAlertAt)}: ${otherLines.slice(0, 6).join('; ')}.` : 'No correlated alert on other services around it.'
+      otherLines.length > 0
+        ? `${otherLines.length} correlated alert(s) around ${hhmm(scene.firstAlertAt)}: ${otherLines.slice(0, 6).join('; ')}.`
+        : 'No correlated alert on other services around it.'
     }`;
     return report('alerts', content, ids, drafts.length > 0);
   }
@@ -891,7 +1166,12 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     const scene = await agentScene(req);
     heartbeat({ step: 'scene' });
     if (!scene.node) {
-      return report('topology', `${serviceName(scene)} is not in the topology graph: no dependency or blast radius to examine.`, [], false);
+      return report(
+        'topology',
+        `${serviceName(scene)} is not in the topology graph: no dependency or blast radius to examine.`,
+        [],
+        false,
+      );
     }
     const correlated = await agentCorrelated(scene);
     const topology = await topologyOf(scene, correlated);
@@ -899,8 +1179,13 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     const failing = topology.dependencies.filter((d) => d.alerting || d.alertingDependents.length >= 2);
     const drafts: EvidenceDraft[] = failing.map((d) => {
       const id = scene.dependencies.find((x) => x.name === d.name)!.id;
-      const shared = d.alertingDependents.length >= 2 ? `; common dependency of ${d.alertingDependents.length} alerting services (${d.alertingDependents.join(', ')})` : '';
-      const state = d.alerting ? `is failing: ${d.alertCount} alert(s) or open incident(s) (${d.alertNames.slice(0, 3).join(', ')})${d.firstAlertAt ? ` since ${d.firstAlertAt.slice(11, 16)} UTC` : ''}` : 'has no alert of its own';
+      const shared =
+        d.alertingDependents.length >= 2
+          ? `; common dependency of ${d.alertingDependents.length} alerting services (${d.alertingDependents.join(', ')})`
+          : '';
+      const state = d.alerting
+        ? `is failing: ${d.alertCount} alert(s) or open incident(s) (${d.alertNames.slice(0, 3).join(', ')})${d.firstAlertAt ? ` since ${d.firstAlertAt.slice(11, 16)} UTC` : ''}`
+        : 'has no alert of its own';
       return {
         sourceId: `dependency:${id}`,
         type: 'alert' as const,
@@ -908,16 +1193,36 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
         summary: `${d.name} (${d.type}), which ${serviceName(scene)} depends on (${d.hops} hop${d.hops === 1 ? '' : 's'}), ${state}${shared}`,
         severity: d.alerting && d.alertingDependents.length >= 2 ? 'critical' : 'high',
         occurredAt: d.firstAlertAt ? new Date(d.firstAlertAt) : scene.firstAlertAt,
-        rawSnippet: clip(JSON.stringify({ dependency: d.name, type: d.type, hops: d.hops, alerting: d.alerting, alerts: d.alertNames, alertingDependents: d.alertingDependents, path: `${serviceName(scene)} → ${d.name}` }), RAW_SNIPPET_MAX),
+        rawSnippet: clip(
+          JSON.stringify({
+            dependency: d.name,
+            type: d.type,
+            hops: d.hops,
+            alerting: d.alerting,
+            alerts: d.alertNames,
+            alertingDependents: d.alertingDependents,
+            path: `${serviceName(scene)} → ${d.name}`,
+          }),
+          RAW_SNIPPET_MAX,
+        ),
       };
     });
     const ids = await storeEvidence(req, 'topology', drafts);
     const deps = topology.dependencies.map((d) => `${d.name} (${d.hops})`).join(', ');
-    const radius = topology.dependents.slice(0, 8).map((d) => `${d.name} (${d.hops} hop(s), ${d.impact})`).join(', ');
+    const radius = topology.dependents
+      .slice(0, 8)
+      .map((d) => `${d.name} (${d.hops} hop(s), ${d.impact})`)
+      .join(', ');
     const content = [
-      topology.dependencies.length > 0 ? `${serviceName(scene)} depends on ${topology.dependencies.length} service(s): ${deps}.` : `${serviceName(scene)} depends on nothing in the graph.`,
-      failing.length > 0 ? `Failing upstream: ${drafts.map((d) => d.summary).join(' | ')}.` : 'No upstream dependency is failing.',
-      topology.dependents.length > 0 ? `Blast radius: ${topology.dependents.length} service(s) depend on it: ${radius}.` : 'Nothing depends on it (no downstream blast radius).',
+      topology.dependencies.length > 0
+        ? `${serviceName(scene)} depends on ${topology.dependencies.length} service(s): ${deps}.`
+        : `${serviceName(scene)} depends on nothing in the graph.`,
+      failing.length > 0
+        ? `Failing upstream: ${drafts.map((d) => d.summary).join(' | ')}.`
+        : 'No upstream dependency is failing.',
+      topology.dependents.length > 0
+        ? `Blast radius: ${topology.dependents.length} service(s) depend on it: ${radius}.`
+        : 'Nothing depends on it (no downstream blast radius).',
     ].join(' ');
     return report('topology', content, ids, failing.length > 0);
   }
@@ -941,7 +1246,17 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       summary: `Learned ${p.status} pattern '${p.title}' (${p.occurrences} occurrence(s), confidence ${p.confidence.toFixed(2)})${sharedAlerts.length > 0 ? ` shares ${sharedAlerts.join(', ')}` : ''}: ${p.rootCause}${p.fix.length > 0 ? ` Fixed before by: ${p.fix.slice(0, 2).join('; ')}` : ''}`,
       severity: p.status === 'stable' ? 'high' : p.confidence >= 0.5 ? 'medium' : 'low',
       occurredAt: p.lastSeenAt,
-      rawSnippet: JSON.stringify({ patternId: p.id, title: p.title, status: p.status, category: p.category, confidence: p.confidence, occurrences: p.occurrences, alertNames: p.alertNames, rootCause: p.rootCause, fix: p.fix }),
+      rawSnippet: JSON.stringify({
+        patternId: p.id,
+        title: p.title,
+        status: p.status,
+        category: p.category,
+        confidence: p.confidence,
+        occurrences: p.occurrences,
+        alertNames: p.alertNames,
+        rootCause: p.rootCause,
+        fix: p.fix,
+      }),
     }));
     const ids = await storeEvidence(req, 'knowledge', drafts);
     const content =
@@ -956,21 +1271,38 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
     const scene = await agentScene(req);
     heartbeat({ step: 'scene' });
     const correlated = await agentCorrelated(scene);
-    const failingDeps = scene.dependencies.filter((d) => correlated.some((a) => a.status !== 'resolved' && lower(a.service) === lower(d.name))).map((d) => d.name);
-    const relatedTexts = correlated.filter((a) => failingDeps.some((d) => lower(d) === lower(a.service))).map(searchText);
+    const failingDeps = scene.dependencies
+      .filter((d) => correlated.some((a) => a.status !== 'resolved' && lower(a.service) === lower(d.name)))
+      .map((d) => d.name);
+    const relatedTexts = correlated
+      .filter((a) => failingDeps.some((d) => lower(d) === lower(a.service)))
+      .map(searchText);
     const found = await matchingRunbooks(scene, failingDeps, relatedTexts);
     heartbeat({ step: 'runbooks', count: found.length });
     const drafts: EvidenceDraft[] = [];
     for (const r of found) {
       const row = await findRunbook(db, req.tenantId, r.runbookId);
-      const steps = r.steps.slice(0, 6).map((s) => `${s.number}. ${s.text}`).join(' ');
-      const why = [r.service ? `service ${r.service}` : '', r.matchedKeywords.length > 0 ? `keywords ${r.matchedKeywords.join(', ')}` : ''].filter(Boolean).join('; ');
+      const steps = r.steps
+        .slice(0, 6)
+        .map((s) => `${s.number}. ${s.text}`)
+        .join(' ');
+      const why = [
+        r.service ? `service ${r.service}` : '',
+        r.matchedKeywords.length > 0 ? `keywords ${r.matchedKeywords.join(', ')}` : '',
+      ]
+        .filter(Boolean)
+        .join('; ');
       drafts.push({
         sourceId: r.runbookId,
         type: 'runbook',
         source: 'runbooks',
         summary: `Runbook '${r.title}' matches (${why || 'service'}; score ${r.score}): ${r.steps.length} step(s) — ${steps}`,
-        severity: r.service && [scene.service, ...failingDeps].some((s) => lower(s) === lower(r.service)) ? 'high' : r.score >= 4 ? 'medium' : 'low',
+        severity:
+          r.service && [scene.service, ...failingDeps].some((s) => lower(s) === lower(r.service))
+            ? 'high'
+            : r.score >= 4
+              ? 'medium'
+              : 'low',
         occurredAt: row?.updatedAt ?? scene.firstAlertAt,
         rawSnippet: row?.content ?? steps,
       });
@@ -987,10 +1319,18 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
   // Synthesis
 
   /** Everything the analyzer looks at, read afresh with the same collectors the agents use. */
-  async function gatherInput(req: InvestigationRequest, roles: AgentRole[], context: Array<{ seq: number; content: string }>): Promise<InvestigationInput> {
+  async function gatherInput(
+    req: InvestigationRequest,
+    roles: AgentRole[],
+    context: Array<{ seq: number; content: string }>,
+  ): Promise<InvestigationInput> {
     const scene = await loadScene(req);
     heartbeat({ step: 'scene' });
-    const [correlated, changes, skillFindings] = await Promise.all([correlatedAlerts(scene), recentChanges(scene, 'both'), findingsOfSkills(req)]);
+    const [correlated, changes, skillFindings] = await Promise.all([
+      correlatedAlerts(scene),
+      recentChanges(scene, 'both'),
+      findingsOfSkills(req),
+    ]);
     heartbeat({ step: 'signals' });
     const topology = await topologyOf(scene, correlated);
     heartbeat({ step: 'topology' });
@@ -1034,9 +1374,21 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
   /** What the agents' skills answered for the incident (stored as evidence items), oldest first. */
   async function findingsOfSkills(req: InvestigationRequest): Promise<NonNullable<InvestigationInput['findings']>> {
     const rows = await db
-      .select({ dedupeKey: evidenceItems.dedupeKey, agentRole: evidenceItems.agentRole, source: evidenceItems.source, rawSnippet: evidenceItems.rawSnippet, occurredAt: evidenceItems.occurredAt })
+      .select({
+        dedupeKey: evidenceItems.dedupeKey,
+        agentRole: evidenceItems.agentRole,
+        source: evidenceItems.source,
+        rawSnippet: evidenceItems.rawSnippet,
+        occurredAt: evidenceItems.occurredAt,
+      })
       .from(evidenceItems)
-      .where(and(eq(evidenceItems.tenantId, req.tenantId), eq(evidenceItems.incidentId, req.incidentId), sql`${evidenceItems.dedupeKey} like ${'%:skill:%'}`))
+      .where(
+        and(
+          eq(evidenceItems.tenantId, req.tenantId),
+          eq(evidenceItems.incidentId, req.incidentId),
+          sql`${evidenceItems.dedupeKey} like ${'%:skill:%'}`,
+        ),
+      )
       .orderBy(asc(evidenceItems.occurredAt), asc(evidenceItems.id))
       .limit(MAX_SKILL_FINDINGS);
     return rows
@@ -1066,13 +1418,17 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       .orderBy(asc(investigationContext.seq));
     const contextSeq = contextRows.length > 0 ? contextRows[contextRows.length - 1]!.seq : 0;
     const key = `${req.incidentId}:investigation:${req.run}:synthesis:${contextSeq}${req.alertsSeen ? `:alerts:${req.alertsSeen}` : ''}`;
-    const [done] = await db.select({ seq: events.seq }).from(events).where(eq(events.idempotencyKey, `${key}:completed`));
+    const [done] = await db
+      .select({ seq: events.seq })
+      .from(events)
+      .where(eq(events.idempotencyKey, `${key}:completed`));
     if (done) {
       const [row] = await db
         .select()
         .from(investigations)
         .where(and(eq(investigations.tenantId, req.tenantId), eq(investigations.incidentId, req.incidentId)));
-      if (row?.rootCause) return { rootCause: row.rootCause, confidence: row.confidence, recommendedActions: row.recommendedActions };
+      if (row?.rootCause)
+        return { rootCause: row.rootCause, confidence: row.confidence, recommendedActions: row.recommendedActions };
     }
 
     // Without reports (a workflow that lost them), the findings stored by the last synthesis stand.
@@ -1081,10 +1437,18 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       const [stored] = await db
         .select({ findings: investigations.findings })
         .from(investigations)
-        .where(and(eq(investigations.tenantId, req.tenantId), eq(investigations.incidentId, req.incidentId), eq(investigations.run, req.run)));
+        .where(
+          and(
+            eq(investigations.tenantId, req.tenantId),
+            eq(investigations.incidentId, req.incidentId),
+            eq(investigations.run, req.run),
+          ),
+        );
       reportFindings = (stored?.findings ?? []).filter((f) => f.agentRole !== 'synthesis');
     }
-    const ran = reportFindings.map((f) => f.agentRole).filter((r): r is AgentRole => (agentRoles as readonly string[]).includes(r));
+    const ran = reportFindings
+      .map((f) => f.agentRole)
+      .filter((r): r is AgentRole => (agentRoles as readonly string[]).includes(r));
     const roles: AgentRole[] = ran.length > 0 ? [...new Set(ran)] : [...agentRoles];
     const input = await gatherInput(req, roles, contextRows);
     const analysis = analyzeInvestigation(input);
@@ -1095,7 +1459,8 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       .select({ id: evidenceItems.id, dedupeKey: evidenceItems.dedupeKey, type: evidenceItems.type })
       .from(evidenceItems)
       .where(and(eq(evidenceItems.tenantId, req.tenantId), eq(evidenceItems.incidentId, req.incidentId)));
-    const evidenceOf = (sources: string[]) => evidence.filter((e) => sources.includes(e.dedupeKey.slice(e.dedupeKey.indexOf(':') + 1))).map((e) => e.id);
+    const evidenceOf = (sources: string[]) =>
+      evidence.filter((e) => sources.includes(e.dedupeKey.slice(e.dedupeKey.indexOf(':') + 1))).map((e) => e.id);
     const hypotheses = analysis.hypotheses.map((h) => ({
       kind: h.kind,
       statement: h.statement,
@@ -1123,10 +1488,19 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
           service: input.incident.service,
         },
         findings,
-        hypotheses: analysis.hypotheses.map((h) => ({ statement: h.statement, score: h.score, status: h.status, reason: h.reason })),
+        hypotheses: analysis.hypotheses.map((h) => ({
+          statement: h.statement,
+          score: h.score,
+          status: h.status,
+          reason: h.reason,
+        })),
         humanContext: contextRows.map((row) => row.content),
       },
-      { rootCause: analysis.rootCause, confidence: analysis.confidence, recommendedActions: analysis.recommendedActions },
+      {
+        rootCause: analysis.rootCause,
+        confidence: analysis.confidence,
+        recommendedActions: analysis.recommendedActions,
+      },
     );
     heartbeat({ step: 'concluded' });
     const result: SynthesisResult = concluded.output;
@@ -1148,12 +1522,21 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
           completedAt: sql`now()`,
           updatedAt: sql`now()`,
         })
-        .where(and(eq(investigations.incidentId, req.incidentId), eq(investigations.tenantId, req.tenantId), eq(investigations.run, req.run)))
+        .where(
+          and(
+            eq(investigations.incidentId, req.incidentId),
+            eq(investigations.tenantId, req.tenantId),
+            eq(investigations.run, req.run),
+          ),
+        )
         .returning({ run: investigations.run });
       if (updated.length === 0) return; // a newer run owns the investigation: this result is stale
       // A person's correction (feedback correct_rca) outranks a later machine conclusion on the
       // incident; the investigation keeps its own conclusion.
-      await setRootCauseUnlessCorrected(tx, req.tenantId, req.incidentId, result.rootCause, { recommendedActions: result.recommendedActions, assignedAgents: roles });
+      await setRootCauseUnlessCorrected(tx, req.tenantId, req.incidentId, result.rootCause, {
+        recommendedActions: result.recommendedActions,
+        assignedAgents: roles,
+      });
       const top = analysis.hypotheses[0]!;
       await appendEvent(tx, {
         tenantId: req.tenantId,
@@ -1182,7 +1565,14 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
         incidentId: req.incidentId,
         workflowId: req.workflowId,
         historyEventId: req.historyEventId ?? null,
-        details: { run: req.run, contextSeq, hypothesis: top.kind, subject: top.subject, confidence: result.confidence, model: concluded.model },
+        details: {
+          run: req.run,
+          contextSeq,
+          hypothesis: top.kind,
+          subject: top.subject,
+          confidence: result.confidence,
+          model: concluded.model,
+        },
         idempotencyKey: `${key}:audit`,
       });
     });
@@ -1205,7 +1595,13 @@ export function createInvestigationActivities(deps: { db: Db; model: ModelProvid
       const updated = await tx
         .update(investigations)
         .set({ status: 'failed', failure: reason, completedAt: sql`now()`, updatedAt: sql`now()` })
-        .where(and(eq(investigations.incidentId, req.incidentId), eq(investigations.tenantId, req.tenantId), eq(investigations.run, req.run)))
+        .where(
+          and(
+            eq(investigations.incidentId, req.incidentId),
+            eq(investigations.tenantId, req.tenantId),
+            eq(investigations.run, req.run),
+          ),
+        )
         .returning({ run: investigations.run });
       if (updated.length === 0) return;
       await appendEvent(tx, {

@@ -7,7 +7,13 @@
  */
 import { and, desc, eq, inArray } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import { actionsInText, categorizeText, isPatternCategory, type PatternCategory, type PatternSignature } from '../domain/patterns.js';
+import {
+  actionsInText,
+  categorizeText,
+  isPatternCategory,
+  type PatternCategory,
+  type PatternSignature,
+} from '../domain/patterns.js';
 import type { Db } from '../db/client.js';
 import { findPattern, incidentSymptoms, recordOccurrence } from '../db/repositories/patterns.js';
 import { incidents } from '../db/schema/incidents.js';
@@ -39,7 +45,12 @@ function keptHypothesis(hypotheses: unknown[]): StoredHypothesis | undefined {
     if (h === null || typeof h !== 'object') continue;
     const r = h as Record<string, unknown>;
     if (r.status !== 'kept' || typeof r.kind !== 'string' || typeof r.statement !== 'string') continue;
-    return { kind: r.kind, statement: r.statement, status: r.status, evidenceIds: Array.isArray(r.evidenceIds) ? r.evidenceIds.filter((e): e is string => typeof e === 'string') : [] };
+    return {
+      kind: r.kind,
+      statement: r.statement,
+      status: r.status,
+      evidenceIds: Array.isArray(r.evidenceIds) ? r.evidenceIds.filter((e): e is string => typeof e === 'string') : [],
+    };
   }
   return undefined;
 }
@@ -64,16 +75,33 @@ export function createKnowledgeActivities(deps: { db: Db; logger?: Logger }) {
    * category). The fix is the plan of a remediation that completed verified (which also counts
    * as a confirmation), else the actions recommended when it was resolved.
    */
-  async function lessonOf(tenantId: string, incidentId: string, recommendedActions: string[]): Promise<Lesson | string> {
+  async function lessonOf(
+    tenantId: string,
+    incidentId: string,
+    recommendedActions: string[],
+  ): Promise<Lesson | string> {
     const [correction] = await db
       .select({ rootCause: rootCauseRevisions.rootCause })
       .from(rootCauseRevisions)
-      .where(and(eq(rootCauseRevisions.tenantId, tenantId), eq(rootCauseRevisions.incidentId, incidentId), eq(rootCauseRevisions.source, 'feedback')))
+      .where(
+        and(
+          eq(rootCauseRevisions.tenantId, tenantId),
+          eq(rootCauseRevisions.incidentId, incidentId),
+          eq(rootCauseRevisions.source, 'feedback'),
+        ),
+      )
       .orderBy(desc(rootCauseRevisions.createdAt), desc(rootCauseRevisions.id))
       .limit(1);
     if (correction) {
       // The correction already counted its confirmation; its own words are the only fix known.
-      return { category: categorizeText(correction.rootCause), rootCause: correction.rootCause, evidenceTypes: [], fix: actionsInText(correction.rootCause), fixWorked: false, confirm: false };
+      return {
+        category: categorizeText(correction.rootCause),
+        rootCause: correction.rootCause,
+        evidenceTypes: [],
+        fix: actionsInText(correction.rootCause),
+        fixWorked: false,
+        confirm: false,
+      };
     }
     const [investigation] = await db
       .select({ hypotheses: investigations.hypotheses, rootCause: investigations.rootCause })
@@ -82,15 +110,28 @@ export function createKnowledgeActivities(deps: { db: Db; logger?: Logger }) {
     if (!investigation?.rootCause) return 'no investigation concluded and no correction: nothing says why it failed';
     const kept = keptHypothesis(investigation.hypotheses);
     if (!kept || kept.kind === 'undetermined') return 'the investigation left the root cause undetermined';
-    const cited = kept.evidenceIds.length > 0
-      ? await db
-          .select({ type: evidenceItems.type, agentRole: evidenceItems.agentRole, dedupeKey: evidenceItems.dedupeKey })
-          .from(evidenceItems)
-          .where(and(eq(evidenceItems.tenantId, tenantId), eq(evidenceItems.incidentId, incidentId), inArray(evidenceItems.id, kept.evidenceIds)))
-      : [];
+    const cited =
+      kept.evidenceIds.length > 0
+        ? await db
+            .select({
+              type: evidenceItems.type,
+              agentRole: evidenceItems.agentRole,
+              dedupeKey: evidenceItems.dedupeKey,
+            })
+            .from(evidenceItems)
+            .where(
+              and(
+                eq(evidenceItems.tenantId, tenantId),
+                eq(evidenceItems.incidentId, incidentId),
+                inArray(evidenceItems.id, kept.evidenceIds),
+              ),
+            )
+        : [];
     let category: string = kept.kind;
     let rootCause = kept.statement;
-    let evidenceTypes: string[] = [...new Set(cited.filter((e) => e.agentRole !== 'knowledge').map((e) => e.type))].sort();
+    let evidenceTypes: string[] = [
+      ...new Set(cited.filter((e) => e.agentRole !== 'knowledge').map((e) => e.type)),
+    ].sort();
     if (kept.kind === 'known_pattern') {
       const patternId = cited.find((e) => e.agentRole === 'knowledge')?.dedupeKey.slice('knowledge:'.length);
       const pattern = patternId ? await findPattern(db, tenantId, patternId) : undefined;
@@ -103,14 +144,28 @@ export function createKnowledgeActivities(deps: { db: Db; logger?: Logger }) {
     const [worked] = await db
       .select({ plan: remediations.plan })
       .from(remediations)
-      .where(and(eq(remediations.tenantId, tenantId), eq(remediations.incidentId, incidentId), eq(remediations.status, 'completed')))
+      .where(
+        and(
+          eq(remediations.tenantId, tenantId),
+          eq(remediations.incidentId, incidentId),
+          eq(remediations.status, 'completed'),
+        ),
+      )
       .orderBy(desc(remediations.completedAt))
       .limit(1);
     if (worked) {
       const fix = worked.plan.map((step) => step.description).filter((d) => typeof d === 'string' && d.trim() !== '');
-      if (fix.length > 0) return { category, rootCause, evidenceTypes, fix: fix.slice(0, 6), fixWorked: true, confirm: true };
+      if (fix.length > 0)
+        return { category, rootCause, evidenceTypes, fix: fix.slice(0, 6), fixWorked: true, confirm: true };
     }
-    return { category, rootCause, evidenceTypes, fix: recommendedActions.slice(0, 3), fixWorked: false, confirm: false };
+    return {
+      category,
+      rootCause,
+      evidenceTypes,
+      fix: recommendedActions.slice(0, 3),
+      fixWorked: false,
+      confirm: false,
+    };
   }
 
   async function learnFromResolution(req: LearnFromResolutionRequest): Promise<LearningOutcome> {
@@ -124,10 +179,16 @@ export function createKnowledgeActivities(deps: { db: Db; logger?: Logger }) {
     };
     if (!incident) return skip('the incident has no projection');
     const symptoms = await incidentSymptoms(db, req.tenantId, req.incidentId);
-    if (!symptoms || (!symptoms.service && symptoms.alertNames.length === 0)) return skip('no service and no alerts: nothing to recognise it by');
+    if (!symptoms || (!symptoms.service && symptoms.alertNames.length === 0))
+      return skip('no service and no alerts: nothing to recognise it by');
     const lesson = await lessonOf(req.tenantId, req.incidentId, incident.recommendedActions);
     if (typeof lesson === 'string') return skip(lesson);
-    const signature: PatternSignature = { ...symptoms, category: lesson.category, evidenceTypes: lesson.evidenceTypes, rootCause: lesson.rootCause };
+    const signature: PatternSignature = {
+      ...symptoms,
+      category: lesson.category,
+      evidenceTypes: lesson.evidenceTypes,
+      rootCause: lesson.rootCause,
+    };
     const result = await db.transaction((tx) =>
       recordOccurrence(tx, {
         tenantId: req.tenantId,
@@ -137,10 +198,21 @@ export function createKnowledgeActivities(deps: { db: Db; logger?: Logger }) {
         fixWorked: lesson.fixWorked,
         confirm: lesson.confirm,
         source: 'resolution',
-        actor: { type: 'system', id: 'knowledge', workflowId: req.workflowId, historyEventId: req.historyEventId ?? null },
+        actor: {
+          type: 'system',
+          id: 'knowledge',
+          workflowId: req.workflowId,
+          historyEventId: req.historyEventId ?? null,
+        },
       }),
     );
-    return { learned: true, patternId: result.pattern.id, created: result.created, counted: result.counted, category: lesson.category };
+    return {
+      learned: true,
+      patternId: result.pattern.id,
+      created: result.created,
+      counted: result.counted,
+      category: lesson.category,
+    };
   }
 
   return { learnFromResolution };

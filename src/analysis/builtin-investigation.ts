@@ -207,22 +207,30 @@ export interface InvestigationAnalysis {
 
 const RE = {
   dns: /(nxdomain|servfail|no such host|enotfound|eai_again|name resolution|name or service not known|\bdns\b|could not resolve|failed to resolve|unknown host|unable to resolve|lookup [\w.-]+ on [\d.:]+)/i,
-  dnsStrong: /(nxdomain|servfail|no such host|enotfound|eai_again|name resolution|failed to resolve|could not resolve|name or service not known)/i,
+  dnsStrong:
+    /(nxdomain|servfail|no such host|enotfound|eai_again|name resolution|failed to resolve|could not resolve|name or service not known)/i,
   cert: /(certificate (has )?expired|cert(ificate)?s? (is |has )?expir|x509|ssl ?(cert|expir|error|handshake)|tls handshake|certificate verify failed|cert_has_expired|probe_ssl_earliest_cert_expiry|sslcert|certificate.{0,40}(expired|not valid after))/i,
   certExpired: /(expired|cert_has_expired|not valid after|expir\w* .{0,20}ago|earliest_cert_expiry.{0,40}< ?0)/i,
   pool: /(connection pool|pool (is )?exhausted|too many (clients|connections)|remaining connection slots|max_connections|hikaripool|queuepool limit|connection is not available|pool timeout|no available connections|pgbouncer|connections? (saturat|exhaust)|pool size)/i,
   disk: /(disk (is )?full|no space left|enospc|filesystem.{0,40}(full|avail|space)|node_filesystem|out of (disk|space)|disk ?(space|usage)|volume.{0,20}full|inodes)/i,
-  memory: /(out ?of ?memory|oomkill|oom[- ]?killed|\boom\b|heap (space|usage|out|size)|memory (leak|usage|limit|pressure)|container_memory|javascript heap|memorynear|memoryhigh|high ?memory|memory.{0,30}(limit|of \d))/i,
-  cache: /(\bredis\b|memcache|cache[- ]?miss|cache hit|hit ratio|cache (unavailable|down|cluster|server|node)|elasticache)/i,
-  traffic: /(traffic (spike|surge)|request rate|requests? per (second|minute)|\brps\b|\bqps\b|\brpm\b|\d+(\.\d+)?x (the |its )?(normal|baseline|usual)|x baseline|surge|spike in (requests|traffic)|hpa.{0,40}max|max(imum)? replicas|load (spike|surge))/i,
+  memory:
+    /(out ?of ?memory|oomkill|oom[- ]?killed|\boom\b|heap (space|usage|out|size)|memory (leak|usage|limit|pressure)|container_memory|javascript heap|memorynear|memoryhigh|high ?memory|memory.{0,30}(limit|of \d))/i,
+  cache:
+    /(\bredis\b|memcache|cache[- ]?miss|cache hit|hit ratio|cache (unavailable|down|cluster|server|node)|elasticache)/i,
+  traffic:
+    /(traffic (spike|surge)|request rate|requests? per (second|minute)|\brps\b|\bqps\b|\brpm\b|\d+(\.\d+)?x (the |its )?(normal|baseline|usual)|x baseline|surge|spike in (requests|traffic)|hpa.{0,40}max|max(imum)? replicas|load (spike|surge))/i,
   trafficMultiplier: /(\d+(\.\d+)?x (the |its )?(normal|baseline|usual)|x baseline|\d+ ?% above (normal|baseline))/i,
   saturation: /(cpu|latency|p9\d|saturat|throttl|hpa|replicas|queue depth)/i,
-  error: /(\b5\d\d\b|5xx|error rate|errors?\b|exception|traceback|panic|crash|fail(ed|ure|ing)?\b|refused|timed? ?out)/i,
-  upstreamDown: /(connection refused|econnrefused|could not connect|connection reset|server closed the connection|is down|\bdown\b|unreachable|no route to host|pg_up|up == 0|failed to connect|cannot connect|unavailable)/i,
+  error:
+    /(\b5\d\d\b|5xx|error rate|errors?\b|exception|traceback|panic|crash|fail(ed|ure|ing)?\b|refused|timed? ?out)/i,
+  upstreamDown:
+    /(connection refused|econnrefused|could not connect|connection reset|server closed the connection|is down|\bdown\b|unreachable|no route to host|pg_up|up == 0|failed to connect|cannot connect|unavailable)/i,
   dbLoad: /(cpu|load|query rate|queries per|slow quer|connections|iops)/i,
-  config: /(config|configuration|settings?\b|timeout|feature[- ]?flag|\bflags?\b|env(ironment)? var|\.ya?ml\b|\.env\b|\.toml\b|\.ini\b|\blimits?\b|threshold|pool size|max_?conn|values\.ya?ml|helm)/i,
+  config:
+    /(config|configuration|settings?\b|timeout|feature[- ]?flag|\bflags?\b|env(ironment)? var|\.ya?ml\b|\.env\b|\.toml\b|\.ini\b|\blimits?\b|threshold|pool size|max_?conn|values\.ya?ml|helm)/i,
   flappingHint: /(flapp|toggl)/i,
-  thirdPartyWords: /(third[- ]party|3rd[- ]party|external (api|provider|service|dependency)|vendor|upstream provider|status page|statuspage)/i,
+  thirdPartyWords:
+    /(third[- ]party|3rd[- ]party|external (api|provider|service|dependency)|vendor|upstream provider|status page|statuspage)/i,
 };
 
 const VENDORS: Array<{ name: string; pattern: RegExp; host: string }> = [
@@ -244,7 +252,8 @@ const VENDORS: Array<{ name: string; pattern: RegExp; host: string }> = [
   { name: 'Salesforce', pattern: /\bsalesforce\b/i, host: 'salesforce.com' },
 ];
 
-const HOST = /\b((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:com|net|org|io|dev|app|cloud|co|internal|local|svc|ai|sh|tech|example|eu|us|uk|de|fr))\b/gi;
+const HOST =
+  /\b((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:com|net|org|io|dev|app|cloud|co|internal|local|svc|ai|sh|tech|example|eu|us|uk|de|fr))\b/gi;
 
 /** Host names in a text (lowercased, first seen first). */
 export function hostsIn(text: string): string[] {
@@ -337,22 +346,34 @@ interface FlapStats {
   sources: string[];
 }
 
-const META_LINE = /^(labels|source|link|runbook|status|transition|scope|host|metric|level|alert rule|culprit|details|environment|dashboard|panel|query|values):/i;
+const META_LINE =
+  /^(labels|source|link|runbook|status|transition|scope|host|metric|level|alert rule|culprit|details|environment|dashboard|panel|query|values):/i;
 /** The most telling line of an alert (a value, an error), without metadata or the repeated title. */
 export function alertDetail(a: AlertObservation, max = 140): string {
   const name = a.alertName.trim();
   const lines = a.text
     .split('\n')
     .map((l) => l.trim())
-    .filter((l) => l !== '' && !META_LINE.test(l) && !l.startsWith('[[') && l !== name && l !== a.title.trim() && !name.startsWith(l));
-  const telling = lines.find((l) => /\d|error|fail|refused|expired|timed? ?out|exception|down|unreachable|no space|oom/i.test(l));
+    .filter(
+      (l) =>
+        l !== '' &&
+        !META_LINE.test(l) &&
+        !l.startsWith('[[') &&
+        l !== name &&
+        l !== a.title.trim() &&
+        !name.startsWith(l),
+    );
+  const telling = lines.find((l) =>
+    /\d|error|fail|refused|expired|timed? ?out|exception|down|unreachable|no space|oom/i.test(l),
+  );
   return quote(telling ?? lines[0] ?? a.title, max).replace(/[.;,]+$/, '');
 }
 /** `Name on service (provider, 09:30 UTC): detail`; a long name (an exception) stands for itself. */
 const alertLine = (a: AlertObservation) =>
   `${quote(a.alertName, 120)}${a.service ? ` on ${a.service}` : ''} (${a.provider}, ${hhmm(a.occurredAt)})${a.alertName.length > 60 ? '' : `: ${alertDetail(a)}`}`;
 /** What an alert says, for narratives: the exception or the telling line. */
-const says = (a: AlertObservation, max = 140) => (a.alertName.length > 60 ? quote(a.alertName, max).replace(/[.;,]+$/, '') : alertDetail(a, max));
+const says = (a: AlertObservation, max = 140) =>
+  a.alertName.length > 60 ? quote(a.alertName, max).replace(/[.;,]+$/, '') : alertDetail(a, max);
 const textOf = (a: AlertObservation) => `${a.alertName}\n${a.title}\n${a.text}`;
 const lower = (s: string | null | undefined) => (s ?? '').toLowerCase();
 
@@ -363,7 +384,9 @@ export function restrictToRoles(input: InvestigationInput): InvestigationInput {
     ...input,
     correlated: ran.has('alerts') || ran.has('topology') ? input.correlated : [],
     changes: input.changes.filter((c) => (c.kind === 'deployment' ? ran.has('deployment') : ran.has('code_change'))),
-    topology: ran.has('topology') ? input.topology : { known: input.topology.known, serviceType: input.topology.serviceType, dependencies: [], dependents: [] },
+    topology: ran.has('topology')
+      ? input.topology
+      : { known: input.topology.known, serviceType: input.topology.serviceType, dependencies: [], dependents: [] },
     runbooks: ran.has('runbook') ? input.runbooks : [],
     patterns: ran.has('knowledge') ? (input.patterns ?? []) : [],
     findings: (input.findings ?? []).filter((f) => ran.has(f.agentRole)),
@@ -435,10 +458,22 @@ function buildView(input: InvestigationInput): View {
 }
 
 const matching = (alerts: AlertObservation[], re: RegExp) => alerts.filter((a) => re.test(textOf(a)));
-const servicesOf = (alerts: AlertObservation[]) => [...new Set(alerts.map((a) => a.service).filter((s): s is string => !!s))];
+const servicesOf = (alerts: AlertObservation[]) => [
+  ...new Set(alerts.map((a) => a.service).filter((s): s is string => !!s)),
+];
 
-function draft(kind: HypothesisKind, fields: Omit<Hypothesis, 'kind' | 'status' | 'reason' | 'contextAdjustment'>): Hypothesis {
-  return { kind, status: 'discarded', reason: '', contextAdjustment: 0, ...fields, score: round2(clamp(fields.score, 0, 0.95)) };
+function draft(
+  kind: HypothesisKind,
+  fields: Omit<Hypothesis, 'kind' | 'status' | 'reason' | 'contextAdjustment'>,
+): Hypothesis {
+  return {
+    kind,
+    status: 'discarded',
+    reason: '',
+    contextAdjustment: 0,
+    ...fields,
+    score: round2(clamp(fields.score, 0, 0.95)),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -470,27 +505,46 @@ function deploysOf(v: View, hops: (h: number) => boolean): Deploy[] {
   return latest
     .map((change) => {
       const earlier = latest
-        .filter((o) => o.service === change.service && o.environment === change.environment && ms(o.occurredAt) < ms(change.occurredAt) && !failedState(o.state))
+        .filter(
+          (o) =>
+            o.service === change.service &&
+            o.environment === change.environment &&
+            ms(o.occurredAt) < ms(change.occurredAt) &&
+            !failedState(o.state),
+        )
         .sort((a, b) => ms(b.occurredAt) - ms(a.occurredAt))[0];
       return { change, minutesBefore: minutesBetween(change.occurredAt, v.first), previousSha: earlier?.sha ?? null };
     })
     .filter((d) => proximity(d.minutesBefore) > 0);
 }
 
-const deployName = (c: ChangeObservation) => `deployment ${c.deploymentId ?? sha7(c.sha) ?? c.eventId} of ${c.service ?? c.repository ?? 'the service'}`;
+const deployName = (c: ChangeObservation) =>
+  `deployment ${c.deploymentId ?? sha7(c.sha) ?? c.eventId} of ${c.service ?? c.repository ?? 'the service'}`;
 const shaPart = (c: ChangeObservation) => (c.sha ? ` (sha ${sha7(c.sha)})` : '');
 
 /** Pushes whose commits include the deployed sha (or any push of the service shortly before it). */
 function commitsBehind(v: View, deploy: ChangeObservation): CommitObservation[] {
-  const exact = v.pushes.filter((p) => p.commits.some((c) => deploy.sha && c.id === deploy.sha) || (deploy.sha && p.sha === deploy.sha));
-  const pushes = exact.length > 0 ? exact : v.pushes.filter((p) => p.service === deploy.service && ms(p.occurredAt) <= ms(deploy.occurredAt) && minutesBetween(p.occurredAt, deploy.occurredAt) <= 180);
+  const exact = v.pushes.filter(
+    (p) => p.commits.some((c) => deploy.sha && c.id === deploy.sha) || (deploy.sha && p.sha === deploy.sha),
+  );
+  const pushes =
+    exact.length > 0
+      ? exact
+      : v.pushes.filter(
+          (p) =>
+            p.service === deploy.service &&
+            ms(p.occurredAt) <= ms(deploy.occurredAt) &&
+            minutesBetween(p.occurredAt, deploy.occurredAt) <= 180,
+        );
   return pushes.flatMap((p) => p.commits).filter((c) => !/^merge (pull request|branch)/i.test(c.message));
 }
 
 function badDeploy(v: View): Hypothesis[] {
   const errors = matching(v.own, RE.error).length > 0;
   return deploysOf(v, (h) => h === 0).map(({ change, minutesBefore, previousSha }) => {
-    const support: string[] = [`${deployName(change)}${shaPart(change)} to ${change.environment ?? 'an environment'} (${change.state ?? 'deployed'}) ${formatDuration(minutesBefore)} before the first alert`];
+    const support: string[] = [
+      `${deployName(change)}${shaPart(change)} to ${change.environment ?? 'an environment'} (${change.state ?? 'deployed'}) ${formatDuration(minutesBefore)} before the first alert`,
+    ];
     const against: string[] = [];
     let score = 0.35 + 0.4 * proximity(minutesBefore);
     if (errors) {
@@ -499,7 +553,12 @@ function badDeploy(v: View): Hypothesis[] {
     }
     const release = v.own.find((a) => {
       const r = lower(a.labels.release ?? a.labels.version ?? '');
-      return r !== '' && ((change.sha !== null && (r.includes(lower(change.sha).slice(0, 7)) || lower(change.sha).startsWith(r.split('@').pop() ?? '@@'))) || (change.ref !== null && r.endsWith(lower(change.ref))));
+      return (
+        r !== '' &&
+        ((change.sha !== null &&
+          (r.includes(lower(change.sha).slice(0, 7)) || lower(change.sha).startsWith(r.split('@').pop() ?? '@@'))) ||
+          (change.ref !== null && r.endsWith(lower(change.ref))))
+      );
     });
     if (release) {
       score += 0.1;
@@ -513,21 +572,35 @@ function badDeploy(v: View): Hypothesis[] {
       score -= 0.25;
       against.push(`it went to ${change.environment}, not production`);
     }
-    const siblings = v.input.topology.dependencies.filter((d) => d.alertingDependents.length >= 2).flatMap((d) => d.alertingDependents);
-    const undeployed = [...new Set(siblings)].filter((s) => lower(s) !== lower(change.service) && !v.deployments.some((d) => lower(d.service) === lower(s)));
+    const siblings = v.input.topology.dependencies
+      .filter((d) => d.alertingDependents.length >= 2)
+      .flatMap((d) => d.alertingDependents);
+    const undeployed = [...new Set(siblings)].filter(
+      (s) => lower(s) !== lower(change.service) && !v.deployments.some((d) => lower(d.service) === lower(s)),
+    );
     if (undeployed.length > 0) {
       score -= 0.2;
       against.push(`${list(undeployed)} fail the same way and were not deployed`);
     }
     if (v.flapping) {
       score -= 0.15;
-      against.push(`the alert recovers on its own and fires again (${v.flapping.toggles} toggles), which a broken release does not do`);
+      against.push(
+        `the alert recovers on its own and fires again (${v.flapping.toggles} toggles), which a broken release does not do`,
+      );
     }
     const commits = commitsBehind(v, change);
-    const commitPart = commits.length > 0 ? ` It shipped ${commits.slice(0, 3).map((c) => `${sha7(c.id)} "${quote(firstLine(c.message), 80)}"`).join(', ')}.` : '';
+    const commitPart =
+      commits.length > 0
+        ? ` It shipped ${commits
+            .slice(0, 3)
+            .map((c) => `${sha7(c.id)} "${quote(firstLine(c.message), 80)}"`)
+            .join(', ')}.`
+        : '';
     const symptom = v.ownFiring[0] ? ` ${v.ownFiring[0].alertName} fired at ${hhmm(v.ownFiring[0].occurredAt)}.` : '';
     const name = deployName(change);
-    const target = previousSha ? ` back to the previous release (sha ${sha7(previousSha)})` : ' to the previous release';
+    const target = previousSha
+      ? ` back to the previous release (sha ${sha7(previousSha)})`
+      : ' to the previous release';
     return draft('bad_deploy', {
       statement: `${name[0]!.toUpperCase()}${name.slice(1)}${shaPart(change)} broke ${change.service ?? v.service}`,
       subject: change.service ?? v.service,
@@ -550,7 +623,9 @@ function upstreamDeploy(v: View): Hypothesis[] {
   const errors = matching(v.own, RE.error).length > 0;
   return deploysOf(v, (h) => h >= 1).map(({ change, minutesBefore, previousSha }) => {
     const dep = v.input.topology.dependencies.find((d) => lower(d.name) === lower(change.service));
-    const support = [`${deployName(change)}${shaPart(change)}, a dependency of ${v.service} (${change.hops} hop${change.hops === 1 ? '' : 's'}), ${formatDuration(minutesBefore)} before the first alert`];
+    const support = [
+      `${deployName(change)}${shaPart(change)}, a dependency of ${v.service} (${change.hops} hop${change.hops === 1 ? '' : 's'}), ${formatDuration(minutesBefore)} before the first alert`,
+    ];
     const against: string[] = [];
     let score = 0.25 + 0.35 * proximity(minutesBefore) - 0.05 * (change.hops - 1);
     if (dep?.alerting) {
@@ -572,7 +647,9 @@ function upstreamDeploy(v: View): Hypothesis[] {
       support.push(`${v.service}'s errors name ${change.service}`);
     }
     const name = deployName(change);
-    const target = previousSha ? ` back to the previous release (sha ${sha7(previousSha)})` : ' to the previous release';
+    const target = previousSha
+      ? ` back to the previous release (sha ${sha7(previousSha)})`
+      : ' to the previous release';
     return draft('upstream_deploy', {
       statement: `${name[0]!.toUpperCase()}${name.slice(1)}${shaPart(change)}, which ${v.service} depends on, broke ${v.service}`,
       subject: change.service ?? 'a dependency',
@@ -614,11 +691,17 @@ function ownChanges(v: View, lookbackProximity: (m: number) => number): Candidat
   return out;
 }
 
-const commitText = (c: CandidateChange) => (c.commit ? `${c.commit.message}\n${c.commit.files.join('\n')}` : `${c.change.description ?? ''}\n${c.change.title}`);
+const commitText = (c: CandidateChange) =>
+  c.commit ? `${c.commit.message}\n${c.commit.files.join('\n')}` : `${c.change.description ?? ''}\n${c.change.title}`;
 const changeName = (c: CandidateChange) =>
-  c.commit ? `commit ${sha7(c.commit.id)} "${quote(firstLine(c.commit.message), 90)}"` : `${deployName(c.change)}${shaPart(c.change)}`;
+  c.commit
+    ? `commit ${sha7(c.commit.id)} "${quote(firstLine(c.commit.message), 90)}"`
+    : `${deployName(c.change)}${shaPart(c.change)}`;
 /** The deployment that shipped a commit, when one is known. */
-const shippedBy = (v: View, sha: string | null) => (sha ? latestDeploys(v.deployments).find((d) => d.sha === sha || commitsBehind(v, d).some((c) => c.id === sha)) : undefined);
+const shippedBy = (v: View, sha: string | null) =>
+  sha
+    ? latestDeploys(v.deployments).find((d) => d.sha === sha || commitsBehind(v, d).some((c) => c.id === sha))
+    : undefined;
 
 function configChange(v: View): Hypothesis[] {
   const ownText = v.own.map(textOf).join('\n');
@@ -627,7 +710,9 @@ function configChange(v: View): Hypothesis[] {
   return candidates.map((c) => {
     const overlap = [...distinctiveWords(c.commit ? c.commit.message : commitText(c))].filter((w) => alertWords.has(w));
     let score = 0.45 + 0.35 * proximity(c.minutesBefore);
-    const support = [`${changeName(c)} changes configuration (${quote(commitText(c).match(RE.config)?.[0] ?? 'config', 40)}) ${formatDuration(c.minutesBefore)} before the first alert`];
+    const support = [
+      `${changeName(c)} changes configuration (${quote(commitText(c).match(RE.config)?.[0] ?? 'config', 40)}) ${formatDuration(c.minutesBefore)} before the first alert`,
+    ];
     if (overlap.length > 0) {
       score += 0.15;
       support.push(`the alerts name what it changed (${overlap.slice(0, 4).join(', ')})`);
@@ -643,7 +728,11 @@ function configChange(v: View): Hypothesis[] {
     const repo = c.change.repository ?? c.change.service ?? v.service;
     const deploy = shippedBy(v, sha);
     return draft('config_change', {
-      statement: `Configuration change ${sha7(sha) ?? ''} of ${v.service} ("${quote(firstLine(c.commit?.message ?? c.change.title), 80)}")`.replace('  ', ' '),
+      statement:
+        `Configuration change ${sha7(sha) ?? ''} of ${v.service} ("${quote(firstLine(c.commit?.message ?? c.change.title), 80)}")`.replace(
+          '  ',
+          ' ',
+        ),
       subject: v.service,
       score,
       support,
@@ -651,7 +740,10 @@ function configChange(v: View): Hypothesis[] {
       sources: [c.change.eventId, ...(deploy ? [deploy.eventId] : [])],
       rootCause: `A configuration change: ${changeName(c)} in ${repo}, ${formatDuration(c.minutesBefore)} before the first alert${deploy ? ` (shipped by ${deployName(deploy)})` : ''}; the failures match what it changed${overlap.length > 0 ? ` (${overlap.slice(0, 4).join(', ')})` : ''}.`,
       actions: [
-        `Revert config change ${sha7(sha) ?? ''} in ${repo} ("${quote(firstLine(c.commit?.message ?? c.change.title), 80)}") and redeploy ${v.service}`.replace('  ', ' '),
+        `Revert config change ${sha7(sha) ?? ''} in ${repo} ("${quote(firstLine(c.commit?.message ?? c.change.title), 80)}") and redeploy ${v.service}`.replace(
+          '  ',
+          ' ',
+        ),
         ...(deploy ? [`If the revert cannot ship quickly, roll back ${deployName(deploy)}${shaPart(deploy)}`] : []),
         `Add a check for this setting to ${v.service}'s deploy pipeline so the value is validated before release`,
       ],
@@ -661,10 +753,13 @@ function configChange(v: View): Hypothesis[] {
   });
 }
 
-const MEMORY_CODE = /(cache|buffer|memo|map|dict|list|pool|memory|leak|retain|global|listener|subscri|queue|array|heap|in[- ]process|static)/i;
+const MEMORY_CODE =
+  /(cache|buffer|memo|map|dict|list|pool|memory|leak|retain|global|listener|subscri|queue|array|heap|in[- ]process|static)/i;
 
 function memoryLeak(v: View): Hypothesis[] {
-  const sameService = v.scope.filter((a) => v.own.includes(a) || (a.service !== null && lower(a.service) === lower(v.input.incident.service)));
+  const sameService = v.scope.filter(
+    (a) => v.own.includes(a) || (a.service !== null && lower(a.service) === lower(v.input.incident.service)),
+  );
   const signals = matching(sameService, RE.memory);
   if (signals.length === 0 || !signals.some((a) => v.own.includes(a))) return [];
   const oom = signals.some((a) => /oom|out ?of ?memory|crashloop|restart/i.test(textOf(a)));
@@ -673,7 +768,7 @@ function memoryLeak(v: View): Hypothesis[] {
   const changes = ownChanges(v, relaxed).sort((a, b) => {
     const am = MEMORY_CODE.test(commitText(a)) ? 1 : 0;
     const bm = MEMORY_CODE.test(commitText(b)) ? 1 : 0;
-    return bm - am || a.minutesBefore - b.minutesBefore || ((a.commit ? 0 : 1) - (b.commit ? 0 : 1));
+    return bm - am || a.minutesBefore - b.minutesBefore || (a.commit ? 0 : 1) - (b.commit ? 0 : 1);
   });
   const best = changes[0];
   const support = signals.slice(0, 3).map(alertLine);
@@ -708,11 +803,21 @@ function memoryLeak(v: View): Hypothesis[] {
       statement: `Memory leak in ${v.service} introduced by ${changeName(best)}`,
       subject: v.service,
       score,
-      support: [...support, `${changeName(best)} ${formatDuration(best.minutesBefore)} before the first alert${suspicious ? ' touches in-memory state' : ''}`],
+      support: [
+        ...support,
+        `${changeName(best)} ${formatDuration(best.minutesBefore)} before the first alert${suspicious ? ' touches in-memory state' : ''}`,
+      ],
       against: [],
-      sources: [best.change.eventId, ...signals.map((a) => a.eventId), ...(deploy && deploy !== best.change ? [deploy.eventId] : [])],
+      sources: [
+        best.change.eventId,
+        ...signals.map((a) => a.eventId),
+        ...(deploy && deploy !== best.change ? [deploy.eventId] : []),
+      ],
       rootCause: `A memory leak in ${v.service} introduced by ${changeName(best)}${best.commit ? '' : ` (${sha7(sha) ?? 'the change'})`}, ${formatDuration(best.minutesBefore)} before the first alert: memory grew until ${oom ? 'the pods were OOM-killed' : 'it reached the limit'} (${says(signals[0]!, 120)}).`,
-      actions: [revert, `Take a heap profile of ${v.service} under load to confirm what ${sha7(sha) ?? 'the change'} retains before fixing forward`],
+      actions: [
+        revert,
+        `Take a heap profile of ${v.service} under load to confirm what ${sha7(sha) ?? 'the change'} retains before fixing forward`,
+      ],
       keywords: ['memory', 'oom', 'leak', 'heap', 'rollback'],
       changeRef: sha ?? best.change.eventId,
     }),
@@ -750,14 +855,24 @@ function connectionPool(v: View): Hypothesis[] {
       subject: dbName,
       score,
       support,
-      against: ownSignals.length === 0 ? [`the pool errors come from ${list(servicesOf(signals))}, not ${v.service}`] : [],
+      against:
+        ownSignals.length === 0 ? [`the pool errors come from ${list(servicesOf(signals))}, not ${v.service}`] : [],
       sources: signals.map((a) => a.eventId),
       rootCause: `Connection pool exhaustion: ${v.service} cannot get connections to ${dbName} (${says(signals[0]!)})${db?.alerting ? `, and ${dbName} is at its connection limit` : ''}.`,
       actions: [
         `Terminate idle and idle-in-transaction connections on ${dbName} and restart the ${v.service} pods holding leaked connections`,
         `Cap ${v.service}'s pool size so all replicas together stay below ${dbName}'s max_connections (or put PgBouncer in front)`,
       ],
-      keywords: ['connection', 'connections', 'pool', 'exhaustion', 'postgres', 'pgbouncer', 'max_connections', lower(dbName)],
+      keywords: [
+        'connection',
+        'connections',
+        'pool',
+        'exhaustion',
+        'postgres',
+        'pgbouncer',
+        'max_connections',
+        lower(dbName),
+      ],
     }),
   ];
 }
@@ -766,7 +881,14 @@ function diskFull(v: View): Hypothesis[] {
   const signals = matching(v.scope, RE.disk);
   if (signals.length === 0) return [];
   const main = signals.find((a) => a.labels.mountpoint ?? a.labels.device ?? a.labels.instance) ?? signals[0]!;
-  const host = (main.labels.instance ?? main.labels.host ?? main.labels.hostname ?? main.labels.node ?? main.service ?? v.service).replace(/:\d+$/, '');
+  const host = (
+    main.labels.instance ??
+    main.labels.host ??
+    main.labels.hostname ??
+    main.labels.node ??
+    main.service ??
+    v.service
+  ).replace(/:\d+$/, '');
   const mount = main.labels.mountpoint ?? main.labels.mount ?? main.labels.device ?? main.labels.volume ?? null;
   const percent = textOf(main).match(/(\d{2,3}(\.\d+)?) ?%/)?.[1];
   let score = 0.6;
@@ -796,7 +918,16 @@ function expiredCertificate(v: View): Hypothesis[] {
   const signals = matching(v.all, RE.cert);
   if (signals.length === 0) return [];
   const labelHost = signals
-    .map((a) => a.labels.instance ?? a.labels.target ?? a.labels.domain ?? a.labels.host ?? a.labels.server_name ?? a.labels.cn ?? '')
+    .map(
+      (a) =>
+        a.labels.instance ??
+        a.labels.target ??
+        a.labels.domain ??
+        a.labels.host ??
+        a.labels.server_name ??
+        a.labels.cn ??
+        '',
+    )
     .map((h) => hostsIn(h)[0])
     .find((h): h is string => !!h);
   const domain = labelHost ?? signals.flatMap((a) => hostsIn(textOf(a)))[0] ?? v.service;
@@ -828,12 +959,19 @@ function dnsFailure(v: View, contextOnly = false): Hypothesis[] {
   const hostSource = signals.length > 0 ? signals : v.own;
   const candidates = hostSource.flatMap((a) => {
     const text = textOf(a);
-    const near = text.match(/(?:lookup|resolve|resolving|enotfound|eai_again|host)\s*'?"?([a-z0-9.-]+\.[a-z]{2,})/i)?.[1];
+    const near = text.match(
+      /(?:lookup|resolve|resolving|enotfound|eai_again|host)\s*'?"?([a-z0-9.-]+\.[a-z]{2,})/i,
+    )?.[1];
     return [...(near ? [near.toLowerCase()] : []), ...hostsIn(text)];
   });
-  const host = candidates.find((h) => !/(sentry\.io|github\.com|datadoghq|example\.com\/)/.test(h)) ?? candidates[0] ?? `${v.service}'s dependencies`;
+  const host =
+    candidates.find((h) => !/(sentry\.io|github\.com|datadoghq|example\.com\/)/.test(h)) ??
+    candidates[0] ??
+    `${v.service}'s dependencies`;
   const services = servicesOf(signals);
-  let score = contextOnly ? 0.3 : 0.55 + 0.1 * Math.min(3, services.length - 1) + (signals.some((a) => RE.dnsStrong.test(textOf(a))) ? 0.15 : 0);
+  let score = contextOnly
+    ? 0.3
+    : 0.55 + 0.1 * Math.min(3, services.length - 1) + (signals.some((a) => RE.dnsStrong.test(textOf(a))) ? 0.15 : 0);
   if (!contextOnly && !signals.some((a) => v.own.includes(a))) score -= 0.15;
   return [
     draft('dns_failure', {
@@ -884,7 +1022,9 @@ function thirdPartyOutage(v: View): Hypothesis[] {
     );
   }
   if (out.length === 0) {
-    const generic = matching(v.own, RE.thirdPartyWords).filter((a) => RE.error.test(textOf(a)) || RE.upstreamDown.test(textOf(a)));
+    const generic = matching(v.own, RE.thirdPartyWords).filter(
+      (a) => RE.error.test(textOf(a)) || RE.upstreamDown.test(textOf(a)),
+    );
     if (generic.length > 0) {
       const host = hostsIn(generic.map(textOf).join('\n'))[0] ?? 'the external provider';
       out.push(
@@ -915,18 +1055,28 @@ const isCache = (d: DependencyObservation) => d.type === 'cache' || /redis|memca
 
 function cacheFailure(v: View): Hypothesis[] {
   const ownCacheSignals = matching(v.scope, RE.cache);
-  const caches = v.input.topology.dependencies.filter((d) => isCache(d) && (d.alerting || d.alertingDependents.length >= 2 || ownCacheSignals.some((a) => lower(textOf(a)).includes(lower(d.name)))));
+  const caches = v.input.topology.dependencies.filter(
+    (d) =>
+      isCache(d) &&
+      (d.alerting ||
+        d.alertingDependents.length >= 2 ||
+        ownCacheSignals.some((a) => lower(textOf(a)).includes(lower(d.name)))),
+  );
   if (caches.length === 0 && ownCacheSignals.length === 0) return [];
   const targets = caches.length > 0 ? caches : [undefined];
   return targets.map((cache) => {
-    const name = cache?.name ?? (textOf(ownCacheSignals[0]!).match(/\b(redis|memcached?)[\w.-]*/i)?.[0] ?? 'the cache');
+    const name = cache?.name ?? textOf(ownCacheSignals[0]!).match(/\b(redis|memcached?)[\w.-]*/i)?.[0] ?? 'the cache';
     const support: string[] = [];
     let score = 0.5;
     if (cache?.alerting) {
       score += 0.2;
-      support.push(`${cache.name} alerts: ${list(cache.alertNames.slice(0, 3))}${cache.firstAlertAt ? ` since ${hhmm(cache.firstAlertAt)}` : ''}`);
+      support.push(
+        `${cache.name} alerts: ${list(cache.alertNames.slice(0, 3))}${cache.firstAlertAt ? ` since ${hhmm(cache.firstAlertAt)}` : ''}`,
+      );
     }
-    const fanOut = cache ? cache.alertingDependents.filter((s) => lower(s) !== lower(cache.name)) : servicesOf(ownCacheSignals);
+    const fanOut = cache
+      ? cache.alertingDependents.filter((s) => lower(s) !== lower(cache.name))
+      : servicesOf(ownCacheSignals);
     if (fanOut.length >= 2) {
       score += 0.1 * Math.min(2, fanOut.length - 1);
       support.push(`${fanOut.length} services that use it alert: ${list(fanOut)}`);
@@ -935,10 +1085,14 @@ function cacheFailure(v: View): Hypothesis[] {
       score += 0.1;
       support.push(...ownCacheSignals.slice(0, 2).map(alertLine));
     }
-    const loaded = v.input.topology.dependencies.filter((d) => d.type === 'database' && d.alerting && d.alertTexts.some((t) => RE.dbLoad.test(t)));
+    const loaded = v.input.topology.dependencies.filter(
+      (d) => d.type === 'database' && d.alerting && d.alertTexts.some((t) => RE.dbLoad.test(t)),
+    );
     if (loaded.length > 0) {
       score += 0.05;
-      support.push(`${list(loaded.map((d) => d.name))} takes the cache misses (${list(loaded[0]!.alertNames.slice(0, 2))})`);
+      support.push(
+        `${list(loaded.map((d) => d.name))} takes the cache misses (${list(loaded[0]!.alertNames.slice(0, 2))})`,
+      );
     }
     const db = loaded[0]?.name ?? v.input.topology.dependencies.find((d) => d.type === 'database')?.name;
     return draft('cache_failure', {
@@ -951,7 +1105,11 @@ function cacheFailure(v: View): Hypothesis[] {
       rootCause: `A cache failure with fan-out: ${name} is down or unreachable${cache?.firstAlertAt ? ` since ${hhmm(cache.firstAlertAt)}` : ''}, so every request of ${list(fanOut.length > 0 ? fanOut : [v.service])} misses the cache${db ? ` and falls through to ${db}, which is overloaded` : ''}.`,
       actions: [
         `Restore the cache ${name}: restart or fail over its primary, then warm it before sending full traffic`,
-        ...(db ? [`Protect ${db} meanwhile: rate-limit cache-miss reads from ${list(fanOut.length > 0 ? fanOut : [v.service])} or serve stale responses`] : []),
+        ...(db
+          ? [
+              `Protect ${db} meanwhile: rate-limit cache-miss reads from ${list(fanOut.length > 0 ? fanOut : [v.service])} or serve stale responses`,
+            ]
+          : []),
         `Add request coalescing (single-flight) on cache misses in ${v.service} so one miss does not become N database queries`,
       ],
       keywords: ['cache', 'redis', 'memcached', 'failover', lower(name)],
@@ -960,7 +1118,8 @@ function cacheFailure(v: View): Hypothesis[] {
 }
 
 const DB_ACTION: Record<string, (name: string) => string> = {
-  database: (n) => `Restore ${n}: check the primary's health (process, connections, replication, disk) and fail over to the replica if it is down`,
+  database: (n) =>
+    `Restore ${n}: check the primary's health (process, connections, replication, disk) and fail over to the replica if it is down`,
   cache: (n) => `Restore ${n}: restart or fail over its primary`,
   queue: (n) => `Restore ${n}: check the brokers' health and disk, and restart or fail over the unhealthy broker`,
   api: (n) => `Restore ${n}: roll back its latest change or restart it, and check its own dependencies`,
@@ -968,7 +1127,9 @@ const DB_ACTION: Record<string, (name: string) => string> = {
 };
 
 function upstreamFailure(v: View): Hypothesis[] {
-  const deps = v.input.topology.dependencies.filter((d) => !isCache(d) && (d.alerting || d.alertingDependents.length >= 2));
+  const deps = v.input.topology.dependencies.filter(
+    (d) => !isCache(d) && (d.alerting || d.alertingDependents.length >= 2),
+  );
   const firstCache = v.input.topology.dependencies
     .filter((d) => isCache(d) && d.alerting && d.firstAlertAt)
     .sort((a, b) => ms(a.firstAlertAt!) - ms(b.firstAlertAt!))[0];
@@ -979,14 +1140,18 @@ function upstreamFailure(v: View): Hypothesis[] {
     let score = 0.35 - 0.05 * (d.hops - 1);
     if (d.alerting) {
       score += 0.25;
-      support.push(`${d.name} alerts: ${list(d.alertNames.slice(0, 3))}${d.firstAlertAt ? ` since ${hhmm(d.firstAlertAt)}` : ''}`);
+      support.push(
+        `${d.name} alerts: ${list(d.alertNames.slice(0, 3))}${d.firstAlertAt ? ` since ${hhmm(d.firstAlertAt)}` : ''}`,
+      );
     } else {
       against.push(`${d.name} has no alert of its own (its monitoring may be down with it)`);
     }
     const others = d.alertingDependents.filter((s) => lower(s) !== lower(v.input.incident.service));
     if (d.alertingDependents.length >= 2) {
       score += 0.1 * Math.min(3, d.alertingDependents.length - 1);
-      support.push(`common dependency of ${d.alertingDependents.length} alerting services: ${list(d.alertingDependents)}`);
+      support.push(
+        `common dependency of ${d.alertingDependents.length} alerting services: ${list(d.alertingDependents)}`,
+      );
     }
     const naming = downText.filter((a) => lower(textOf(a)).includes(lower(d.name)) || d.type === 'database');
     if (naming.length > 0) {
@@ -998,7 +1163,12 @@ function upstreamFailure(v: View): Hypothesis[] {
       score += 0.05;
       support.push(`${d.name} failed first`);
     }
-    if (d.alerting && d.alertTexts.length > 0 && d.alertTexts.every((t) => RE.pool.test(t) || /connections?\b/i.test(t)) && matching(v.scope, RE.pool).length > 0) {
+    if (
+      d.alerting &&
+      d.alertTexts.length > 0 &&
+      d.alertTexts.every((t) => RE.pool.test(t) || /connections?\b/i.test(t)) &&
+      matching(v.scope, RE.pool).length > 0
+    ) {
       score -= 0.15;
       against.push(`${d.name} only reports connection saturation, which the pool exhaustion explains`);
     }
@@ -1007,13 +1177,21 @@ function upstreamFailure(v: View): Hypothesis[] {
       against.push(`${d.name}'s load rose after ${firstCache.name} failed (cache-miss fan-out)`);
     }
     const trafficOwn = matching(v.own, RE.traffic).length > 0;
-    const loadAfter = d.firstAlertAt !== null && ms(d.firstAlertAt) > ms(v.first) && d.alertTexts.some((t) => RE.dbLoad.test(t));
-    if (d.alerting && trafficOwn && (loadAfter || d.alertTexts.some((t) => RE.trafficMultiplier.test(t) || RE.traffic.test(t)))) {
+    const loadAfter =
+      d.firstAlertAt !== null && ms(d.firstAlertAt) > ms(v.first) && d.alertTexts.some((t) => RE.dbLoad.test(t));
+    if (
+      d.alerting &&
+      trafficOwn &&
+      (loadAfter || d.alertTexts.some((t) => RE.trafficMultiplier.test(t) || RE.traffic.test(t)))
+    ) {
       score -= 0.1;
       against.push(`${d.name}'s load follows the traffic ${v.service} receives`);
     }
     const action = (DB_ACTION[d.type] ?? DB_ACTION.api!)(d.name);
-    const shared = d.alertingDependents.length >= 2 ? `, the dependency ${list(d.alertingDependents)} share` : `, which ${v.service} depends on`;
+    const shared =
+      d.alertingDependents.length >= 2
+        ? `, the dependency ${list(d.alertingDependents)} share`
+        : `, which ${v.service} depends on`;
     return draft('upstream_failure', {
       statement: `Upstream dependency ${d.name} (${d.type}) is failing`,
       subject: d.name,
@@ -1026,7 +1204,15 @@ function upstreamFailure(v: View): Hypothesis[] {
         `${action}${d.alertingDependents.length >= 2 ? ` — ${list(d.alertingDependents)} recover with it` : ''}`,
         `Once ${d.name} is back, check that ${v.service}'s connection retries recovered and drain any queued work`,
       ],
-      keywords: [lower(d.name), d.type, 'failover', 'outage', 'primary', 'replica', ...(d.type === 'database' ? ['postgres', 'database'] : [])],
+      keywords: [
+        lower(d.name),
+        d.type,
+        'failover',
+        'outage',
+        'primary',
+        'replica',
+        ...(d.type === 'database' ? ['postgres', 'database'] : []),
+      ],
     });
   });
 }
@@ -1062,7 +1248,9 @@ function trafficSpike(v: View): Hypothesis[] {
 function flappingAlert(v: View): Hypothesis[] {
   const f = v.flapping;
   if (!f) return [];
-  const support = [`${f.alertName} toggled ${f.toggles} times (${f.firing} firing, ${f.resolved} resolved) in ${formatDuration(f.spanMinutes)}`];
+  const support = [
+    `${f.alertName} toggled ${f.toggles} times (${f.firing} firing, ${f.resolved} resolved) in ${formatDuration(f.spanMinutes)}`,
+  ];
   const against: string[] = [];
   let score = 0.4 + Math.min(0.45, 0.07 * f.toggles);
   if (v.input.incident.recovered) {
@@ -1150,7 +1338,10 @@ function applyKnownPatterns(v: View, found: PatternObservation[], existing: Hypo
         against: stable ? [] : ['the pattern is still emerging: seen few times or with mixed feedback'],
         sources: [p.patternId],
         rootCause: `A known failure pattern: ${v.service} matches the ${describePattern(p)}. Its root cause then: ${quote(p.rootCause, 600)}`,
-        actions: p.fix.length > 0 ? p.fix.slice(0, 5) : [`Check whether the cause of '${p.title}' applies again: ${quote(p.rootCause, 160)}`],
+        actions:
+          p.fix.length > 0
+            ? p.fix.slice(0, 5)
+            : [`Check whether the cause of '${p.title}' applies again: ${quote(p.rootCause, 160)}`],
         keywords: [...distinctiveWords(`${p.title} ${p.rootCause}`)].slice(0, 8),
       }),
     );
@@ -1169,23 +1360,45 @@ function applyKnownPatterns(v: View, found: PatternObservation[], existing: Hypo
  */
 export const CAUSE_CUES: ReadonlyArray<{ kind: HypothesisKind; pattern: RegExp }> = [
   { kind: 'expired_certificate', pattern: /\b(cert(ificate)?s?|x509|tls|ssl)\b/i },
-  { kind: 'dns_failure', pattern: /\b(dns|resolvers?|name ?servers?|nxdomain|servfail|route ?53|domain records?|cname|a records?)\b/i },
+  {
+    kind: 'dns_failure',
+    pattern: /\b(dns|resolvers?|name ?servers?|nxdomain|servfail|route ?53|domain records?|cname|a records?)\b/i,
+  },
   { kind: 'disk_full', pattern: /\b(disk|volume|storage|no space|enospc|inodes?|filesystem)\b/i },
   { kind: 'memory_leak', pattern: /\b(memory|oom\w*|leak\w*|heap)\b/i },
-  { kind: 'connection_pool', pattern: /\b(connection pool|pool|max_connections|pgbouncer|connection limit|too many connections)\b/i },
+  {
+    kind: 'connection_pool',
+    pattern: /\b(connection pool|pool|max_connections|pgbouncer|connection limit|too many connections)\b/i,
+  },
   { kind: 'cache_failure', pattern: /\b(redis|memcached?|cache)\b/i },
-  { kind: 'third_party_outage', pattern: new RegExp(`\\b(third[- ]party|vendor|status ?page|${VENDORS.map((x) => x.name.toLowerCase().replace(/ /g, '\\s')).join('|')})\\b`, 'i') },
+  {
+    kind: 'third_party_outage',
+    pattern: new RegExp(
+      `\\b(third[- ]party|vendor|status ?page|${VENDORS.map((x) => x.name.toLowerCase().replace(/ /g, '\\s')).join('|')})\\b`,
+      'i',
+    ),
+  },
   { kind: 'config_change', pattern: /\b(config(uration)?|settings?|feature flags?|flags?|env(ironment)? var\w*)\b/i },
-  { kind: 'upstream_deploy', pattern: /\b(upstream|dependency|dependencies)\b.{0,40}\b(deploy\w*|release\w*|rollout)\b/i },
-  { kind: 'bad_deploy', pattern: /\b(deploy(ed|ment|s)?|releases?d?|roll(ed)? ?out|shipped|rollback|rolled back|regression)\b/i },
-  { kind: 'traffic_spike', pattern: /\b(traffic|surge|spike|campaign|marketing|launch|load test|ddos|bots?|black friday|viral)\b/i },
+  {
+    kind: 'upstream_deploy',
+    pattern: /\b(upstream|dependency|dependencies)\b.{0,40}\b(deploy\w*|release\w*|rollout)\b/i,
+  },
+  {
+    kind: 'bad_deploy',
+    pattern: /\b(deploy(ed|ment|s)?|releases?d?|roll(ed)? ?out|shipped|rollback|rolled back|regression)\b/i,
+  },
+  {
+    kind: 'traffic_spike',
+    pattern: /\b(traffic|surge|spike|campaign|marketing|launch|load test|ddos|bots?|black friday|viral)\b/i,
+  },
   { kind: 'upstream_failure', pattern: /\b(outage|failover|primary|replica|database (was |is )?down|unreachable)\b/i },
   { kind: 'flapping_alert', pattern: /\b(flapp\w*|noisy|false (positive|alarm)|known issue|harmless|just noise)\b/i },
 ];
 /** A sentence about deploying speaks of a dependency's deploy too. */
 const cueSpeaksOf = (cue: (typeof CAUSE_CUES)[number], kind: HypothesisKind) =>
   cue.kind === kind || (cue.kind === 'bad_deploy' && kind === 'upstream_deploy');
-const NEGATION = /\b(not|no|never|didn'?t|wasn'?t|isn'?t|aren'?t|ruled out|unrelated|nothing to do|excluded|no-op|noop|fine)\b/i;
+const NEGATION =
+  /\b(not|no|never|didn'?t|wasn'?t|isn'?t|aren'?t|ruled out|unrelated|nothing to do|excluded|no-op|noop|fine)\b/i;
 
 /** A note's sentences (and clauses joined by "but", "and", "so", "while"). */
 const sentences = (text: string) =>
@@ -1225,7 +1438,11 @@ export function contextEffect(h: Pick<Hypothesis, 'kind' | 'subject'>, notes: Co
 function contextOnlyHypotheses(v: View, notes: ContextNote[], existing: Set<HypothesisKind>): Hypothesis[] {
   const out: Hypothesis[] = [];
   const said = (kind: HypothesisKind) =>
-    notes.some((n) => sentences(n.content).some((s) => CAUSE_CUES.some((cue) => cueSpeaksOf(cue, kind) && cue.pattern.test(s)) && !NEGATION.test(s)));
+    notes.some((n) =>
+      sentences(n.content).some(
+        (s) => CAUSE_CUES.some((cue) => cueSpeaksOf(cue, kind) && cue.pattern.test(s)) && !NEGATION.test(s),
+      ),
+    );
   if (!existing.has('dns_failure') && said('dns_failure')) out.push(...dnsFailure(v, true));
   return out;
 }
@@ -1233,13 +1450,18 @@ function contextOnlyHypotheses(v: View, notes: ContextNote[], existing: Set<Hypo
 // ---------------------------------------------------------------------------------------------
 // Runbooks
 
-const REMEDIATION_VERBS = /\b(terminate|kill|restart|roll ?back|revert|fail ?over|promote|renew|rotate|free|delete|purge|clear|flush|scale|increase|raise|lower|drain|recycle|disable|enable|switch|reload|restore|expand|resize|evict|reduce|cap|warm|redeploy|point|repoint|queue|requeue|retry)\b/i;
-const DIAGNOSTIC_VERBS = /^\s*(check|verify|look|confirm|inspect|observe|review|find|identify|open|see|watch|page|notify|announce)\b/i;
+const REMEDIATION_VERBS =
+  /\b(terminate|kill|restart|roll ?back|revert|fail ?over|promote|renew|rotate|free|delete|purge|clear|flush|scale|increase|raise|lower|drain|recycle|disable|enable|switch|reload|restore|expand|resize|evict|reduce|cap|warm|redeploy|point|repoint|queue|requeue|retry)\b/i;
+const DIAGNOSTIC_VERBS =
+  /^\s*(check|verify|look|confirm|inspect|observe|review|find|identify|open|see|watch|page|notify|announce)\b/i;
 
 /** How well a runbook fits a hypothesis: its subject as the runbook's service, and its keywords. */
 export function runbookFit(runbook: RunbookObservation, h: Hypothesis, service: string | null): number {
   const text = `${runbook.title}\n${runbook.tags.join(' ')}`.toLowerCase();
-  const steps = runbook.steps.map((s) => s.text).join('\n').toLowerCase();
+  const steps = runbook.steps
+    .map((s) => s.text)
+    .join('\n')
+    .toLowerCase();
   const keywordHits = h.keywords.filter((k) => k && text.includes(k)).length;
   const stepHits = h.keywords.filter((k) => k && steps.includes(k)).length;
   const forSubject = runbook.service !== null && lower(runbook.service) === lower(h.subject);
@@ -1249,7 +1471,10 @@ export function runbookFit(runbook: RunbookObservation, h: Hypothesis, service: 
 }
 
 /** The step that acts on the cause: remediation verbs and the hypothesis' words, not diagnostics. */
-export function pickRunbookStep(runbook: RunbookObservation, h: Pick<Hypothesis, 'keywords'>): { number: number; text: string } | undefined {
+export function pickRunbookStep(
+  runbook: RunbookObservation,
+  h: Pick<Hypothesis, 'keywords'>,
+): { number: number; text: string } | undefined {
   let best: { number: number; text: string } | undefined;
   let bestScore = -Infinity;
   for (const step of runbook.steps) {
@@ -1266,9 +1491,21 @@ export function pickRunbookStep(runbook: RunbookObservation, h: Pick<Hypothesis,
 }
 
 /** Kinds whose own first action (roll back, revert, renew) beats any runbook step. */
-const OWN_ACTION_FIRST = new Set<HypothesisKind>(['bad_deploy', 'upstream_deploy', 'config_change', 'memory_leak', 'flapping_alert', 'known_pattern']);
+const OWN_ACTION_FIRST = new Set<HypothesisKind>([
+  'bad_deploy',
+  'upstream_deploy',
+  'config_change',
+  'memory_leak',
+  'flapping_alert',
+  'known_pattern',
+]);
 
-function recommendedActions(top: Hypothesis, runbooks: RunbookObservation[], service: string | null, runnerUp: Hypothesis | undefined): string[] {
+function recommendedActions(
+  top: Hypothesis,
+  runbooks: RunbookObservation[],
+  service: string | null,
+  runnerUp: Hypothesis | undefined,
+): string[] {
   const fitting = runbooks
     .map((r) => ({ runbook: r, fit: runbookFit(r, top, service) }))
     .filter((r) => r.fit > 0 && r.runbook.steps.length > 0)
@@ -1289,7 +1526,8 @@ function recommendedActions(top: Hypothesis, runbooks: RunbookObservation[], ser
   }
   if (best && step) {
     const next = best.steps.find((s) => s.number === step.number + 1);
-    if (next && REMEDIATION_VERBS.test(next.text)) actions.push(`Then runbook '${best.title}' step ${next.number}: ${next.text}`);
+    if (next && REMEDIATION_VERBS.test(next.text))
+      actions.push(`Then runbook '${best.title}' step ${next.number}: ${next.text}`);
   }
   if (runnerUp && runnerUp.score >= 0.45 && runnerUp.kind !== 'undetermined') {
     actions.push(`If that does not resolve it, check the runner-up: ${runnerUp.statement}`);
@@ -1322,10 +1560,18 @@ const KIND_ORDER: HypothesisKind[] = [
 /** A generic hypothesis that a more specific one explains (same change, same dependency). */
 function subsumedBy(h: Hypothesis, others: Hypothesis[]): Hypothesis | undefined {
   if (h.kind === 'bad_deploy') {
-    return others.find((o) => (o.kind === 'config_change' || o.kind === 'memory_leak') && o.score >= h.score - 0.2 && o.subject === h.subject && o.sources.some((s) => h.sources.includes(s) || o.changeRef === h.changeRef));
+    return others.find(
+      (o) =>
+        (o.kind === 'config_change' || o.kind === 'memory_leak') &&
+        o.score >= h.score - 0.2 &&
+        o.subject === h.subject &&
+        o.sources.some((s) => h.sources.includes(s) || o.changeRef === h.changeRef),
+    );
   }
   if (h.kind === 'upstream_failure') {
-    return others.find((o) => o.kind === 'upstream_deploy' && lower(o.subject) === lower(h.subject) && o.score > h.score);
+    return others.find(
+      (o) => o.kind === 'upstream_deploy' && lower(o.subject) === lower(h.subject) && o.score > h.score,
+    );
   }
   return undefined;
 }
@@ -1394,7 +1640,9 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
       statement: `No single cause stands out for ${v.service}`,
       subject: v.service,
       score: 0.2,
-      support: weak ? [`the best candidate, ${weak.statement}, scores only ${weak.score}`] : ['no deployment, dependency failure or known failure mode matches the alerts'],
+      support: weak
+        ? [`the best candidate, ${weak.statement}, scores only ${weak.score}`]
+        : ['no deployment, dependency failure or known failure mode matches the alerts'],
       against: [],
       sources: v.own.map((a) => a.eventId),
       rootCause: `Undetermined: no deployment, code change, dependency failure or known failure mode explains "${quote(input.incident.title, 100)}" on ${v.service}${weak ? `; the closest candidate is that ${weak.statement.charAt(0).toLowerCase()}${weak.statement.slice(1)} (score ${weak.score})` : ''}.`,
@@ -1420,8 +1668,10 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
     h.status = 'discarded';
     const by = subsumed.get(h);
     if (by) h.reason = `the same cause is explained more specifically by ${by.kind}: ${by.statement}`;
-    else if (h.score < MIN_CREDIBLE) h.reason = `too weak (${h.score})${h.against.length > 0 ? `: ${h.against.join('; ')}` : ''}`;
-    else h.reason = `scored ${h.score}, below ${top.kind} (${top.score})${h.against.length > 0 ? `: ${h.against.join('; ')}` : ''}`;
+    else if (h.score < MIN_CREDIBLE)
+      h.reason = `too weak (${h.score})${h.against.length > 0 ? `: ${h.against.join('; ')}` : ''}`;
+    else
+      h.reason = `scored ${h.score}, below ${top.kind} (${top.score})${h.against.length > 0 ? `: ${h.against.join('; ')}` : ''}`;
   }
 
   const margin = top.score - (runnerUp?.score ?? 0);

@@ -6,9 +6,12 @@ export const BUILTIN_MODEL = 'builtin-analyzer-1';
 const rank = (s: Severity) => severities.length - 1 - severities.indexOf(s); // low 0 … critical 3
 const fromRank = (r: number): Severity => severities[severities.length - 1 - Math.max(0, Math.min(3, r))]!;
 
-const LOG_WORDS = /\b(error|errors|exception|5\d\d|500s|timeout|timed out|crash|crashloop|panic|oom|killed|refused|stack ?trace|log|logs|failed|failing)\b/i;
-const METRIC_WORDS = /\b(latency|p9\d|cpu|memory|disk|saturation|throughput|rate|threshold|lag|usage|utili[sz]ation|heap|connections?|pool|queue depth|above|below|%)/i;
-const CHANGE_WORDS = /\b(deploy|deployed|deployment|release|rollout|rolled out|version|upgrade|migration|config(uration)? change|commit|merge)\b/i;
+const LOG_WORDS =
+  /\b(error|errors|exception|5\d\d|500s|timeout|timed out|crash|crashloop|panic|oom|killed|refused|stack ?trace|log|logs|failed|failing)\b/i;
+const METRIC_WORDS =
+  /\b(latency|p9\d|cpu|memory|disk|saturation|throughput|rate|threshold|lag|usage|utili[sz]ation|heap|connections?|pool|queue depth|above|below|%)/i;
+const CHANGE_WORDS =
+  /\b(deploy|deployed|deployment|release|rollout|rolled out|version|upgrade|migration|config(uration)? change|commit|merge)\b/i;
 
 /**
  * The built-in triage: deterministic rules over the incident, its alerts and its service.
@@ -50,7 +53,11 @@ export function builtinTriage(input: TriageInput): TriageClassification {
   const signals: string[] = [];
   if (input.recentChanges > 0 || CHANGE_WORDS.test(text)) {
     agents.push('deployment', 'code_change');
-    signals.push(input.recentChanges > 0 ? `${input.recentChanges} deployment or code change event(s) shortly before` : 'the text mentions a change');
+    signals.push(
+      input.recentChanges > 0
+        ? `${input.recentChanges} deployment or code change event(s) shortly before`
+        : 'the text mentions a change',
+    );
   }
   if (LOG_WORDS.test(text)) {
     agents.push('logs');
@@ -86,5 +93,11 @@ export function builtinTriage(input: TriageInput): TriageClassification {
     `Agents: ${agents.join(', ')}${signals.length > 0 ? ` because ${signals.join('; ')}` : ''}.`,
     `Confidence ${confidence} from ${alerts.length} alert(s)${incident.service ? ', a known service' : ''}${incident.criticality !== null ? ', its topology node' : ''}.`,
   ].join(' ');
-  return { priority: finalPriority, summary: summary.slice(0, 500), confidence, reasoning, suggestedAgents: [...new Set(agents)] };
+  return {
+    priority: finalPriority,
+    summary: summary.slice(0, 500),
+    confidence,
+    reasoning,
+    suggestedAgents: [...new Set(agents)],
+  };
 }

@@ -100,7 +100,10 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
   async function complete<T>(instructions: string, input: unknown, schema: z.ZodType<T>): Promise<ModelResult<T>> {
     const res = await fetch(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
+      headers: {
+        'content-type': 'application/json',
+        ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+      },
       body: JSON.stringify({
         model: options.model,
         temperature: 0,
@@ -132,7 +135,11 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
   }
 
   const reasonOf = (err: unknown) =>
-    err instanceof z.ZodError ? 'invalid output' : err instanceof Error && err.name === 'TimeoutError' ? 'timeout' : (err as Error).message;
+    err instanceof z.ZodError
+      ? 'invalid output'
+      : err instanceof Error && err.name === 'TimeoutError'
+        ? 'timeout'
+        : (err as Error).message;
 
   return {
     name: 'openai-compatible',
@@ -150,7 +157,8 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
         const sources: ChatAnswer['sources'] = [];
         for (const source of result.output.sources) {
           // A source must be one of the facts given: an id the model made up fails the answer.
-          if (!input.facts.some((f) => f.type === source.type && f.id === source.id)) throw new Error('the model cited a source it was not given');
+          if (!input.facts.some((f) => f.type === source.type && f.id === source.id))
+            throw new Error('the model cited a source it was not given');
           if (!sources.some((s) => s.type === source.type && s.id === source.id)) sources.push(source);
         }
         return { ...result, output: { reply: result.output.reply, sources } };
@@ -162,14 +170,20 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
     async triage(input: TriageInput): Promise<ModelResult<TriageClassification>> {
       try {
         const result = await complete(TRIAGE_INSTRUCTIONS, input, TriageOutput);
-        return { ...result, output: { ...result.output, suggestedAgents: [...new Set(result.output.suggestedAgents)] } };
+        return {
+          ...result,
+          output: { ...result.output, suggestedAgents: [...new Set(result.output.suggestedAgents)] },
+        };
       } catch (err) {
         const reason = reasonOf(err);
         options.onFallback?.(reason);
         const fallback = await builtin.triage(input);
         return {
           ...fallback,
-          output: { ...fallback.output, reasoning: `${fallback.output.reasoning} (The model ${options.model} failed: ${reason}; the built-in analyzer answered.)` },
+          output: {
+            ...fallback.output,
+            reasoning: `${fallback.output.reasoning} (The model ${options.model} failed: ${reason}; the built-in analyzer answered.)`,
+          },
         };
       }
     },
@@ -185,7 +199,10 @@ export interface ModelConfig {
 }
 
 /** The built-in analyzer unless `LLM_BASE_URL` is configured. */
-export function createModelProvider(config: ModelConfig | undefined, onFallback?: (reason: string) => void): ModelProvider {
+export function createModelProvider(
+  config: ModelConfig | undefined,
+  onFallback?: (reason: string) => void,
+): ModelProvider {
   if (!config?.baseUrl) return createBuiltinProvider();
   return createOpenAiCompatibleProvider({ ...config, baseUrl: config.baseUrl, ...(onFallback ? { onFallback } : {}) });
 }

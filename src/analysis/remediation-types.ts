@@ -76,13 +76,33 @@ export interface RemediationActivities {
    * Marks the approval expired (reason: the deadline, superseded by a proposal on newer evidence,
    * or the incident closed or resolved while it waited) and the remediation `cancelled`.
    */
-  expireApproval(req: { incidentId: string; tenantId: string; approvalId: string; remediationId: string; reason: 'deadline' | 'superseded' | 'closed' | 'resolved' | 'status_changed'; workflowId: string; historyEventId?: number }): Promise<void>;
+  expireApproval(req: {
+    incidentId: string;
+    tenantId: string;
+    approvalId: string;
+    remediationId: string;
+    reason: 'deadline' | 'superseded' | 'closed' | 'resolved' | 'status_changed';
+    workflowId: string;
+    historyEventId?: number;
+  }): Promise<void>;
   /** Runs one step exactly once (idempotency key per step); a failure is an outcome, not a throw. */
   executeRemediationStep(req: StepRequest): Promise<StepOutcome>;
   /** Whether the remediation worked: the incident's alerts have recovered, or a step-defined check passed. */
-  verifyRemediation(req: { incidentId: string; tenantId: string; remediationId: string }): Promise<{ ok: boolean; detail: string }>;
+  verifyRemediation(req: {
+    incidentId: string;
+    tenantId: string;
+    remediationId: string;
+  }): Promise<{ ok: boolean; detail: string }>;
   /** Records completed (`remediation.completed`) or failed (`remediation.failed` + the failure as evidence). */
-  completeRemediation(req: { incidentId: string; tenantId: string; remediationId: string; ok: boolean; detail: string; workflowId: string; historyEventId?: number }): Promise<void>;
+  completeRemediation(req: {
+    incidentId: string;
+    tenantId: string;
+    remediationId: string;
+    ok: boolean;
+    detail: string;
+    workflowId: string;
+    historyEventId?: number;
+  }): Promise<void>;
   /** The current evidence hash of the incident (to detect stale proposals). */
   evidenceHash(req: { incidentId: string; tenantId: string }): Promise<string>;
 }

@@ -1,7 +1,16 @@
 import type { Severity } from '../db/schema/incidents.js';
 
 /** The specialist agents an investigation can run (identifiers used in `suggestedAgents`). */
-export const agentRoles = ['deployment', 'code_change', 'logs', 'metrics', 'alerts', 'topology', 'knowledge', 'runbook'] as const;
+export const agentRoles = [
+  'deployment',
+  'code_change',
+  'logs',
+  'metrics',
+  'alerts',
+  'topology',
+  'knowledge',
+  'runbook',
+] as const;
 export type AgentRole = (typeof agentRoles)[number];
 
 /** What triage looks at: the incident, its alerts and the context around its service. */
@@ -19,7 +28,14 @@ export interface TriageInput {
     recovered: boolean;
   };
   /** The incident's alerts, newest first (bounded). */
-  alerts: Array<{ alertName: string | null; severity: Severity | null; status: 'firing' | 'resolved' | null; service: string | null; title: string; occurredAt: string }>;
+  alerts: Array<{
+    alertName: string | null;
+    severity: Severity | null;
+    status: 'firing' | 'resolved' | null;
+    service: string | null;
+    title: string;
+    occurredAt: string;
+  }>;
   /** Deployments and code changes of the tenant in the hours before the incident. */
   recentChanges: number;
   /** Whether the tenant has runbooks (for the service, or at all). */

@@ -45,7 +45,13 @@ import { registerAuditExportRoutes } from './routes/audit-export.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerDocsRoutes } from './routes/docs.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
-import { DEPENDENCY_UNAVAILABLE_MESSAGE, failureReason, isDependencyUnavailable, isStatementTimeout, isWorkflowEngineUnavailable } from '../dependency-failures.js';
+import {
+  DEPENDENCY_UNAVAILABLE_MESSAGE,
+  failureReason,
+  isDependencyUnavailable,
+  isStatementTimeout,
+  isWorkflowEngineUnavailable,
+} from '../dependency-failures.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 /**
@@ -68,9 +74,13 @@ const MAX_ISSUE_TEXT = 300;
 const clipText = (text: string) => (text.length <= MAX_ISSUE_TEXT ? text : `${text.slice(0, MAX_ISSUE_TEXT - 1)}…`);
 
 function describeIssues(error: ZodError): { message: string; details: Array<{ path: string; message: string }> } {
-  const details = error.issues.slice(0, MAX_LISTED_ISSUES).map((i) => ({ path: clipText(i.path.join('.')), message: clipText(i.message) }));
+  const details = error.issues
+    .slice(0, MAX_LISTED_ISSUES)
+    .map((i) => ({ path: clipText(i.path.join('.')), message: clipText(i.message) }));
   const more = error.issues.length - details.length;
-  const message = details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ') + (more > 0 ? `; and ${more} more` : '');
+  const message =
+    details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ') +
+    (more > 0 ? `; and ${more} more` : '');
   return { message: message || 'Invalid request', details };
 }
 
@@ -96,17 +106,35 @@ function toErrorResponse(err: unknown): { status: number; body: ErrorBody; logAs
     if (err.status === 401) return { status: 401, body: { error: 'unauthorized', message: err.message } };
     if (err.status === 415) {
       // The interface has no 415: a body that is not JSON is a malformed request like any other.
-      return { status: 400, body: { error: 'validation_error', message: 'The request body must be JSON, sent with Content-Type: application/json' } };
+      return {
+        status: 400,
+        body: {
+          error: 'validation_error',
+          message: 'The request body must be JSON, sent with Content-Type: application/json',
+        },
+      };
     }
   }
   if (isWorkflowEngineUnavailable(err)) {
-    return { status: 503, body: { error: 'service_unavailable', message: WORKFLOW_ENGINE_UNAVAILABLE_MESSAGE }, logAs: 'a dependency is unavailable' };
+    return {
+      status: 503,
+      body: { error: 'service_unavailable', message: WORKFLOW_ENGINE_UNAVAILABLE_MESSAGE },
+      logAs: 'a dependency is unavailable',
+    };
   }
   if (isDependencyUnavailable(err)) {
-    return { status: 503, body: { error: 'service_unavailable', message: DEPENDENCY_UNAVAILABLE_MESSAGE }, logAs: 'a dependency is unavailable' };
+    return {
+      status: 503,
+      body: { error: 'service_unavailable', message: DEPENDENCY_UNAVAILABLE_MESSAGE },
+      logAs: 'a dependency is unavailable',
+    };
   }
   if (isStatementTimeout(err)) {
-    return { status: 503, body: { error: 'service_unavailable', message: STATEMENT_TIMEOUT_MESSAGE }, logAs: 'a statement ran past its time bound' };
+    return {
+      status: 503,
+      body: { error: 'service_unavailable', message: STATEMENT_TIMEOUT_MESSAGE },
+      logAs: 'a statement ran past its time bound',
+    };
   }
   return { status: 500, body: { error: 'internal_error', message: 'Internal server error' }, logAs: 'unhandled error' };
 }
@@ -129,10 +157,17 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     return next();
   });
   if (deps.config.http) app.use('*', bodyDeadline(deps.config.http.requestTimeoutMs));
-  if (deps.databaseWatch) app.use('*', watchDatabase(deps.databaseWatch, () => new AppError('service_unavailable', DEPENDENCY_UNAVAILABLE_MESSAGE)));
+  if (deps.databaseWatch)
+    app.use(
+      '*',
+      watchDatabase(deps.databaseWatch, () => new AppError('service_unavailable', DEPENDENCY_UNAVAILABLE_MESSAGE)),
+    );
   // Every answer carries the X-RateLimit headers (a webhook's refused ones its address's window,
   // an oversized body the caller's window): both come before the body limit.
-  app.use('/v1/webhooks/*', refusedWebhookWindow(webhookKeyGate, (c) => clientAddress(c, deps.config.trustProxy)));
+  app.use(
+    '/v1/webhooks/*',
+    refusedWebhookWindow(webhookKeyGate, (c) => clientAddress(c, deps.config.trustProxy)),
+  );
   // Who the caller is, per the path's gate (webhooks judge their API key in their route): probes
   // and public routes are counted per address; a JWT route's caller is identified (a refused
   // credential counted per address), counted in its tenant's window, admitted when the tenant
@@ -217,9 +252,11 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
       return c.json(body, status as ContentfulStatusCode);
     }
     // An outage's 503s are expected and many: one line each, without the stack (decision 223).
-    if (status === 503) logger.warn({ reason: failureReason(err) }, logAs ?? 'unavailable'); // also a statement past its bound
+    if (status === 503)
+      logger.warn({ reason: failureReason(err) }, logAs ?? 'unavailable'); // also a statement past its bound
     else if (status >= 500) logger.error({ err }, logAs ?? 'unhandled error');
-    const failure = status === 401 || status === 403 ? authFailureOf(err, c, clientAddress(c, deps.config.trustProxy)) : null;
+    const failure =
+      status === 401 || status === 403 ? authFailureOf(err, c, clientAddress(c, deps.config.trustProxy)) : null;
     if (failure) await auditAuthFailure(failure, c.get('requestId'));
     if (status === 503) c.header('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
     return c.json(body, status as ContentfulStatusCode);

@@ -28,11 +28,23 @@ export function authFailureOf(err: unknown, c: Context<AppEnv>, clientAddress: s
   const base = { method: c.req.method, path: c.req.path, reason: err.message, clientAddress };
   const auth = c.get('auth');
   if (err.code === 'forbidden' && auth) {
-    return { tenantId: auth.tenantId, actorType: 'user', actorId: auth.userId, action: 'auth.forbidden', details: base };
+    return {
+      tenantId: auth.tenantId,
+      actorType: 'user',
+      actorId: auth.userId,
+      action: 'auth.forbidden',
+      details: base,
+    };
   }
   const webhook = err.code === 'unauthorized' ? WEBHOOK_PATH.exec(c.req.path) : null;
   if (webhook?.[1]) {
-    return { tenantId: webhook[1], actorType: 'api_key', actorId: c.get('apiKeyId') ?? 'unknown', action: 'auth.webhook_rejected', details: base };
+    return {
+      tenantId: webhook[1],
+      actorType: 'api_key',
+      actorId: c.get('apiKeyId') ?? 'unknown',
+      action: 'auth.webhook_rejected',
+      details: base,
+    };
   }
   return null;
 }
@@ -46,7 +58,10 @@ const MAX_TRACKED = 10_000;
  * per process (the next entry says how many were suppressed), so a flood of bad requests cannot
  * flood the log. A failure to write is logged, never turned into a different response.
  */
-export function createAuthFailureAuditor(deps: { db: Db; clock: () => Date; logger: Logger }, intervalMs = AUTH_FAILURE_AUDIT_INTERVAL_MS) {
+export function createAuthFailureAuditor(
+  deps: { db: Db; clock: () => Date; logger: Logger },
+  intervalMs = AUTH_FAILURE_AUDIT_INTERVAL_MS,
+) {
   const last = new Map<string, { at: number; suppressed: number }>();
   return async (failure: AuthFailure, requestId: string | undefined): Promise<void> => {
     const key = `${failure.tenantId}\0${failure.action}\0${failure.actorId}`;
@@ -66,7 +81,10 @@ export function createAuthFailureAuditor(deps: { db: Db; clock: () => Date; logg
         select ${newId('aud')}, t.id, ${failure.actorType}, ${failure.actorId}, ${failure.action}, 'tenant', t.id, ${requestId ?? null}, ${JSON.stringify(details)}::jsonb
         from tenants t where t.id = ${failure.tenantId}`);
     } catch (err) {
-      deps.logger.error({ err, tenantId: failure.tenantId, action: failure.action }, 'recording an authentication failure failed');
+      deps.logger.error(
+        { err, tenantId: failure.tenantId, action: failure.action },
+        'recording an authentication failure failed',
+      );
     }
   };
 }

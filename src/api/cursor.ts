@@ -39,7 +39,11 @@ export function decodeCursor(value: string, order: 'asc' | 'desc'): KeysetCursor
 }
 
 /** The cursor after a page: the last row's position when more rows follow, else null. */
-export function nextCursor(rows: ReadonlyArray<{ createdAt: Date; id: string }>, hasMore: boolean, order: 'asc' | 'desc' = 'desc'): string | null {
+export function nextCursor(
+  rows: ReadonlyArray<{ createdAt: Date; id: string }>,
+  hasMore: boolean,
+  order: 'asc' | 'desc' = 'desc',
+): string | null {
   const last = rows.at(-1);
   return hasMore && last ? encodeCursor({ createdAt: last.createdAt, id: last.id, order }) : null;
 }

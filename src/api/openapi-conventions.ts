@@ -63,27 +63,47 @@ export function withResponseConventions(doc: OpenAPIObject): OpenAPIObject {
         responses[status] ??= response;
       };
       const parameters = operation.parameters ?? [];
-      if (parameters.some((p) => 'in' in p && p.in === 'path')) add('400', errorResponse('Invalid input (a path parameter out of its bounds, among others)'));
+      if (parameters.some((p) => 'in' in p && p.in === 'path'))
+        add('400', errorResponse('Invalid input (a path parameter out of its bounds, among others)'));
       if (path.startsWith('/v1/webhooks/')) {
         // The handler reads the raw body itself (for the signature), so the route declares none.
         operation.requestBody ??= {
           required: true,
-          description: "The tool's own payload, as it sends it (see the operation's description and the README's provider table)",
-          content: { 'application/json': { schema: { type: 'object' } }, 'application/x-www-form-urlencoded': { schema: { type: 'object' } } },
+          description:
+            "The tool's own payload, as it sends it (see the operation's description and the README's provider table)",
+          content: {
+            'application/json': { schema: { type: 'object' } },
+            'application/x-www-form-urlencoded': { schema: { type: 'object' } },
+          },
         };
       }
       if (operation.requestBody) {
-        add('413', errorResponse(path.startsWith('/v1/webhooks/') ? 'Request body over 4 MiB' : 'Request body over 1 MiB'));
+        add(
+          '413',
+          errorResponse(path.startsWith('/v1/webhooks/') ? 'Request body over 4 MiB' : 'Request body over 1 MiB'),
+        );
       }
       const limited = !UNLIMITED_PATHS.has(path);
       if (limited) {
-        add('429', errorResponse('Rate limit exceeded (`rate_limit_exceeded`), or a quota where the operation says so'));
-        add('503', errorResponse('A dependency (PostgreSQL, or Temporal where the operation needs it) is unavailable; retry after Retry-After'));
+        add(
+          '429',
+          errorResponse('Rate limit exceeded (`rate_limit_exceeded`), or a quota where the operation says so'),
+        );
+        add(
+          '503',
+          errorResponse(
+            'A dependency (PostgreSQL, or Temporal where the operation needs it) is unavailable; retry after Retry-After',
+          ),
+        );
       }
       for (const [status, response] of Object.entries(responses)) {
         if ('$ref' in response) continue;
         const retry = limited && (status === '429' || status === '503');
-        response.headers = { ...RATE_LIMIT_HEADERS, ...(retry ? { 'Retry-After': headerRef('RetryAfter') } : {}), ...response.headers };
+        response.headers = {
+          ...RATE_LIMIT_HEADERS,
+          ...(retry ? { 'Retry-After': headerRef('RetryAfter') } : {}),
+          ...response.headers,
+        };
       }
     }
   }

@@ -44,7 +44,12 @@ export interface ChatReply {
 }
 
 /** The caller's own session, or 404 (another user's or tenant's session is not disclosed). */
-export async function findOwnSession(db: Db, tenantId: string, userId: string, sessionId: string): Promise<ChatSessionRow> {
+export async function findOwnSession(
+  db: Db,
+  tenantId: string,
+  userId: string,
+  sessionId: string,
+): Promise<ChatSessionRow> {
   const [row] = await db
     .select()
     .from(chatSessions)
@@ -60,7 +65,10 @@ function sessionTitle(message: string): string {
 
 const toSource = (f: ChatFact): ChatSource => ({ type: f.type, id: f.id, title: f.title });
 
-export async function answerChat(deps: { db: Db; model: ModelProvider; clock: () => Date; logger: Logger }, req: ChatRequest): Promise<ChatReply> {
+export async function answerChat(
+  deps: { db: Db; model: ModelProvider; clock: () => Date; logger: Logger },
+  req: ChatRequest,
+): Promise<ChatReply> {
   const { db } = deps;
   const tenantId = req.tenant.id;
   const askedAt = deps.clock();
@@ -68,7 +76,10 @@ export async function answerChat(deps: { db: Db; model: ModelProvider; clock: ()
 
   const session = req.sessionId ? await findOwnSession(db, tenantId, req.userId, req.sessionId) : null;
   if (req.incidentId) {
-    const [incident] = await db.select({ id: incidents.id }).from(incidents).where(and(eq(incidents.tenantId, tenantId), eq(incidents.id, req.incidentId)));
+    const [incident] = await db
+      .select({ id: incidents.id })
+      .from(incidents)
+      .where(and(eq(incidents.tenantId, tenantId), eq(incidents.id, req.incidentId)));
     if (!incident) throw new AppError('not_found', 'No incident has that identifier');
   }
   const anchorIncidentId = req.incidentId ?? session?.incidentId ?? null;
@@ -101,8 +112,19 @@ export async function answerChat(deps: { db: Db; model: ModelProvider; clock: ()
     history: history.map((h) => ({ role: h.role, content: h.content })),
     facts: retrieval.facts,
   });
-  const sources = answer.output.sources.flatMap((s) => retrieval.facts.filter((f) => f.type === s.type && f.id === s.id).map(toSource));
-  deps.logger.debug({ intent: retrieval.intent.kind, terms: retrieval.analysis.terms, facts: retrieval.facts.length, sources: sources.length, model: answer.model }, 'chat answered');
+  const sources = answer.output.sources.flatMap((s) =>
+    retrieval.facts.filter((f) => f.type === s.type && f.id === s.id).map(toSource),
+  );
+  deps.logger.debug(
+    {
+      intent: retrieval.intent.kind,
+      terms: retrieval.analysis.terms,
+      facts: retrieval.facts.length,
+      sources: sources.length,
+      model: answer.model,
+    },
+    'chat answered',
+  );
 
   // Stored in order: the answer is at least a millisecond after the question (ids and keyset order agree).
   const answeredAt = new Date(Math.max(deps.clock().getTime(), askedAt.getTime() + 1));
@@ -114,8 +136,18 @@ export async function answerChat(deps: { db: Db; model: ModelProvider; clock: ()
     if (session) {
       const updated = await tx
         .update(chatSessions)
-        .set({ messageCount: sql`${chatSessions.messageCount} + 2`, updatedAt: answeredAt, incidentId: anchorIncidentId })
-        .where(and(eq(chatSessions.tenantId, tenantId), eq(chatSessions.userId, req.userId), eq(chatSessions.id, session.id)))
+        .set({
+          messageCount: sql`${chatSessions.messageCount} + 2`,
+          updatedAt: answeredAt,
+          incidentId: anchorIncidentId,
+        })
+        .where(
+          and(
+            eq(chatSessions.tenantId, tenantId),
+            eq(chatSessions.userId, req.userId),
+            eq(chatSessions.id, session.id),
+          ),
+        )
         .returning({ id: chatSessions.id });
       if (updated.length === 0) throw new AppError('not_found', noSuchSession);
     } else {
@@ -131,7 +163,16 @@ export async function answerChat(deps: { db: Db; model: ModelProvider; clock: ()
       });
     }
     await tx.insert(chatMessages).values([
-      { id: userMessageId, tenantId, sessionId, role: 'user', content: message, sources: [], model: null, createdAt: askedAt },
+      {
+        id: userMessageId,
+        tenantId,
+        sessionId,
+        role: 'user',
+        content: message,
+        sources: [],
+        model: null,
+        createdAt: askedAt,
+      },
       {
         id: messageId,
         tenantId,
@@ -214,7 +255,10 @@ export async function listSessionMessages(
 ): Promise<{ rows: ChatMessageRow[]; total: number; hasMore: boolean }> {
   const where = and(eq(chatMessages.tenantId, args.tenantId), eq(chatMessages.sessionId, args.sessionId));
   const newer = args.after
-    ? or(gt(chatMessages.createdAt, args.after.createdAt), and(eq(chatMessages.createdAt, args.after.createdAt), gt(chatMessages.id, args.after.id)))
+    ? or(
+        gt(chatMessages.createdAt, args.after.createdAt),
+        and(eq(chatMessages.createdAt, args.after.createdAt), gt(chatMessages.id, args.after.id)),
+      )
     : undefined;
   const [rows, totals] = await Promise.all([
     db

@@ -60,10 +60,25 @@ const NOISE = new Set(
   evidence investigation investigations findings finding
   count number often frequently total times
   january february march april may june july august september october november december
-  jan feb mar apr jun jul aug sep sept oct nov dec`.split(/\s+/).filter(Boolean),
+  jan feb mar apr jun jul aug sep sept oct nov dec`
+    .split(/\s+/)
+    .filter(Boolean),
 );
 
-const MONTHS = ['january', 'february', 'march', 'april', 'may', 'june', 'july', 'august', 'september', 'october', 'november', 'december'];
+const MONTHS = [
+  'january',
+  'february',
+  'march',
+  'april',
+  'may',
+  'june',
+  'july',
+  'august',
+  'september',
+  'october',
+  'november',
+  'december',
+];
 
 const DAY_MS = 86_400_000;
 const startOfDay = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
@@ -79,17 +94,53 @@ const startOfWeek = (d: Date) => new Date(startOfDay(d).getTime() - ((d.getUTCDa
 export function findPeriod(text: string, now: Date): { period: Period | null; rest: string } {
   const lower = text.toLowerCase();
   const rules: Array<[RegExp, (m: RegExpMatchArray) => Period]> = [
-    [/\b(?:in the |over the |during the )?(?:last|past|previous) (\d{1,3}) days?\b/, (m) => ({ label: `last ${m[1]} days`, from: new Date(now.getTime() - Number(m[1]) * DAY_MS), to: now })],
-    [/\b(?:in the |over the |during the )?(?:last|past|previous) (\d{1,2}) weeks?\b/, (m) => ({ label: `last ${m[1]} weeks`, from: new Date(now.getTime() - Number(m[1]) * 7 * DAY_MS), to: now })],
-    [/\b(?:in the |over the |during the )?(?:last|past|previous) (\d{1,2}) months?\b/, (m) => ({ label: `last ${m[1]} months`, from: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - Number(m[1]), now.getUTCDate())), to: now })],
-    [/\b(?:so far )?this month\b/, () => ({ label: 'this month', from: startOfMonth(now.getUTCFullYear(), now.getUTCMonth()), to: now })],
-    [/\b(?:last|previous|past) month\b/, () => ({ label: 'last month', from: startOfMonth(now.getUTCFullYear(), now.getUTCMonth() - 1), to: startOfMonth(now.getUTCFullYear(), now.getUTCMonth()) })],
+    [
+      /\b(?:in the |over the |during the )?(?:last|past|previous) (\d{1,3}) days?\b/,
+      (m) => ({ label: `last ${m[1]} days`, from: new Date(now.getTime() - Number(m[1]) * DAY_MS), to: now }),
+    ],
+    [
+      /\b(?:in the |over the |during the )?(?:last|past|previous) (\d{1,2}) weeks?\b/,
+      (m) => ({ label: `last ${m[1]} weeks`, from: new Date(now.getTime() - Number(m[1]) * 7 * DAY_MS), to: now }),
+    ],
+    [
+      /\b(?:in the |over the |during the )?(?:last|past|previous) (\d{1,2}) months?\b/,
+      (m) => ({
+        label: `last ${m[1]} months`,
+        from: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - Number(m[1]), now.getUTCDate())),
+        to: now,
+      }),
+    ],
+    [
+      /\b(?:so far )?this month\b/,
+      () => ({ label: 'this month', from: startOfMonth(now.getUTCFullYear(), now.getUTCMonth()), to: now }),
+    ],
+    [
+      /\b(?:last|previous|past) month\b/,
+      () => ({
+        label: 'last month',
+        from: startOfMonth(now.getUTCFullYear(), now.getUTCMonth() - 1),
+        to: startOfMonth(now.getUTCFullYear(), now.getUTCMonth()),
+      }),
+    ],
     [/\bthis week\b/, () => ({ label: 'this week', from: startOfWeek(now), to: now })],
-    [/\b(?:last|previous|past) week\b/, () => ({ label: 'last week', from: new Date(startOfWeek(now).getTime() - 7 * DAY_MS), to: startOfWeek(now) })],
+    [
+      /\b(?:last|previous|past) week\b/,
+      () => ({ label: 'last week', from: new Date(startOfWeek(now).getTime() - 7 * DAY_MS), to: startOfWeek(now) }),
+    ],
     [/\btoday\b/, () => ({ label: 'today', from: startOfDay(now), to: now })],
-    [/\byesterday\b/, () => ({ label: 'yesterday', from: new Date(startOfDay(now).getTime() - DAY_MS), to: startOfDay(now) })],
+    [
+      /\byesterday\b/,
+      () => ({ label: 'yesterday', from: new Date(startOfDay(now).getTime() - DAY_MS), to: startOfDay(now) }),
+    ],
     [/\bthis year\b/, () => ({ label: 'this year', from: new Date(Date.UTC(now.getUTCFullYear(), 0, 1)), to: now })],
-    [/\b(?:last|previous|past) year\b/, () => ({ label: 'last year', from: new Date(Date.UTC(now.getUTCFullYear() - 1, 0, 1)), to: new Date(Date.UTC(now.getUTCFullYear(), 0, 1)) })],
+    [
+      /\b(?:last|previous|past) year\b/,
+      () => ({
+        label: 'last year',
+        from: new Date(Date.UTC(now.getUTCFullYear() - 1, 0, 1)),
+        to: new Date(Date.UTC(now.getUTCFullYear(), 0, 1)),
+      }),
+    ],
     [
       new RegExp(`\\b(?:in|during|for|since) (${MONTHS.join('|')})\\b`),
       (m) => {
@@ -97,13 +148,21 @@ export function findPeriod(text: string, now: Date): { period: Period | null; re
         const year = month <= now.getUTCMonth() ? now.getUTCFullYear() : now.getUTCFullYear() - 1;
         const from = startOfMonth(year, month);
         const end = startOfMonth(year, month + 1);
-        return { label: `in ${m[1]!.charAt(0).toUpperCase()}${m[1]!.slice(1)} ${year}`, from, to: end < now ? end : now };
+        return {
+          label: `in ${m[1]!.charAt(0).toUpperCase()}${m[1]!.slice(1)} ${year}`,
+          from,
+          to: end < now ? end : now,
+        };
       },
     ],
   ];
   for (const [pattern, make] of rules) {
     const match = lower.match(pattern);
-    if (match) return { period: make(match), rest: `${lower.slice(0, match.index)} ${lower.slice(match.index! + match[0].length)}` };
+    if (match)
+      return {
+        period: make(match),
+        rest: `${lower.slice(0, match.index)} ${lower.slice(match.index! + match[0].length)}`,
+      };
   }
   return { period: null, rest: lower };
 }
@@ -130,7 +189,9 @@ const has = (text: string, pattern: RegExp) => pattern.test(text);
 export function analyzeQuestion(message: string, now: Date): QuestionAnalysis {
   const { period, rest: withoutPeriod } = findPeriod(message, now);
   const text = message.toLowerCase().replace(/\s+/g, ' ').trim();
-  const severityMatch = withoutPeriod.match(new RegExp(`\\b(${severities.join('|')})(?:[- ]severity|[- ]priority)? (?:incidents?|outages?)\\b`));
+  const severityMatch = withoutPeriod.match(
+    new RegExp(`\\b(${severities.join('|')})(?:[- ]severity|[- ]priority)? (?:incidents?|outages?)\\b`),
+  );
   const severity = (severityMatch?.[1] as Severity | undefined) ?? null;
   const rest = severityMatch ? withoutPeriod.replace(severityMatch[0], ' ') : withoutPeriod;
   const terms = extractTerms(rest);
@@ -140,10 +201,16 @@ export function analyzeQuestion(message: string, now: Date): QuestionAnalysis {
   if (has(text, /\b(how many|number of|how often|how frequently|count of|count the)\b/)) {
     kind = 'count';
     typeHints.push('incident');
-  } else if (has(text, /^(which|what|list|show(?: me)?|any|all)\b(?: \S+){0,2} (incidents|outages)\b/) || has(text, /\b(list|show me) (the |all )?(\S+ )?(incidents|outages)\b/)) {
+  } else if (
+    has(text, /^(which|what|list|show(?: me)?|any|all)\b(?: \S+){0,2} (incidents|outages)\b/) ||
+    has(text, /\b(list|show me) (the |all )?(\S+ )?(incidents|outages)\b/)
+  ) {
     kind = 'list';
     typeHints.push('incident');
-  } else if (has(text, /\b(runbooks?|playbooks?|procedures?)\b/) || has(text, /\bhow (do|should|can|would) (we|i|you|one) (fix|handle|resolve|mitigate|deal with|recover|remediate)\b/)) {
+  } else if (
+    has(text, /\b(runbooks?|playbooks?|procedures?)\b/) ||
+    has(text, /\bhow (do|should|can|would) (we|i|you|one) (fix|handle|resolve|mitigate|deal with|recover|remediate)\b/)
+  ) {
     kind = 'runbook';
     typeHints.push('runbook');
   } else if (
@@ -152,18 +219,29 @@ export function analyzeQuestion(message: string, now: Date): QuestionAnalysis {
   ) {
     kind = 'pattern';
     typeHints.push('pattern');
-  } else if (has(text, /\b(evidence|logs?|log lines?|metrics?|signals?|what (did|do) the (alerts?|logs?|metrics?|deploy\w*) (show|say)|stack ?traces?)\b/)) {
+  } else if (
+    has(
+      text,
+      /\b(evidence|logs?|log lines?|metrics?|signals?|what (did|do) the (alerts?|logs?|metrics?|deploy\w*) (show|say)|stack ?traces?)\b/,
+    )
+  ) {
     kind = 'evidence';
     typeHints.push('evidence');
   } else if (
-    has(text, /\bhow (was|were|did|is|are|has|have) .*\b(fix|fixed|resolved?|mitigated?|solved?|remediated?|recovered|handled)\b/) ||
+    has(
+      text,
+      /\bhow (was|were|did|is|are|has|have) .*\b(fix|fixed|resolved?|mitigated?|solved?|remediated?|recovered|handled)\b/,
+    ) ||
     has(text, /\b(what|which) (fixed|resolved|mitigated|solved)\b/) ||
     has(text, /\b(what|which) (actions?|steps?|remediation)\b/) ||
     has(text, /\b(how to|how do i|how do we) (fix|resolve|mitigate)\b/)
   ) {
     kind = 'fix';
     typeHints.push('investigation', 'runbook', 'pattern');
-  } else if (has(text, /\b(caused?|causing|root cause|reason|why (did|was|were|is|are|do|does))\b/) || has(text, /\bwhat (went wrong|happened|broke)\b/)) {
+  } else if (
+    has(text, /\b(caused?|causing|root cause|reason|why (did|was|were|is|are|do|does))\b/) ||
+    has(text, /\bwhat (went wrong|happened|broke)\b/)
+  ) {
     kind = 'cause';
     typeHints.push('incident', 'investigation');
   }
@@ -177,10 +255,17 @@ export function analyzeQuestion(message: string, now: Date): QuestionAnalysis {
  * A follow-up keeps the previous question's subject when it names none of its own ("and how was
  * it fixed?") and its kind and period when it only changes one of them ("and last month?").
  */
-export function withConversation(current: QuestionAnalysis, previous: QuestionAnalysis | null): QuestionAnalysis & { inheritsSubject: boolean } {
+export function withConversation(
+  current: QuestionAnalysis,
+  previous: QuestionAnalysis | null,
+): QuestionAnalysis & { inheritsSubject: boolean } {
   if (!previous) return { ...current, inheritsSubject: false };
-  const inheritsSubject = current.terms.length === 0 || current.refersBack || (current.continues && current.kind === 'search' && current.terms.length === 0);
-  const inheritsKind = current.kind === 'search' && (current.continues || current.terms.length === 0 || current.refersBack);
+  const inheritsSubject =
+    current.terms.length === 0 ||
+    current.refersBack ||
+    (current.continues && current.kind === 'search' && current.terms.length === 0);
+  const inheritsKind =
+    current.kind === 'search' && (current.continues || current.terms.length === 0 || current.refersBack);
   const kind = inheritsKind ? previous.kind : current.kind;
   const terms = inheritsSubject ? [...new Set([...current.terms, ...previous.terms])].slice(0, 12) : current.terms;
   return {

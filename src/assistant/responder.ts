@@ -12,7 +12,10 @@ const sentence = (text: string) => {
 };
 const clip = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1).trimEnd()}…`);
 const steps = (actions: string[], max = 4) =>
-  actions.slice(0, max).map((a, i) => `${i + 1}. ${clip(a.replace(/\s+/g, ' '), 200)}`).join(' ') + (actions.length > max ? ` (${actions.length - max} more)` : '');
+  actions
+    .slice(0, max)
+    .map((a, i) => `${i + 1}. ${clip(a.replace(/\s+/g, ' '), 200)}`)
+    .join(' ') + (actions.length > max ? ` (${actions.length - max} more)` : '');
 
 /** How a fact is named in a reply: its title, then its id in brackets. */
 const cite = (f: ChatFact) => `"${clip(f.title, 100)}" [${f.id}]`;
@@ -37,7 +40,8 @@ const CLOSE_MATCH = 0.75;
 /** Relevance of a record related enough to mention as well. */
 const RELATED = 0.5;
 
-const NOTHING = "I found nothing in this workspace's incident history, patterns or runbooks about that. Try naming the service, the alert or the symptom.";
+const NOTHING =
+  "I found nothing in this workspace's incident history, patterns or runbooks about that. Try naming the service, the alert or the symptom.";
 
 function describe(f: ChatFact): string {
   switch (f.type) {
@@ -54,16 +58,23 @@ function describe(f: ChatFact): string {
   }
 }
 
-function answerCount(input: ChatInput, intent: Extract<ChatInput['intent'], { kind: 'count' | 'list' }>, out: AnswerBuilder) {
-  const when = intent.period ? ` ${intent.period.label} (${day(intent.period.from)} to ${day(intent.period.to)})` : ' in the recorded history';
+function answerCount(
+  input: ChatInput,
+  intent: Extract<ChatInput['intent'], { kind: 'count' | 'list' }>,
+  out: AnswerBuilder,
+) {
+  const when = intent.period
+    ? ` ${intent.period.label} (${day(intent.period.from)} to ${day(intent.period.to)})`
+    : ' in the recorded history';
   const incidents = input.facts.filter((f) => f.type === 'incident');
   const n = intent.total;
   const kind = intent.severity ? `${intent.severity} ` : '';
   const noun = n === 0 ? `no ${kind}incidents` : `${n} ${kind}incident${n === 1 ? '' : 's'}`;
-  const head =
-    intent.service ? `${intent.service} had ${noun}${when}`
-    : intent.subject.length ? `There ${n === 1 ? 'was' : 'were'} ${noun} matching "${intent.subject.join(' ')}"${when}`
-    : `There ${n === 1 ? 'was' : 'were'} ${noun}${when}`;
+  const head = intent.service
+    ? `${intent.service} had ${noun}${when}`
+    : intent.subject.length
+      ? `There ${n === 1 ? 'was' : 'were'} ${noun} matching "${intent.subject.join(' ')}"${when}`
+      : `There ${n === 1 ? 'was' : 'were'} ${noun}${when}`;
   if (n === 0) {
     out.say(`${head}.`);
     return;
@@ -76,7 +87,10 @@ function answerCause(input: ChatInput, subjectId: string | null, latest: boolean
   const incident = input.facts.find((f) => f.type === 'incident' && f.id === subjectId);
   const investigation = input.facts.find((f) => f.type === 'investigation' && f.id === subjectId);
   if (!incident) return false;
-  out.say(`${latest ? 'The most recent matching incident is' : 'The incident is'} ${cite(incident)}, ${incident.summary}.`, incident);
+  out.say(
+    `${latest ? 'The most recent matching incident is' : 'The incident is'} ${cite(incident)}, ${incident.summary}.`,
+    incident,
+  );
   if (investigation?.rootCause) {
     out.say(`Root cause (${investigation.summary}): ${sentence(clip(investigation.rootCause, 500))}`, investigation);
   } else if (incident.rootCause) {
@@ -91,17 +105,29 @@ function answerCause(input: ChatInput, subjectId: string | null, latest: boolean
 }
 
 function answerFix(input: ChatInput, subjectId: string | null, out: AnswerBuilder) {
-  const investigation = input.facts.find((f) => f.type === 'investigation' && f.id === subjectId && f.actions.length > 0);
+  const investigation = input.facts.find(
+    (f) => f.type === 'investigation' && f.id === subjectId && f.actions.length > 0,
+  );
   const incident = input.facts.find((f) => f.type === 'incident' && f.id === subjectId);
   if (investigation) {
-    out.say(`For ${incident ? cite(incident) : subjectId} the investigation recommended: ${steps(investigation.actions)}`, ...(incident ? [incident] : []), investigation);
+    out.say(
+      `For ${incident ? cite(incident) : subjectId} the investigation recommended: ${steps(investigation.actions)}`,
+      ...(incident ? [incident] : []),
+      investigation,
+    );
   } else if (incident?.actions.length) {
     out.say(`For ${cite(incident)} the recommended actions were: ${steps(incident.actions)}`, incident);
   } else if (incident) {
     out.say(`No fix is recorded for ${cite(incident)} (${incident.summary}).`, incident);
   }
   const runbook = input.facts.find((f) => f.type === 'runbook' && f.relevance >= RELATED);
-  if (runbook) out.say(out.empty ? describe(runbook) : `See also the runbook ${cite(runbook)}${runbook.actions.length ? `: ${steps(runbook.actions, 3)}` : '.'}`, runbook);
+  if (runbook)
+    out.say(
+      out.empty
+        ? describe(runbook)
+        : `See also the runbook ${cite(runbook)}${runbook.actions.length ? `: ${steps(runbook.actions, 3)}` : '.'}`,
+      runbook,
+    );
   const pattern = input.facts.find((f) => f.type === 'pattern' && f.actions.length > 0 && f.relevance >= RELATED);
   if (pattern) out.say(`The known pattern ${cite(pattern)} was fixed by: ${steps(pattern.actions, 3)}`, pattern);
   return !out.empty;
@@ -132,12 +158,17 @@ export function builtinAnswer(input: ChatInput): ChatAnswer {
   }
   if (input.facts.length === 0) return { reply: NOTHING, sources: [] };
   const handled =
-    intent.kind === 'cause' ? answerCause(input, intent.subjectIncidentId, intent.latest, out)
-    : intent.kind === 'fix' ? answerFix(input, intent.subjectIncidentId, out)
-    : intent.kind === 'runbook' ? answerOfType(input, 'runbook', 2, out)
-    : intent.kind === 'pattern' ? answerOfType(input, 'pattern', 2, out)
-    : intent.kind === 'evidence' ? answerOfType(input, 'evidence', 3, out)
-    : false;
+    intent.kind === 'cause'
+      ? answerCause(input, intent.subjectIncidentId, intent.latest, out)
+      : intent.kind === 'fix'
+        ? answerFix(input, intent.subjectIncidentId, out)
+        : intent.kind === 'runbook'
+          ? answerOfType(input, 'runbook', 2, out)
+          : intent.kind === 'pattern'
+            ? answerOfType(input, 'pattern', 2, out)
+            : intent.kind === 'evidence'
+              ? answerOfType(input, 'evidence', 3, out)
+              : false;
   if (!handled) answerSearch(input, out);
   return out.done();
 }

@@ -27,7 +27,12 @@ export class ObjectStoreError extends Error {
 
 export interface ObjectStore {
   /** Uploads a file to `bucket/key` (overwriting: a retried upload is harmless). */
-  putFile(bucket: string, key: string, filePath: string, options: { contentType: string; timeoutMs: number }): Promise<void>;
+  putFile(
+    bucket: string,
+    key: string,
+    filePath: string,
+    options: { contentType: string; timeoutMs: number },
+  ): Promise<void>;
   /** A GET URL of `bucket/key` signed at `signedAt`, valid `ttlSeconds` from then. */
   presignGet(bucket: string, key: string, signedAt: Date, ttlSeconds: number): Promise<string>;
 }
@@ -65,7 +70,12 @@ export function createObjectStore(config: S3Config): ObjectStore {
     endpoint.pathname = `/${encodeKey(key)}`;
     return endpoint;
   };
-  const credentials = { accessKeyId: config.accessKeyId, secretAccessKey: config.secretAccessKey, service: 's3', region: config.region };
+  const credentials = {
+    accessKeyId: config.accessKeyId,
+    secretAccessKey: config.secretAccessKey,
+    service: 's3',
+    region: config.region,
+  };
 
   return {
     async putFile(bucket, key, filePath, options) {
@@ -104,7 +114,13 @@ export function createObjectStore(config: S3Config): ObjectStore {
     async presignGet(bucket, key, signedAt, ttlSeconds) {
       const url = objectUrl(bucket, key);
       url.searchParams.set('X-Amz-Expires', String(ttlSeconds));
-      const signed = await new AwsV4Signer({ ...credentials, method: 'GET', url: url.toString(), signQuery: true, datetime: amzDate(signedAt) }).sign();
+      const signed = await new AwsV4Signer({
+        ...credentials,
+        method: 'GET',
+        url: url.toString(),
+        signQuery: true,
+        datetime: amzDate(signedAt),
+      }).sign();
       return signed.url.toString();
     },
   };

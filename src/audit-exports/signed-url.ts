@@ -12,7 +12,10 @@ export const DOWNLOAD_URL_TTL_MS = 2 * 60 * 60 * 1000;
  * The signing key: EXPORT_URL_SECRET as given, else derived from the JWT secret with HKDF-SHA256
  * (info `audit-export-download-url`), so the token key itself never signs URLs.
  */
-export function downloadUrlKey(options: { urlSecret: string | undefined; jwtSecret: string | undefined }): Buffer | undefined {
+export function downloadUrlKey(options: {
+  urlSecret: string | undefined;
+  jwtSecret: string | undefined;
+}): Buffer | undefined {
   if (options.urlSecret) return Buffer.from(options.urlSecret, 'utf8');
   if (options.jwtSecret) return Buffer.from(hkdfSync('sha256', options.jwtSecret, '', 'audit-export-download-url', 32));
   return undefined;

@@ -9,7 +9,12 @@ export const roles = ['admin', 'member'] as const;
 export type Role = (typeof roles)[number];
 
 /** Text a claim may hold: what a user id or an email address is made of, no control characters (a NUL cannot be stored). */
-const claimText = (max: number) => z.string().min(1).max(max).refine((text) => !/\p{Cc}/u.test(text), 'must not hold control characters');
+const claimText = (max: number) =>
+  z
+    .string()
+    .min(1)
+    .max(max)
+    .refine((text) => !/\p{Cc}/u.test(text), 'must not hold control characters');
 
 const claimsSchema = z.object({
   sub: claimText(256),
@@ -75,14 +80,18 @@ function toPrincipal(payload: unknown, exp: number): Principal {
  * ahead than the skew; living no longer than the maximum. A token without `iat` counts as issued
  * now, so it may not stay valid for longer than the maximum from now. Returns `exp`.
  */
-function checkTimes(payload: { exp?: unknown; iat?: unknown }, bounds: { maxLifetimeSeconds: number; clockSkewSeconds: number }): number {
+function checkTimes(
+  payload: { exp?: unknown; iat?: unknown },
+  bounds: { maxLifetimeSeconds: number; clockSkewSeconds: number },
+): number {
   const { exp, iat } = payload;
   if (typeof exp !== 'number') throw new Error('token has no expiry');
   if (iat !== undefined && typeof iat !== 'number') throw new Error('token iat is not a number');
   const now = Date.now() / 1000;
   if (exp <= now) throw new Error('token expired');
   if (iat !== undefined && iat > now + bounds.clockSkewSeconds) throw new Error('token issued in the future');
-  if (exp - (iat ?? now) > bounds.maxLifetimeSeconds) throw new Error(`token lifetime over ${bounds.maxLifetimeSeconds} s`);
+  if (exp - (iat ?? now) > bounds.maxLifetimeSeconds)
+    throw new Error(`token lifetime over ${bounds.maxLifetimeSeconds} s`);
   return exp;
 }
 

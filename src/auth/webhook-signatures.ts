@@ -51,7 +51,13 @@ function checkOurs(input: WebhookSignatureInput, value: string): string | undefi
   const hex = value.match(/^sha256=([0-9a-fA-F]{64})$/)?.[1];
   if (!hex) return 'X-Webhook-Signature must be sha256= followed by the 64 hex digits of an HMAC-SHA256';
   const timestamp = input.header('x-webhook-timestamp');
-  if (timestamp !== undefined) return checkStamped(input, { signature: 'X-Webhook-Signature', timestamp: 'X-Webhook-Timestamp', separator: '.' }, timestamp, hex);
+  if (timestamp !== undefined)
+    return checkStamped(
+      input,
+      { signature: 'X-Webhook-Signature', timestamp: 'X-Webhook-Timestamp', separator: '.' },
+      timestamp,
+      hex,
+    );
   if (input.requireSignature) {
     return 'This tenant requires timestamped signatures: add X-Webhook-Timestamp (Unix seconds) and sign "<timestamp>.<raw body>" instead of the body alone';
   }
@@ -59,9 +65,16 @@ function checkOurs(input: WebhookSignatureInput, value: string): string | undefi
 }
 
 function checkGrafana(input: WebhookSignatureInput, value: string): string | undefined {
-  if (!HEX_SHA256.test(value)) return 'X-Grafana-Alerting-Signature must be the 64 hex digits of an HMAC-SHA256, as Grafana sends it';
+  if (!HEX_SHA256.test(value))
+    return 'X-Grafana-Alerting-Signature must be the 64 hex digits of an HMAC-SHA256, as Grafana sends it';
   const timestamp = input.header(GRAFANA_TIMESTAMP_HEADER);
-  if (timestamp !== undefined) return checkStamped(input, { signature: 'X-Grafana-Alerting-Signature', timestamp: GRAFANA_TIMESTAMP_HEADER, separator: ':' }, timestamp, value);
+  if (timestamp !== undefined)
+    return checkStamped(
+      input,
+      { signature: 'X-Grafana-Alerting-Signature', timestamp: GRAFANA_TIMESTAMP_HEADER, separator: ':' },
+      timestamp,
+      value,
+    );
   if (input.requireSignature) {
     return `This tenant requires timestamped signatures: set the Grafana contact point's HMAC "Timestamp header" to ${GRAFANA_TIMESTAMP_HEADER}`;
   }
@@ -76,7 +89,8 @@ function checkStamped(
   hex: string,
 ): string | undefined {
   if (!/^\d{1,15}$/.test(timestamp)) return `${names.timestamp} must be a Unix time in whole seconds`;
-  if (!matches(input, `${timestamp}${names.separator}`, hex)) return `${names.signature} does not match ${names.timestamp} and the body`;
+  if (!matches(input, `${timestamp}${names.separator}`, hex))
+    return `${names.signature} does not match ${names.timestamp} and the body`;
   // Judged after the signature, so only a genuine request (a late one or a replay) is told the clock.
   const serverSeconds = Math.floor(input.now.getTime() / 1000);
   const age = serverSeconds - Number(timestamp);

@@ -36,7 +36,8 @@ export interface DatabaseOptions {
  * restart of PostgreSQL under load raised it past 10 within the second it took, and the pool
  * stayed away for up to 20 s after PostgreSQL was back, answering nothing (decision 236).
  */
-export const reconnectBackoff = (retries: number): number => (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 1);
+export const reconnectBackoff = (retries: number): number =>
+  (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 1);
 
 const RUN_ONCE = Symbol('transaction run once');
 type OnceDb = Db & { [RUN_ONCE]?: Db['transaction'] };
@@ -84,7 +85,10 @@ export function retryConflicts(db: Db): Db {
 
 export function connectDatabase(url: string, options: DatabaseOptions = {}): Database {
   const bounds: Record<string, string> = options.statementTimeoutMs
-    ? { statement_timeout: String(options.statementTimeoutMs), idle_in_transaction_session_timeout: String(options.statementTimeoutMs) }
+    ? {
+        statement_timeout: String(options.statementTimeoutMs),
+        idle_in_transaction_session_timeout: String(options.statementTimeoutMs),
+      }
     : {};
   const sql = postgres(url, {
     max: options.max ?? 10,

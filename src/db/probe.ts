@@ -12,7 +12,12 @@ export const DATABASE_PROBE_MS = 3000;
 export function createDatabaseProbe(url: string, timeoutMs = DATABASE_PROBE_MS): () => Promise<boolean> {
   let inFlight: Promise<boolean> | null = null;
   const probeOnce = async (): Promise<boolean> => {
-    const sql = postgres(url, { max: 1, connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)), idle_timeout: 1, onnotice: () => undefined });
+    const sql = postgres(url, {
+      max: 1,
+      connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+      idle_timeout: 1,
+      onnotice: () => undefined,
+    });
     let timer: NodeJS.Timeout | undefined;
     try {
       return await Promise.race([

@@ -17,7 +17,12 @@ type QueryError = Error & { query: string; params?: unknown };
 const VALUE_FIELDS = ['detail', 'where', 'internal_query'] as const;
 
 function isQueryError(e: unknown): e is QueryError {
-  return e instanceof Error && typeof (e as Partial<QueryError>).query === 'string' && 'params' in e && e.message.startsWith('Failed query: ');
+  return (
+    e instanceof Error &&
+    typeof (e as Partial<QueryError>).query === 'string' &&
+    'params' in e &&
+    e.message.startsWith('Failed query: ')
+  );
 }
 
 export function withoutQueryParameters<T>(err: T): T {
@@ -25,7 +30,8 @@ export function withoutQueryParameters<T>(err: T): T {
   for (let depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
     if (e.name === 'PostgresError') {
       for (const field of VALUE_FIELDS) {
-        if (Object.prototype.propertyIsEnumerable.call(e, field)) Object.defineProperty(e, field, { enumerable: false });
+        if (Object.prototype.propertyIsEnumerable.call(e, field))
+          Object.defineProperty(e, field, { enumerable: false });
       }
     }
     if (!isQueryError(e)) continue;

@@ -30,7 +30,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'alertmanager',
     displayName: 'Prometheus Alertmanager',
     category: 'monitoring',
-    description: 'Receives firing and resolved Prometheus alerts through an Alertmanager webhook receiver so they can open and enrich incidents.',
+    description:
+      'Receives firing and resolved Prometheus alerts through an Alertmanager webhook receiver so they can open and enrich incidents.',
     authType: 'webhook_only',
     scopes: [],
     requiredFields: [],
@@ -39,7 +40,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'datadog',
     displayName: 'Datadog',
     category: 'monitoring',
-    description: 'Reads monitors, metrics, logs and events from your Datadog site to gather evidence during an investigation.',
+    description:
+      'Reads monitors, metrics, logs and events from your Datadog site to gather evidence during an investigation.',
     authType: 'api_key',
     scopes: [],
     requiredFields: ['apiKey', 'applicationKey', 'site'],
@@ -48,7 +50,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'grafana',
     displayName: 'Grafana',
     category: 'monitoring',
-    description: 'Queries dashboards, alert rules and data sources with a Grafana service account token to correlate panels with an incident.',
+    description:
+      'Queries dashboards, alert rules and data sources with a Grafana service account token to correlate panels with an incident.',
     authType: 'api_key',
     scopes: [],
     requiredFields: ['baseUrl', 'serviceAccountToken'],
@@ -57,7 +60,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'new_relic',
     displayName: 'New Relic',
     category: 'monitoring',
-    description: 'Runs NerdGraph and NRQL queries against your New Relic account to pull APM, infrastructure and alert data into an investigation.',
+    description:
+      'Runs NerdGraph and NRQL queries against your New Relic account to pull APM, infrastructure and alert data into an investigation.',
     authType: 'api_key',
     scopes: [],
     requiredFields: ['userApiKey', 'accountId', 'region'],
@@ -75,7 +79,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'pagerduty',
     displayName: 'PagerDuty',
     category: 'monitoring',
-    description: 'Syncs PagerDuty incidents, services and on-call responders and posts investigation findings back to the incident.',
+    description:
+      'Syncs PagerDuty incidents, services and on-call responders and posts investigation findings back to the incident.',
     authType: 'oauth2',
     scopes: ['incidents.read', 'incidents.write', 'services.read', 'oncalls.read', 'schedules.read'],
     requiredFields: [],
@@ -84,7 +89,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'sentry',
     displayName: 'Sentry',
     category: 'monitoring',
-    description: 'Reads Sentry issues, events and stack traces from the projects in your Sentry organization to link application errors to an incident.',
+    description:
+      'Reads Sentry issues, events and stack traces from the projects in your Sentry organization to link application errors to an incident.',
     authType: 'oauth2',
     scopes: ['org:read', 'project:read', 'event:read'],
     requiredFields: [],
@@ -95,7 +101,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'bitbucket',
     displayName: 'Bitbucket Cloud',
     category: 'code',
-    description: 'Reads Bitbucket Cloud repositories, pull requests and pipeline runs to find the changes deployed before an incident.',
+    description:
+      'Reads Bitbucket Cloud repositories, pull requests and pipeline runs to find the changes deployed before an incident.',
     authType: 'oauth2',
     scopes: ['account', 'repository', 'pullrequest', 'pipeline'],
     requiredFields: [],
@@ -104,7 +111,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'github',
     displayName: 'GitHub',
     category: 'code',
-    description: 'Reads GitHub repositories, commits, pull requests and deployments across your organization to find suspect changes.',
+    description:
+      'Reads GitHub repositories, commits, pull requests and deployments across your organization to find suspect changes.',
     authType: 'oauth2',
     scopes: ['repo', 'read:org'],
     requiredFields: [],
@@ -113,7 +121,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'gitlab',
     displayName: 'GitLab',
     category: 'code',
-    description: 'Reads GitLab projects, merge requests, pipelines and repository contents to correlate recent changes with an incident.',
+    description:
+      'Reads GitLab projects, merge requests, pipelines and repository contents to correlate recent changes with an incident.',
     authType: 'oauth2',
     scopes: ['read_api', 'read_repository'],
     requiredFields: [],
@@ -124,7 +133,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'jira',
     displayName: 'Jira',
     category: 'ticketing',
-    description: 'Creates and updates Jira Cloud issues for incidents and follow-up actions and reads linked issues for context.',
+    description:
+      'Creates and updates Jira Cloud issues for incidents and follow-up actions and reads linked issues for context.',
     authType: 'oauth2',
     scopes: ['read:jira-work', 'write:jira-work', 'read:jira-user', 'offline_access'],
     requiredFields: [],
@@ -142,7 +152,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'servicenow',
     displayName: 'ServiceNow',
     category: 'ticketing',
-    description: 'Opens and updates ServiceNow incident records through the instance REST API and reads related change requests.',
+    description:
+      'Opens and updates ServiceNow incident records through the instance REST API and reads related change requests.',
     authType: 'api_key',
     scopes: [],
     requiredFields: ['instanceUrl', 'apiKey'],
@@ -162,7 +173,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'discord',
     displayName: 'Discord',
     category: 'communication',
-    description: 'Posts incident updates and investigation summaries to a Discord channel through the incoming webhook created during authorization.',
+    description:
+      'Posts incident updates and investigation summaries to a Discord channel through the incoming webhook created during authorization.',
     authType: 'oauth2',
     scopes: ['webhook.incoming'],
     requiredFields: [],
@@ -194,7 +206,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'slack',
     displayName: 'Slack',
     category: 'communication',
-    description: 'Creates incident channels, posts updates and reads channel history in Slack so conversations become part of the investigation.',
+    description:
+      'Creates incident channels, posts updates and reads channel history in Slack so conversations become part of the investigation.',
     authType: 'oauth2',
     scopes: ['channels:read', 'channels:history', 'channels:manage', 'chat:write', 'users:read'],
     requiredFields: [],
@@ -205,7 +218,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'aws',
     displayName: 'Amazon Web Services',
     category: 'cloud',
-    description: 'Assumes a read-only IAM role in your AWS account to query CloudWatch metrics and logs, CloudTrail events and resource state.',
+    description:
+      'Assumes a read-only IAM role in your AWS account to query CloudWatch metrics and logs, CloudTrail events and resource state.',
     authType: 'api_key',
     scopes: [],
     requiredFields: ['roleArn', 'externalId', 'region'],
@@ -214,7 +228,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'azure',
     displayName: 'Microsoft Azure',
     category: 'cloud',
-    description: 'Reads Azure Resource Manager resources, activity logs and Azure Monitor metrics for your subscriptions on your behalf.',
+    description:
+      'Reads Azure Resource Manager resources, activity logs and Azure Monitor metrics for your subscriptions on your behalf.',
     authType: 'oauth2',
     scopes: ['https://management.azure.com/user_impersonation', 'offline_access'],
     requiredFields: [],
@@ -223,7 +238,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'cloudflare',
     displayName: 'Cloudflare',
     category: 'cloud',
-    description: 'Reads Cloudflare zone analytics, firewall events and configuration changes with a scoped API token to spot edge-side causes.',
+    description:
+      'Reads Cloudflare zone analytics, firewall events and configuration changes with a scoped API token to spot edge-side causes.',
     authType: 'api_key',
     scopes: [],
     requiredFields: ['apiToken', 'accountId'],
@@ -232,7 +248,8 @@ const definitions: IntegrationDefinition[] = [
     provider: 'gcp',
     displayName: 'Google Cloud',
     category: 'cloud',
-    description: 'Reads Cloud Logging entries, Cloud Monitoring time series and resource metadata from your Google Cloud projects.',
+    description:
+      'Reads Cloud Logging entries, Cloud Monitoring time series and resource metadata from your Google Cloud projects.',
     authType: 'oauth2',
     scopes: [
       'https://www.googleapis.com/auth/cloud-platform.read-only',

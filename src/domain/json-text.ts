@@ -69,7 +69,8 @@ export function storableCopy(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(storableCopy);
   if (value !== null && typeof value === 'object') {
     const copy: Record<string, unknown> = {};
-    for (const [key, child] of Object.entries(value)) copy[textProblem(key) ? storableString(key) : key] = storableCopy(child);
+    for (const [key, child] of Object.entries(value))
+      copy[textProblem(key) ? storableString(key) : key] = storableCopy(child);
     return copy;
   }
   return value;
@@ -130,7 +131,9 @@ interface Level {
 }
 
 function refuse(path: string, message: string): never {
-  throw new AppError('validation_error', `${path ? `${path}: ` : 'The JSON body '}${message}`, [{ path: path || 'body', message }]);
+  throw new AppError('validation_error', `${path ? `${path}: ` : 'The JSON body '}${message}`, [
+    { path: path || 'body', message },
+  ]);
 }
 
 /** Where the innermost container is, from the body down (the body itself is stack[1]). */
@@ -154,7 +157,8 @@ export function assertJsonBounds(text: string, bounds: JsonBounds): void {
       const start = i + 1;
       for (i = start; i < text.length; i++) {
         const c = text.charCodeAt(i);
-        if (c === 0x5c) i++; // a backslash escapes the next character
+        if (c === 0x5c)
+          i++; // a backslash escapes the next character
         else if (c === 0x22) break;
       }
       const length = i - start;
@@ -179,7 +183,15 @@ export function assertJsonBounds(text: string, bounds: JsonBounds): void {
       if (stack.length > bounds.depth) refuse('', `nests deeper than ${bounds.depth} levels`);
       const name = top.object ? top.key : String(top.index);
       const object = ch === 0x7b;
-      stack.push({ object, name, keys: 0, index: 0, labels: object && LABEL_OBJECT.test(name), expectKey: object, key: '' });
+      stack.push({
+        object,
+        name,
+        keys: 0,
+        index: 0,
+        labels: object && LABEL_OBJECT.test(name),
+        expectKey: object,
+        key: '',
+      });
     } else if (ch === 0x7d || ch === 0x5d) {
       if (stack.length > 1) stack.pop();
     } else if (ch === 0x2c) {

@@ -30,11 +30,15 @@ export function patternStatus(occurrences: number, confidence: number): PatternS
  */
 export type PatternCategory = Exclude<HypothesisKind, 'known_pattern' | 'undetermined'> | 'other';
 export const patternCategories: readonly PatternCategory[] = [
-  ...hypothesisKinds.filter((k): k is Exclude<HypothesisKind, 'known_pattern' | 'undetermined'> => k !== 'known_pattern' && k !== 'undetermined'),
+  ...hypothesisKinds.filter(
+    (k): k is Exclude<HypothesisKind, 'known_pattern' | 'undetermined'> =>
+      k !== 'known_pattern' && k !== 'undetermined',
+  ),
   'other',
 ];
 
-export const isPatternCategory = (value: string): value is PatternCategory => (patternCategories as readonly string[]).includes(value);
+export const isPatternCategory = (value: string): value is PatternCategory =>
+  (patternCategories as readonly string[]).includes(value);
 
 const CATEGORY_NAMES: Record<PatternCategory, string> = {
   bad_deploy: 'Bad deployment',
@@ -54,7 +58,10 @@ const CATEGORY_NAMES: Record<PatternCategory, string> = {
 };
 
 /** The analyzer's cause words, counting every hit (a correction's category has the most). */
-const TEXT_CUES = CAUSE_CUES.map((cue) => ({ category: cue.kind as PatternCategory, pattern: new RegExp(cue.pattern.source, 'gi') }));
+const TEXT_CUES = CAUSE_CUES.map((cue) => ({
+  category: cue.kind as PatternCategory,
+  pattern: new RegExp(cue.pattern.source, 'gi'),
+}));
 const NEGATED = /\b(not|no|never|didn'?t|wasn'?t|isn'?t|ruled out|unrelated|nothing to do)\b/i;
 
 /**
@@ -77,8 +84,29 @@ export function categorizeText(text: string): PatternCategory {
 
 /** Labels that identify a host, a pod or a single event: never part of a signature. */
 const VOLATILE_LABELS = new Set([
-  'instance', 'pod', 'pod_name', 'host', 'hostname', 'container', 'container_id', 'node', 'ip', 'address', 'fingerprint',
-  'timestamp', 'id', 'request_id', 'trace_id', 'span_id', 'uid', 'replica', 'sha', 'head_commit', 'value', 'alertname', 'startsat',
+  'instance',
+  'pod',
+  'pod_name',
+  'host',
+  'hostname',
+  'container',
+  'container_id',
+  'node',
+  'ip',
+  'address',
+  'fingerprint',
+  'timestamp',
+  'id',
+  'request_id',
+  'trace_id',
+  'span_id',
+  'uid',
+  'replica',
+  'sha',
+  'head_commit',
+  'value',
+  'alertname',
+  'startsat',
 ]);
 const MAX_SIGNATURE_LABELS = 10;
 const MAX_SIGNATURE_ALERTS = 20;
@@ -114,7 +142,7 @@ export interface PatternSignature {
 }
 
 const normalisedWords = (text: string) =>
-  [...new Set((text.toLowerCase().match(/[a-z][a-z0-9_-]{3,}/g) ?? []))].sort().slice(0, 12);
+  [...new Set(text.toLowerCase().match(/[a-z][a-z0-9_-]{3,}/g) ?? [])].sort().slice(0, 12);
 
 /**
  * The canonical key of a signature (unique per tenant): service, category and alert names. An
@@ -134,9 +162,15 @@ export function signatureKey(sig: Pick<PatternSignature, 'service' | 'category' 
 /** "Connection pool exhaustion on checkout-api (HighErrorRate, DBConnections)". */
 export function patternTitle(sig: Pick<PatternSignature, 'service' | 'category' | 'alertNames' | 'rootCause'>): string {
   const where = sig.service ?? 'an unnamed service';
-  const alerts = sig.alertNames.length > 0 ? ` (${sig.alertNames.slice(0, 2).join(', ')}${sig.alertNames.length > 2 ? ', …' : ''})` : '';
+  const alerts =
+    sig.alertNames.length > 0
+      ? ` (${sig.alertNames.slice(0, 2).join(', ')}${sig.alertNames.length > 2 ? ', …' : ''})`
+      : '';
   if (sig.category === 'other') {
-    const first = sig.rootCause.split(/(?<=[.!?;])\s+|\n/)[0]!.trim().replace(/[.;]+$/, '');
+    const first = sig.rootCause
+      .split(/(?<=[.!?;])\s+|\n/)[0]!
+      .trim()
+      .replace(/[.;]+$/, '');
     const short = first.length > 80 ? `${first.slice(0, 79)}…` : first;
     return `${where}: ${short}${alerts}`.slice(0, 200);
   }
@@ -178,7 +212,13 @@ export function symptomMatch(
  */
 export function signatureMatch(
   sig: PatternSignature,
-  pattern: { service: string | null; alertNames: string[]; labels: Record<string, string>; category: string; signatureKey: string },
+  pattern: {
+    service: string | null;
+    alertNames: string[];
+    labels: Record<string, string>;
+    category: string;
+    signatureKey: string;
+  },
 ): number | null {
   if (pattern.category !== sig.category) return null;
   if (sig.category === 'other' && pattern.signatureKey !== signatureKey(sig)) return null;
@@ -197,8 +237,15 @@ const ACTION_VERBS =
  */
 export function actionsInText(text: string): string[] {
   const clauses = text
-    .split(/(?<=[.!?;])\s+|\n+|,\s+(?=(?:then|and then|so|fix(ed)? by|fixed with)\b)|\b(?:fix(?:ed)? by|fixed with|resolved by|mitigated by)\b/i)
-    .map((s) => (s ?? '').trim().replace(/^(then|and then|so)\s+/i, '').replace(/[.;]+$/, ''))
+    .split(
+      /(?<=[.!?;])\s+|\n+|,\s+(?=(?:then|and then|so|fix(ed)? by|fixed with)\b)|\b(?:fix(?:ed)? by|fixed with|resolved by|mitigated by)\b/i,
+    )
+    .map((s) =>
+      (s ?? '')
+        .trim()
+        .replace(/^(then|and then|so)\s+/i, '')
+        .replace(/[.;]+$/, ''),
+    )
     .filter((s) => s.length >= 6 && ACTION_VERBS.test(s));
   const seen = new Set<string>();
   const out: string[] = [];

@@ -18,19 +18,69 @@ export interface Plan {
 
 /** Plans and their published features, exactly as the interface lists them. */
 export const plans: readonly Plan[] = [
-  { planId: 'plan_starter', name: 'Starter', priceMonthlyUsd: 99, features: { investigationsPerMonth: 15, eventsPerMonth: 500, apiRateLimitPerMinute: 100, customSkills: false, relayAccess: false } },
-  { planId: 'plan_pro', name: 'Pro', priceMonthlyUsd: 349, features: { investigationsPerMonth: 60, eventsPerMonth: 3000, apiRateLimitPerMinute: 500, customSkills: true, relayAccess: true } },
-  { planId: 'plan_business', name: 'Business', priceMonthlyUsd: 899, features: { investigationsPerMonth: 200, eventsPerMonth: 10000, apiRateLimitPerMinute: 2000, customSkills: true, relayAccess: true } },
-  { planId: 'plan_enterprise', name: 'Enterprise', priceMonthlyUsd: null, features: { investigationsPerMonth: 'custom', eventsPerMonth: 'custom', apiRateLimitPerMinute: 2000, customSkills: true, relayAccess: true } },
+  {
+    planId: 'plan_starter',
+    name: 'Starter',
+    priceMonthlyUsd: 99,
+    features: {
+      investigationsPerMonth: 15,
+      eventsPerMonth: 500,
+      apiRateLimitPerMinute: 100,
+      customSkills: false,
+      relayAccess: false,
+    },
+  },
+  {
+    planId: 'plan_pro',
+    name: 'Pro',
+    priceMonthlyUsd: 349,
+    features: {
+      investigationsPerMonth: 60,
+      eventsPerMonth: 3000,
+      apiRateLimitPerMinute: 500,
+      customSkills: true,
+      relayAccess: true,
+    },
+  },
+  {
+    planId: 'plan_business',
+    name: 'Business',
+    priceMonthlyUsd: 899,
+    features: {
+      investigationsPerMonth: 200,
+      eventsPerMonth: 10000,
+      apiRateLimitPerMinute: 2000,
+      customSkills: true,
+      relayAccess: true,
+    },
+  },
+  {
+    planId: 'plan_enterprise',
+    name: 'Enterprise',
+    priceMonthlyUsd: null,
+    features: {
+      investigationsPerMonth: 'custom',
+      eventsPerMonth: 'custom',
+      apiRateLimitPerMinute: 2000,
+      customSkills: true,
+      relayAccess: true,
+    },
+  },
 ];
 
 /** Quotas not in the interface (DESIGN §5). */
 const chatMessagesPerMonth: Record<PlanId, number | 'custom'> = {
-  plan_starter: 200, plan_pro: 1000, plan_business: 5000, plan_enterprise: 'custom',
+  plan_starter: 200,
+  plan_pro: 1000,
+  plan_business: 5000,
+  plan_enterprise: 'custom',
 };
 /** Days of audit log each plan keeps; older entries are purged (decision 152). */
 export const auditRetentionDays: Readonly<Record<PlanId, number>> = {
-  plan_starter: 30, plan_pro: 90, plan_business: 365, plan_enterprise: 730,
+  plan_starter: 30,
+  plan_pro: 90,
+  plan_business: 365,
+  plan_enterprise: 730,
 };
 
 export function getPlan(planId: PlanId): Plan {
@@ -44,7 +94,9 @@ export type QuotaMetric = 'events' | 'investigations' | 'chat_messages';
 /** The monthly quotas an enterprise tenant may have set (`settings.quotas`), by setting name. */
 export type CustomQuotas = { investigationsPerMonth: number; eventsPerMonth: number; chatMessagesPerMonth: number };
 export const customQuotaKeys: Readonly<Record<QuotaMetric, keyof CustomQuotas>> = {
-  investigations: 'investigationsPerMonth', events: 'eventsPerMonth', chat_messages: 'chatMessagesPerMonth',
+  investigations: 'investigationsPerMonth',
+  events: 'eventsPerMonth',
+  chat_messages: 'chatMessagesPerMonth',
 };
 /** The bound an operator may set a custom quota to (the counters are 32-bit integers). */
 export const MAX_CUSTOM_QUOTA = 1_000_000_000;
@@ -54,16 +106,20 @@ export const MAX_CUSTOM_QUOTA = 1_000_000_000;
  * remaining count is an integer, and enforcement uses the same numbers.
  */
 export const enterpriseQuotaDefaults: Readonly<CustomQuotas> = {
-  investigationsPerMonth: 2000, eventsPerMonth: 1_000_000, chatMessagesPerMonth: 20_000,
+  investigationsPerMonth: 2000,
+  eventsPerMonth: 1_000_000,
+  chatMessagesPerMonth: 20_000,
 };
 
 /** The monthly limit of a metric for a tenant: its plan's, or for enterprise its custom one or the default. */
 export function monthlyQuota(tenant: Pick<TenantRow, 'plan' | 'settings'>, metric: QuotaMetric): number {
   const plan = getPlan(tenant.plan);
   const published =
-    metric === 'events' ? plan.features.eventsPerMonth
-    : metric === 'investigations' ? plan.features.investigationsPerMonth
-    : chatMessagesPerMonth[tenant.plan];
+    metric === 'events'
+      ? plan.features.eventsPerMonth
+      : metric === 'investigations'
+        ? plan.features.investigationsPerMonth
+        : chatMessagesPerMonth[tenant.plan];
   if (published !== 'custom') return published;
   const key = customQuotaKeys[metric];
   return tenant.settings.quotas?.[key] ?? enterpriseQuotaDefaults[key];
@@ -106,4 +162,5 @@ export function quotaWarningsCrossed(before: number, after: number, limit: numbe
 }
 
 /** The idempotency key of a quota warning: one per tenant, month, metric and percent. */
-export const quotaWarningKey = (tenantId: string, period: string, metric: QuotaMetric, percent: number) => `${tenantId}:${period}:${metric}:quota:${percent}`;
+export const quotaWarningKey = (tenantId: string, period: string, metric: QuotaMetric, percent: number) =>
+  `${tenantId}:${period}:${metric}:quota:${percent}`;

@@ -59,7 +59,13 @@ function fromStepHeadings(lines: string[]): string[] {
     const section = lines.slice(index + 1);
     const end = section.findIndex((l) => HEADING.test(l));
     const firstLine = (end === -1 ? section : section.slice(0, end)).map((l) => l.trim()).find((l) => l.length > 0);
-    steps.push(firstLine ?? line.trim().replace(/^#+\s*/, '').replace(CLOSING_HASHES, ''));
+    steps.push(
+      firstLine ??
+        line
+          .trim()
+          .replace(/^#+\s*/, '')
+          .replace(CLOSING_HASHES, ''),
+    );
   });
   return steps;
 }
@@ -77,6 +83,9 @@ function fromItems(lines: string[], item: RegExp): string[] {
 export function parseRunbookSteps(markdown: string): RunbookStep[] {
   const lines = proseLines(markdown);
   const headings = fromStepHeadings(lines);
-  const texts = headings.length > 0 ? headings : [NUMBERED_ITEM, BULLET_ITEM].map((item) => fromItems(lines, item)).find((s) => s.length > 0) ?? [];
+  const texts =
+    headings.length > 0
+      ? headings
+      : ([NUMBERED_ITEM, BULLET_ITEM].map((item) => fromItems(lines, item)).find((s) => s.length > 0) ?? []);
   return texts.map((text, i) => ({ number: i + 1, text }));
 }

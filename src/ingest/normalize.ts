@@ -104,10 +104,7 @@ function fitChunks(chunks: string[], max: number, separator: string): string[] {
  * Joins the non-empty parts with blank lines, appends a `Labels:` line when there are labels,
  * and keeps the result within 10–4000 characters, cutting the longest parts first.
  */
-export function makeDescription(
-  parts: Array<string | undefined | null>,
-  labels: Record<string, string> = {},
-): string {
+export function makeDescription(parts: Array<string | undefined | null>, labels: Record<string, string> = {}): string {
   const chunks = parts.map((part) => part?.trim() ?? '').filter((part) => part !== '');
   if (Object.keys(labels).length > 0) chunks.push(`Labels: ${formatLabels(labels)}`);
   let text = clip(fitChunks(chunks, DESCRIPTION_MAX, '\n\n').join('\n\n'), DESCRIPTION_MAX);
@@ -194,6 +191,8 @@ export function withOneLineLabels(events: NormalizedEvent[]): NormalizedEvent[] 
   return events.map((event) => {
     const service = event.service === null ? null : oneLineLabel(event.service) || null;
     const title = oneLineLabel(event.title) || '(untitled alert)';
-    return event.kind === 'alert' ? { ...event, service, title, alertName: oneLineLabel(event.alertName) } : { ...event, service, title };
+    return event.kind === 'alert'
+      ? { ...event, service, title, alertName: oneLineLabel(event.alertName) }
+      : { ...event, service, title };
   });
 }

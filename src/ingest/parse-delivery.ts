@@ -31,8 +31,12 @@ export function parseDelivery({ provider: name, body, headers }: DeliveryToParse
   if (!provider) throw new AppError('not_found', `Unknown provider ${name}`);
   const header = (key: string) => headers[key];
   // A UTF-8 byte-order mark, which some senders write first, is not part of the JSON text.
-  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8').replace(/^\uFEFF/, '');
-  const payload = /^application\/x-www-form-urlencoded\s*(;|$)/i.test(header('content-type') ?? '') ? formPayload(text) : jsonPayload(text);
+  const text = Buffer.from(body.buffer, body.byteOffset, body.byteLength)
+    .toString('utf8')
+    .replace(/^\uFEFF/, '');
+  const payload = /^application\/x-www-form-urlencoded\s*(;|$)/i.test(header('content-type') ?? '')
+    ? formPayload(text)
+    : jsonPayload(text);
   let parsed;
   try {
     parsed = provider.parse(payload, header);
@@ -40,7 +44,10 @@ export function parseDelivery({ provider: name, body, headers }: DeliveryToParse
     if (err instanceof PayloadError) throw new AppError('validation_error', err.message, err.details);
     throw err;
   }
-  const events: ParsedEvent[] = withOneLineLabels(parsed.events).map(({ raw, ...event }) => ({ ...event, rawJson: JSON.stringify(raw ?? {}) }));
+  const events: ParsedEvent[] = withOneLineLabels(parsed.events).map(({ raw, ...event }) => ({
+    ...event,
+    rawJson: JSON.stringify(raw ?? {}),
+  }));
   return {
     events,
     ...(parsed.deliveryId !== undefined ? { deliveryId: parsed.deliveryId } : {}),
@@ -73,15 +80,21 @@ function formPayload(text: string): unknown {
   let count = 0;
   for (const [name, value] of fields) {
     if (++count > WEBHOOK_JSON_BOUNDS.keysPerObject) {
-      throw new AppError('validation_error', `The form body has more than ${WEBHOOK_JSON_BOUNDS.keysPerObject} fields`, [
-        { path: 'body', message: `has more than ${WEBHOOK_JSON_BOUNDS.keysPerObject} fields` },
-      ]);
+      throw new AppError(
+        'validation_error',
+        `The form body has more than ${WEBHOOK_JSON_BOUNDS.keysPerObject} fields`,
+        [{ path: 'body', message: `has more than ${WEBHOOK_JSON_BOUNDS.keysPerObject} fields` }],
+      );
     }
     const seen = body[name];
     body[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [seen, value];
   }
   if (Object.keys(body).length === 0) {
-    throw new AppError('validation_error', 'A form-encoded delivery must carry its fields, or its JSON in a payload field', [{ path: 'payload', message: 'is required' }]);
+    throw new AppError(
+      'validation_error',
+      'A form-encoded delivery must carry its fields, or its JSON in a payload field',
+      [{ path: 'payload', message: 'is required' }],
+    );
   }
   return storableCopy(body);
 }

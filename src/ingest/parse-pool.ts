@@ -12,7 +12,11 @@ export interface DeliveryParserSettings {
   maxQueued: number;
 }
 
-export const DEFAULT_PARSER_SETTINGS: DeliveryParserSettings = { threads: 1, offThreadFromBytes: 64 * 1024, maxQueued: 32 };
+export const DEFAULT_PARSER_SETTINGS: DeliveryParserSettings = {
+  threads: 1,
+  offThreadFromBytes: 64 * 1024,
+  maxQueued: 32,
+};
 
 export interface DeliveryParser {
   parse(delivery: DeliveryToParse): Promise<ParsedWebhook>;
@@ -43,7 +47,8 @@ export function createDeliveryParser(overrides: Partial<DeliveryParserSettings> 
     }));
   return {
     async parse(delivery) {
-      if (settings.threads === 0 || delivery.body.byteLength < settings.offThreadFromBytes) return parseDelivery(delivery);
+      if (settings.threads === 0 || delivery.body.byteLength < settings.offThreadFromBytes)
+        return parseDelivery(delivery);
       const p = threadPool();
       if (p.queueSize >= settings.maxQueued) {
         throw new AppError('service_unavailable', 'Too many large deliveries are waiting to be parsed; retry shortly');

@@ -47,7 +47,10 @@ export interface ParsedDelivery {
 
 /** A payload that does not match the provider's format. `details` say what is wrong. */
 export class PayloadError extends Error {
-  constructor(message: string, readonly details: Array<{ path: string; message: string }> = []) {
+  constructor(
+    message: string,
+    readonly details: Array<{ path: string; message: string }> = [],
+  ) {
     super(message);
     this.name = 'PayloadError';
   }

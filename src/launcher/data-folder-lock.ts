@@ -21,7 +21,9 @@ export class DataDirInUse extends Error {
     readonly pid: number,
     dataDir: string,
   ) {
-    super(`Another npm start (pid ${pid}) is running on ${dataDir}; stop it first (kill ${pid}), or set DATA_DIR to another folder`);
+    super(
+      `Another npm start (pid ${pid}) is running on ${dataDir}; stop it first (kill ${pid}), or set DATA_DIR to another folder`,
+    );
   }
 }
 
@@ -51,13 +53,24 @@ export function processStartTime(pid: number): string | undefined {
 const bootId = () => readOrUndefined('/proc/sys/kernel/random/boot_id')?.trim() ?? '-';
 
 /** This process as its file names it; '-' for what this system does not tell. */
-const me = (): Launcher => ({ pid: process.pid, startTime: processStartTime(process.pid) ?? '-', bootId: bootId(), at: Date.now() });
+const me = (): Launcher => ({
+  pid: process.pid,
+  startTime: processStartTime(process.pid) ?? '-',
+  bootId: bootId(),
+  at: Date.now(),
+});
 
 /** The launcher a file names, while that very process runs (not one that reused its pid). */
 function running(content: string): Launcher | undefined {
   const [pidText, startTime = '', boot = '', at] = content.trim().split(' ');
   const launcher = { pid: Number(pidText), startTime, bootId: boot, at: Number(at) };
-  if (!Number.isSafeInteger(launcher.pid) || launcher.pid < 2 || !Number.isFinite(launcher.at) || launcher.bootId !== bootId()) return undefined;
+  if (
+    !Number.isSafeInteger(launcher.pid) ||
+    launcher.pid < 2 ||
+    !Number.isFinite(launcher.at) ||
+    launcher.bootId !== bootId()
+  )
+    return undefined;
   const started = processStartTime(launcher.pid);
   if (started !== undefined) return started === startTime ? launcher : undefined;
   if (startTime !== '-') return undefined; // /proc is there and has no such process

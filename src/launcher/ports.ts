@@ -7,7 +7,9 @@ export async function assertPortFree(port: number, host: string, variable: strin
     probe.once('error', (err: NodeJS.ErrnoException) => {
       reject(
         err.code === 'EADDRINUSE'
-          ? new Error(`Port ${port} is already in use (${variable}); stop what uses it or set ${variable} to a free port`)
+          ? new Error(
+              `Port ${port} is already in use (${variable}); stop what uses it or set ${variable} to a free port`,
+            )
           : err,
       );
     });

@@ -66,7 +66,13 @@ async function main() {
   if (!databaseUrl) {
     // An earlier start on this data folder that was killed left its PostgreSQL running.
     const databaseDir = path.join(config.dataDir, 'postgres');
-    await stopLeftover({ pid: pidFromFile(path.join(databaseDir, 'postmaster.pid')), mustInclude: ['-D', databaseDir], name: 'PostgreSQL', signal: 'SIGINT', log: say });
+    await stopLeftover({
+      pid: pidFromFile(path.join(databaseDir, 'postmaster.pid')),
+      mustInclude: ['-D', databaseDir],
+      name: 'PostgreSQL',
+      signal: 'SIGINT',
+      log: say,
+    });
     await assertPortFree(config.pgPort, '127.0.0.1', 'PG_PORT');
     say(`Starting PostgreSQL (embedded) on 127.0.0.1:${config.pgPort}, data in ${config.dataDir}`);
     const pg = await startEmbeddedPostgres({
@@ -92,7 +98,13 @@ async function main() {
   if (!temporalAddress) {
     const temporalDb = path.join(config.dataDir, 'temporal.sqlite');
     const temporalPidFile = path.join(config.dataDir, 'temporal.pid');
-    await stopLeftover({ pid: pidFromFile(temporalPidFile), mustInclude: ['start-dev', temporalDb], name: 'Temporal dev server', signal: 'SIGTERM', log: say });
+    await stopLeftover({
+      pid: pidFromFile(temporalPidFile),
+      mustInclude: ['start-dev', temporalDb],
+      name: 'Temporal dev server',
+      signal: 'SIGTERM',
+      log: say,
+    });
     await assertPortFree(config.temporal.port, '127.0.0.1', 'TEMPORAL_PORT');
     await assertPortFree(config.temporal.uiPort, '127.0.0.1', 'TEMPORAL_UI_PORT');
     const cliPath = resolveTemporalCli({ cliPath: config.temporal.cliPath, log: say });
@@ -108,7 +120,10 @@ async function main() {
       // Nothing else would notice: the api and worker would wait for it for ever (decision 223).
       supervise: {
         exited: ({ code, signal, restartInMs }) =>
-          logger.error({ code, signal, restartInMs, log: path.join(config.dataDir, 'temporal.log') }, 'the Temporal dev server exited; restarting it'),
+          logger.error(
+            { code, signal, restartInMs, log: path.join(config.dataDir, 'temporal.log') },
+            'the Temporal dev server exited; restarting it',
+          ),
         restarted: (pid) => {
           if (pid) writeFileSync(temporalPidFile, `${pid}\n`);
           logger.warn({ pid }, 'the Temporal dev server was restarted');

@@ -40,18 +40,30 @@ export function describeEvent(
           body: `A ${str(payload.severity) ?? 'new'} severity incident was opened (${str(payload.source) ?? 'manual'}).`,
         };
       case 'incident.status_changed':
-        return { title: `Incident ${str(payload.to) ?? 'updated'}`, body: `${about} moved from ${str(payload.from) ?? '?'} to ${str(payload.to) ?? '?'}.` };
+        return {
+          title: `Incident ${str(payload.to) ?? 'updated'}`,
+          body: `${about} moved from ${str(payload.from) ?? '?'} to ${str(payload.to) ?? '?'}.`,
+        };
       case 'incident.severity_changed':
         return {
           title: `Severity changed to ${str(payload.to) ?? '?'}`,
           body: `${about} changed severity from ${str(payload.from) ?? '?'} to ${str(payload.to) ?? '?'}${str(payload.reason) ? ` (${str(payload.reason)})` : ''}.`,
         };
       case 'incident.resolved':
-        return { title: `Incident resolved${incidentTitle ? `: ${incidentTitle}` : ''}`, body: `${about} was resolved.` };
+        return {
+          title: `Incident resolved${incidentTitle ? `: ${incidentTitle}` : ''}`,
+          body: `${about} was resolved.`,
+        };
       case 'triage.completed':
-        return { title: `Triage completed: ${str(payload.priority) ?? '?'} priority`, body: str(payload.summary) ?? `${about} was triaged.` };
+        return {
+          title: `Triage completed: ${str(payload.priority) ?? '?'} priority`,
+          body: str(payload.summary) ?? `${about} was triaged.`,
+        };
       case 'triage.failed':
-        return { title: 'Triage failed', body: `${about} could not be triaged${str(payload.reason) ? `: ${str(payload.reason)}` : '.'}` };
+        return {
+          title: 'Triage failed',
+          body: `${about} could not be triaged${str(payload.reason) ? `: ${str(payload.reason)}` : '.'}`,
+        };
       case 'investigation.started':
         return { title: 'Investigation started', body: `${about} is being investigated.` };
       case 'investigation.evidence_added': {
@@ -71,7 +83,7 @@ export function describeEvent(
       case 'investigation.failed':
         return {
           title: 'Investigation failed',
-          body: `${about} could not be investigated${str(payload.message) ?? str(payload.reason) ? `: ${str(payload.message) ?? str(payload.reason)}` : '.'}`,
+          body: `${about} could not be investigated${(str(payload.message) ?? str(payload.reason)) ? `: ${str(payload.message) ?? str(payload.reason)}` : '.'}`,
         };
       case 'approval.requested':
         return {
@@ -79,21 +91,45 @@ export function describeEvent(
           body: `A remediation for ${incidentTitle ? `"${incidentTitle}"` : 'an incident'} awaits approval${str(payload.deadline) ? ` until ${str(payload.deadline)}` : ''}.`,
         };
       case 'approval.expired':
-        return { title: 'Approval expired', body: `The remediation for ${incidentTitle ? `"${incidentTitle}"` : 'the incident'} was not approved in time and is cancelled.` };
+        return {
+          title: 'Approval expired',
+          body: `The remediation for ${incidentTitle ? `"${incidentTitle}"` : 'the incident'} was not approved in time and is cancelled.`,
+        };
       case 'remediation.approved':
-        return { title: 'Remediation approved', body: `The remediation for ${incidentTitle ? `"${incidentTitle}"` : 'the incident'} was approved and is executing.` };
+        return {
+          title: 'Remediation approved',
+          body: `The remediation for ${incidentTitle ? `"${incidentTitle}"` : 'the incident'} was approved and is executing.`,
+        };
       case 'remediation.rejected':
-        return { title: 'Remediation rejected', body: `The remediation for ${incidentTitle ? `"${incidentTitle}"` : 'the incident'} was rejected.` };
+        return {
+          title: 'Remediation rejected',
+          body: `The remediation for ${incidentTitle ? `"${incidentTitle}"` : 'the incident'} was rejected.`,
+        };
       case 'remediation.completed':
-        return { title: 'Remediation completed', body: `The remediation for ${incidentTitle ? `"${incidentTitle}"` : 'the incident'} completed${str(payload.verification) ? `: ${str(payload.verification)}` : '.'}` };
+        return {
+          title: 'Remediation completed',
+          body: `The remediation for ${incidentTitle ? `"${incidentTitle}"` : 'the incident'} completed${str(payload.verification) ? `: ${str(payload.verification)}` : '.'}`,
+        };
       case 'remediation.failed':
-        return { title: 'Remediation failed', body: `The remediation for ${incidentTitle ? `"${incidentTitle}"` : 'the incident'} failed${str(payload.failure) ? `: ${str(payload.failure)}` : '.'}` };
+        return {
+          title: 'Remediation failed',
+          body: `The remediation for ${incidentTitle ? `"${incidentTitle}"` : 'the incident'} failed${str(payload.failure) ? `: ${str(payload.failure)}` : '.'}`,
+        };
       case 'knowledge.pattern_created':
-        return { title: 'New pattern learned', body: str(payload.title) ?? str(payload.description) ?? 'A new incident pattern was recorded.' };
+        return {
+          title: 'New pattern learned',
+          body: str(payload.title) ?? str(payload.description) ?? 'A new incident pattern was recorded.',
+        };
       case 'knowledge.pattern_promoted':
-        return { title: 'Pattern promoted to stable', body: str(payload.title) ?? str(payload.description) ?? 'An incident pattern is now stable.' };
+        return {
+          title: 'Pattern promoted to stable',
+          body: str(payload.title) ?? str(payload.description) ?? 'An incident pattern is now stable.',
+        };
       case 'knowledge.feedback_received':
-        return { title: 'Feedback received', body: `Feedback was given on ${incidentTitle ? `"${incidentTitle}"` : 'an investigation'}.` };
+        return {
+          title: 'Feedback received',
+          body: `Feedback was given on ${incidentTitle ? `"${incidentTitle}"` : 'an investigation'}.`,
+        };
       case 'system.quota_warning': {
         const metric = str(payload.metric) ?? 'usage';
         return {
@@ -102,7 +138,10 @@ export function describeEvent(
         };
       }
       case 'system.export_completed':
-        return { title: 'Export completed', body: str(payload.url) ? `Your export is ready: ${str(payload.url)}` : 'Your export is ready.' };
+        return {
+          title: 'Export completed',
+          body: str(payload.url) ? `Your export is ready: ${str(payload.url)}` : 'Your export is ready.',
+        };
     }
   })();
   return { title: clip(d.title, MAX_TITLE), body: clip(d.body, MAX_BODY) };
@@ -139,7 +178,10 @@ export async function notificationsFor(
   const people =
     tenantIds.length === 0
       ? []
-      : await tx.select({ tenantId: users.tenantId, userId: users.userId, roles: users.roles }).from(users).where(activeUsers(inArray(users.tenantId, tenantIds)));
+      : await tx
+          .select({ tenantId: users.tenantId, userId: users.userId, roles: users.roles })
+          .from(users)
+          .where(activeUsers(inArray(users.tenantId, tenantIds)));
   const values: Array<typeof notifications.$inferInsert> = [];
   for (const row of rows) {
     const text = describeEvent(row.type, row.payload, row.incidentTitle);
@@ -152,7 +194,12 @@ export async function notificationsFor(
     }
     for (const person of people) {
       if (person.tenantId !== row.tenantId) continue;
-      if (adminOnly ? !person.roles.includes('admin') : !person.roles.includes('admin') && !person.roles.includes('member')) continue;
+      if (
+        adminOnly
+          ? !person.roles.includes('admin')
+          : !person.roles.includes('admin') && !person.roles.includes('member')
+      )
+        continue;
       values.push({
         id: newId('ntf'),
         tenantId: row.tenantId,
@@ -169,7 +216,10 @@ export async function notificationsFor(
 }
 
 /** Inserts notifications, once per idempotency key; returns the ids inserted now. */
-export async function insertNotifications(tx: Pick<Db, 'insert'>, values: Array<typeof notifications.$inferInsert>): Promise<string[]> {
+export async function insertNotifications(
+  tx: Pick<Db, 'insert'>,
+  values: Array<typeof notifications.$inferInsert>,
+): Promise<string[]> {
   const inserted: string[] = [];
   for (let i = 0; i < values.length; i += 1000) {
     const done = await tx
@@ -193,7 +243,9 @@ export function createNotifier(deps: NotifierDeps, options: NotifierOptions = {}
     ...(options.gapSettleMs !== undefined ? { gapSettleMs: options.gapSettleMs } : {}),
     ...(options.beforeCommit ? { beforeCommit: options.beforeCommit } : {}),
     handle: async (tx, rows) => {
-      const concerned = rows.filter((r) => !HANDLED_ELSEWHERE.has(r.type) && (options.tenantId === undefined || r.tenantId === options.tenantId));
+      const concerned = rows.filter(
+        (r) => !HANDLED_ELSEWHERE.has(r.type) && (options.tenantId === undefined || r.tenantId === options.tenantId),
+      );
       return insertNotifications(tx, await notificationsFor(tx, concerned));
     },
   });

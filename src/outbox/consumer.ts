@@ -82,13 +82,17 @@ export function createOutboxConsumer(deps: OutboxDeps, options: OutboxConsumerOp
       if (xmin >= o.xmax && now - o.at >= gapSettleMs) settledThrough = Math.max(settledThrough, o.seq);
       else remaining.push(o);
     }
-    if (maxSeen > settledThrough && !remaining.some((o) => o.seq >= maxSeen)) remaining.push({ seq: maxSeen, xmax: BigInt(snap!.xmax), at: now });
+    if (maxSeen > settledThrough && !remaining.some((o) => o.seq >= maxSeen))
+      remaining.push({ seq: maxSeen, xmax: BigInt(snap!.xmax), at: now });
     observations = remaining.slice(-100);
   };
 
   const runOnce = async (): Promise<PassResult> => {
     if (observations.length > 0) await settle(0);
-    await deps.db.insert(eventConsumers).values({ name, lastSeq: 0 }).onConflictDoNothing({ target: eventConsumers.name });
+    await deps.db
+      .insert(eventConsumers)
+      .values({ name, lastSeq: 0 })
+      .onConflictDoNothing({ target: eventConsumers.name });
     const result = await deps.db.transaction(async (tx) => {
       const [consumer] = await tx.select().from(eventConsumers).where(eq(eventConsumers.name, name)).for('update');
       const lastSeq = consumer!.lastSeq;
@@ -127,7 +131,13 @@ export function createOutboxConsumer(deps: OutboxDeps, options: OutboxConsumerOp
           .where(and(eq(eventConsumers.name, name), eq(eventConsumers.lastSeq, lastSeq)));
       }
       await options.beforeCommit?.(inserted);
-      return { consumed: take.length, created: inserted.length, blocked, lastSeq: newLast, maxSeen: rows.at(-1)?.seq ?? lastSeq };
+      return {
+        consumed: take.length,
+        created: inserted.length,
+        blocked,
+        lastSeq: newLast,
+        maxSeen: rows.at(-1)?.seq ?? lastSeq,
+      };
     });
     if (result.blocked) await settle(result.maxSeen);
     else observations = [];
@@ -201,10 +211,12 @@ export function startOutboxLoop(
   const listening =
     options.listen === false
       ? Promise.resolve(null)
-      : deps.sql.listen(eventsChannel, () => wake(), wake).catch((err: unknown) => {
-          deps.logger.warn({ err }, 'LISTEN failed; passes run on the interval only');
-          return null;
-        });
+      : deps.sql
+          .listen(eventsChannel, () => wake(), wake)
+          .catch((err: unknown) => {
+            deps.logger.warn({ err }, 'LISTEN failed; passes run on the interval only');
+            return null;
+          });
 
   return {
     runOnce: notifier.runOnce,

@@ -84,10 +84,20 @@ export type ApprovalRequestedPayload = {
 export type ApprovalExpiredPayload = { incidentId: string; remediationId: string; approvalId: string; reason: string };
 
 /** `remediation.approved` and `remediation.rejected`. */
-export type RemediationDecisionPayload = ActorFields & { incidentId: string; remediationId: string; approvalId: string; decidedAt: string };
+export type RemediationDecisionPayload = ActorFields & {
+  incidentId: string;
+  remediationId: string;
+  approvalId: string;
+  decidedAt: string;
+};
 
 /** `remediation.completed` carries `verification`, `remediation.failed` carries `failure`. */
-export type RemediationOutcomePayload = { incidentId: string; remediationId: string; verification?: string; failure?: string };
+export type RemediationOutcomePayload = {
+  incidentId: string;
+  remediationId: string;
+  verification?: string;
+  failure?: string;
+};
 
 export type PatternCreatedPayload = {
   patternId: string;

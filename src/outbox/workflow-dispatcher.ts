@@ -42,7 +42,11 @@ export const DISPATCH_CONCURRENCY = 8;
  * of every pass fails so, and one line per item buried the outage in hundreds of stack traces
  * (decision 223).
  */
-async function inWaves<T>(items: T[], work: (item: T) => Promise<void>, onError: (err: unknown, item: T, sameFailures?: number) => void): Promise<number> {
+async function inWaves<T>(
+  items: T[],
+  work: (item: T) => Promise<void>,
+  onError: (err: unknown, item: T, sameFailures?: number) => void,
+): Promise<number> {
   let done = 0;
   for (let i = 0; i < items.length; i += DISPATCH_CONCURRENCY) {
     const wave = items.slice(i, i + DISPATCH_CONCURRENCY);
@@ -60,14 +64,18 @@ async function inWaves<T>(items: T[], work: (item: T) => Promise<void>, onError:
 }
 
 /** What a dispatcher log line says of a failure: the error, or for an outage its reason and count. */
-const failureOf = (err: unknown, sameFailures?: number) => (sameFailures === undefined ? { err } : { ...failureLogFields(err), failedInWave: sameFailures });
+const failureOf = (err: unknown, sameFailures?: number) =>
+  sameFailures === undefined ? { err } : { ...failureLogFields(err), failedInWave: sameFailures };
 
 /**
  * Starts the workflow of every incident that has none yet: automated incidents (opened by
  * ingestion, started here) and manual ones whose start was lost in a crash. Starting is
  * idempotent, so a race with the api is harmless.
  */
-export async function reconcileIncidents(deps: WorkflowDispatcherDeps, options: { olderThanMs?: number } = {}): Promise<number> {
+export async function reconcileIncidents(
+  deps: WorkflowDispatcherDeps,
+  options: { olderThanMs?: number } = {},
+): Promise<number> {
   const graceSeconds = (options.olderThanMs ?? MANUAL_START_GRACE_MS) / 1000;
   const rows = await deps.db
     .select()
@@ -75,7 +83,10 @@ export async function reconcileIncidents(deps: WorkflowDispatcherDeps, options: 
     .where(
       and(
         isNull(incidents.workflowStartedAt),
-        or(eq(incidents.source, 'automated'), lt(incidents.createdAt, sql`now() - make_interval(secs => ${graceSeconds})`)),
+        or(
+          eq(incidents.source, 'automated'),
+          lt(incidents.createdAt, sql`now() - make_interval(secs => ${graceSeconds})`),
+        ),
       ),
     )
     .orderBy(asc(incidents.createdAt))
@@ -86,7 +97,11 @@ export async function reconcileIncidents(deps: WorkflowDispatcherDeps, options: 
       await deps.workflows.startIncident(toWorkflowInput(row), row.title);
       await markWorkflowStarted(deps.db, row.id);
     },
-    (err, row, same) => deps.logger.warn({ ...failureOf(err, same), incidentId: row.id }, 'could not start the incident workflow; will retry'),
+    (err, row, same) =>
+      deps.logger.warn(
+        { ...failureOf(err, same), incidentId: row.id },
+        'could not start the incident workflow; will retry',
+      ),
   );
 }
 
@@ -97,12 +112,20 @@ export const EXPORT_START_GRACE_MS = 10_000;
  * Starts the workflow of every audit export whose start was lost (Temporal unavailable when it
  * was submitted, or a crash between the insert and the start). Starting is idempotent.
  */
-export async function reconcileExports(deps: WorkflowDispatcherDeps, options: { olderThanMs?: number } = {}): Promise<number> {
+export async function reconcileExports(
+  deps: WorkflowDispatcherDeps,
+  options: { olderThanMs?: number } = {},
+): Promise<number> {
   const graceSeconds = (options.olderThanMs ?? EXPORT_START_GRACE_MS) / 1000;
   const rows = await deps.db
     .select({ id: auditExports.id, tenantId: auditExports.tenantId })
     .from(auditExports)
-    .where(and(isNull(auditExports.workflowStartedAt), lt(auditExports.submittedAt, sql`now() - make_interval(secs => ${graceSeconds})`)))
+    .where(
+      and(
+        isNull(auditExports.workflowStartedAt),
+        lt(auditExports.submittedAt, sql`now() - make_interval(secs => ${graceSeconds})`),
+      ),
+    )
     .orderBy(asc(auditExports.submittedAt))
     .limit(BATCH);
   let started = 0;
@@ -168,7 +191,11 @@ export async function deliverPendingAlerts(
   const byIncident = new Map<string, { alerts: ReceivedAlert[]; autoResolve: boolean }>();
   for (const row of rows) {
     const group = byIncident.get(row.incidentId!) ?? { alerts: [], autoResolve: row.autoResolve };
-    group.alerts.push({ eventId: row.eventId, status: row.status ?? 'firing', occurredAt: row.occurredAt.toISOString() });
+    group.alerts.push({
+      eventId: row.eventId,
+      status: row.status ?? 'firing',
+      occurredAt: row.occurredAt.toISOString(),
+    });
     group.autoResolve = row.autoResolve;
     byIncident.set(row.incidentId!, group);
   }
@@ -181,10 +208,16 @@ export async function deliverPendingAlerts(
       await deps.db
         .update(ingestedEvents)
         .set({ deliveredAt: sql`now()` })
-        .where(inArray(ingestedEvents.id, group.alerts.map((a) => a.eventId)));
+        .where(
+          inArray(
+            ingestedEvents.id,
+            group.alerts.map((a) => a.eventId),
+          ),
+        );
       delivered += group.alerts.length;
     },
-    (err, [incidentId], same) => deps.logger.warn({ ...failureOf(err, same), incidentId }, 'could not signal the incident workflow; will retry'),
+    (err, [incidentId], same) =>
+      deps.logger.warn({ ...failureOf(err, same), incidentId }, 'could not signal the incident workflow; will retry'),
   );
   return delivered;
 }
@@ -207,7 +240,10 @@ export interface WorkflowDispatcherOptions {
  * notifications, Temporal back after an outage, crashed api processes). Passes never overlap;
  * a wake-up during a pass schedules one more.
  */
-export function startWorkflowDispatcher(deps: WorkflowDispatcherDeps, options: WorkflowDispatcherOptions = {}): WorkflowDispatcher {
+export function startWorkflowDispatcher(
+  deps: WorkflowDispatcherDeps,
+  options: WorkflowDispatcherOptions = {},
+): WorkflowDispatcher {
   let running: Promise<unknown> | null = null;
   let again = false;
   let stopped = false;
@@ -259,10 +295,12 @@ export function startWorkflowDispatcher(deps: WorkflowDispatcherDeps, options: W
   const listening =
     options.listen === false
       ? Promise.resolve(null)
-      : deps.sql.listen(dispatchChannel, () => wake(), wake).catch((err: unknown) => {
-          deps.logger.warn({ err }, 'LISTEN failed; dispatching on the interval only');
-          return null;
-        });
+      : deps.sql
+          .listen(dispatchChannel, () => wake(), wake)
+          .catch((err: unknown) => {
+            deps.logger.warn({ err }, 'LISTEN failed; dispatching on the interval only');
+            return null;
+          });
 
   return {
     runOnce,

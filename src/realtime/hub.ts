@@ -57,7 +57,13 @@ interface EventDbRow {
 }
 
 function toEvent(row: EventDbRow): StreamEvent {
-  return { seq: Number(row.seq), type: row.type, incidentId: row.incident_id, payload: row.payload, occurredAt: new Date(row.occurred_at) };
+  return {
+    seq: Number(row.seq),
+    type: row.type,
+    incidentId: row.incident_id,
+    payload: row.payload,
+    occurredAt: new Date(row.occurred_at),
+  };
 }
 
 /**
@@ -115,7 +121,8 @@ export function createRealtimeHub(deps: { sql: postgres.Sql; logger: Logger }): 
    * next subscriber would be handed every event since as if live.
    */
   function dropIfIdle(tenantId: string, channel: TenantChannel): void {
-    if (channel.subscribers.size === 0 && !channel.reading && tenants.get(tenantId) === channel) tenants.delete(tenantId);
+    if (channel.subscribers.size === 0 && !channel.reading && tenants.get(tenantId) === channel)
+      tenants.delete(tenantId);
   }
 
   function fanOut(channel: TenantChannel, batch: StreamEvent[]): void {

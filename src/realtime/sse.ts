@@ -49,7 +49,11 @@ export function summarize(event: StreamEvent): string {
   const subject = event.incidentId ?? stringField(p, 'incidentId');
   const what = event.type.replace(/[._]/g, ' ');
   const detail =
-    typeof p.from === 'string' && typeof p.to === 'string' ? ` (${p.from} → ${p.to})` : typeof p.reason === 'string' ? ` (${p.reason.slice(0, 100)})` : '';
+    typeof p.from === 'string' && typeof p.to === 'string'
+      ? ` (${p.from} → ${p.to})`
+      : typeof p.reason === 'string'
+        ? ` (${p.reason.slice(0, 100)})`
+        : '';
   return `${what}${subject ? ` for ${subject}` : ''}${detail}`;
 }
 
@@ -145,7 +149,12 @@ export async function openEventStream(args: EventStreamArgs): Promise<ReadableSt
   let pending: StreamEvent[] = [];
   let ended = false;
   /** Set once the stream is running, or while the client is past the bounds; `end` clears them. */
-  const running: { heartbeat?: NodeJS.Timeout; overflow?: NodeJS.Timeout; expiry?: () => void; subscription?: { unsubscribe(): void } } = {};
+  const running: {
+    heartbeat?: NodeJS.Timeout;
+    overflow?: NodeJS.Timeout;
+    expiry?: () => void;
+    subscription?: { unsubscribe(): void };
+  } = {};
 
   const end = (reason: 'closed' | 'dropped' | 'disconnected') => {
     if (ended) return;
@@ -262,7 +271,10 @@ export async function openEventStream(args: EventStreamArgs): Promise<ReadableSt
       if (sentSeq > sub.startSeq) {
         const head = await hub.headSeq(tenantId);
         if (sentSeq > head) {
-          logger.info({ tenantId, lastEventId: sentSeq, head }, 'stream resumed from beyond the newest event; starting at the newest');
+          logger.info(
+            { tenantId, lastEventId: sentSeq, head },
+            'stream resumed from beyond the newest event; starting at the newest',
+          );
           sentSeq = head;
         }
       }

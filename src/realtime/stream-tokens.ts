@@ -66,7 +66,12 @@ export async function useStreamToken(
     .update(streamTokens)
     .set({ usedAt: sql`coalesce(${streamTokens.usedAt}, now())` })
     .where(and(eq(streamTokens.tokenHash, hashToken(token)), gt(streamTokens.expiresAt, sql`now()`)))
-    .returning({ tenantId: streamTokens.tenantId, userId: streamTokens.userId, roles: streamTokens.roles, expiresAt: streamTokens.expiresAt });
+    .returning({
+      tenantId: streamTokens.tenantId,
+      userId: streamTokens.userId,
+      roles: streamTokens.roles,
+      expiresAt: streamTokens.expiresAt,
+    });
   if (!row) return undefined;
   return {
     tenantId: row.tenantId,

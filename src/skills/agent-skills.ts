@@ -20,10 +20,23 @@ export const MAX_FINDING_CHARS = 2000;
 
 /** The agents that call skills, in routing order, with the evidence type their findings get. */
 export const skillRoles = [
-  { role: 'logs', type: 'log', words: /\b(logs?|logging|log ?lines?|exceptions?|stack ?traces?|error messages?|journal)\b/ },
-  { role: 'metrics', type: 'metric', words: /\b(metrics?|prometheus|promql|latency|cpu|memory usage|throughput|error rates?|saturation|time ?series|dashboards?)\b/ },
+  {
+    role: 'logs',
+    type: 'log',
+    words: /\b(logs?|logging|log ?lines?|exceptions?|stack ?traces?|error messages?|journal)\b/,
+  },
+  {
+    role: 'metrics',
+    type: 'metric',
+    words:
+      /\b(metrics?|prometheus|promql|latency|cpu|memory usage|throughput|error rates?|saturation|time ?series|dashboards?)\b/,
+  },
   { role: 'deployment', type: 'deployment', words: /\b(deploy(s|ed|ment|ments)?|releases?|rollouts?|rollbacks?)\b/ },
-  { role: 'code_change', type: 'code_change', words: /\b(commits?|diffs?|pull requests?|code changes?|merges?|changesets?)\b/ },
+  {
+    role: 'code_change',
+    type: 'code_change',
+    words: /\b(commits?|diffs?|pull requests?|code changes?|merges?|changesets?)\b/,
+  },
 ] as const satisfies ReadonlyArray<{ role: AgentRole; type: EvidenceType; words: RegExp }>;
 
 export type SkillRole = (typeof skillRoles)[number]['role'];
@@ -68,7 +81,10 @@ export interface IncidentFacts {
 type Fact = { kind: 'text'; value: string } | { kind: 'time'; value: Date } | { kind: 'count'; value: number };
 
 const factNames: Array<{ names: RegExp; fact: (f: IncidentFacts) => Fact | null }> = [
-  { names: /^(service|servicename|app|application|component)$/, fact: (f) => (f.service ? { kind: 'text', value: f.service } : null) },
+  {
+    names: /^(service|servicename|app|application|component)$/,
+    fact: (f) => (f.service ? { kind: 'text', value: f.service } : null),
+  },
   { names: /^(incident|incidentid)$/, fact: (f) => ({ kind: 'text', value: f.incidentId }) },
   { names: /^(severity|priority)$/, fact: (f) => ({ kind: 'text', value: f.severity }) },
   { names: /^(alert|alertname)$/, fact: (f) => (f.alertName ? { kind: 'text', value: f.alertName } : null) },
@@ -107,11 +123,17 @@ export function bindSkillInput(schema: Record<string, unknown> | null, facts: In
   if (!schema) {
     return {
       ok: true,
-      input: { ...(facts.service ? { service: facts.service } : {}), since: facts.since.toISOString(), until: facts.until.toISOString() },
+      input: {
+        ...(facts.service ? { service: facts.service } : {}),
+        since: facts.since.toISOString(),
+        until: facts.until.toISOString(),
+      },
     };
   }
   const properties = (schema.properties ?? {}) as Record<string, unknown>;
-  const required = Array.isArray(schema.required) ? schema.required.filter((r): r is string => typeof r === 'string') : [];
+  const required = Array.isArray(schema.required)
+    ? schema.required.filter((r): r is string => typeof r === 'string')
+    : [];
   const input: Record<string, unknown> = {};
   for (const [name, property] of Object.entries(properties)) {
     const known = factNames.find((f) => f.names.test(name.toLowerCase().replace(/[_-]/g, '')));
@@ -158,7 +180,8 @@ export function findingText(output: unknown): string {
   return text.length > MAX_FINDING_CHARS ? `${text.slice(0, MAX_FINDING_CHARS - 1)}…` : text;
 }
 
-const TELLING = /\b(fatal|error|errors|exception|fail(ed|ure|s)?|refused|denied|timed? ?out|timeout|expired|unreachable|no space|oom|killed|panic|crash(ed)?|too many|exhaust(ed|ion)|unavailable|5\d\d)\b/i;
+const TELLING =
+  /\b(fatal|error|errors|exception|fail(ed|ure|s)?|refused|denied|timed? ?out|timeout|expired|unreachable|no space|oom|killed|panic|crash(ed)?|too many|exhaust(ed|ion)|unavailable|5\d\d)\b/i;
 
 /** The most telling line of a finding (an error, a failure), else its first. */
 export function tellingLine(text: string): { line: string; alarming: boolean } {

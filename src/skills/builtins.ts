@@ -25,7 +25,12 @@ export interface BuiltinSkill {
 export const BUILTIN_ID_PREFIX = 'skl_builtin_';
 
 const text = (maxLength: number) => ({ type: 'string', minLength: 1, maxLength });
-const integer = (minimum: number, maximum: number, defaultValue: number) => ({ type: 'integer', minimum, maximum, default: defaultValue });
+const integer = (minimum: number, maximum: number, defaultValue: number) => ({
+  type: 'integer',
+  minimum,
+  maximum,
+  default: defaultValue,
+});
 const objectSchema = (properties: Record<string, unknown>, required: string[] = []) => ({
   type: 'object',
   properties,
@@ -43,7 +48,10 @@ const blastRadiusSkill: BuiltinSkill = {
   name: 'blast_radius',
   description:
     'Lists every service that a failure of the given service affects (services that depend on it directly or transitively), with the shortest number of hops and an impact of high, medium or low. Use it to judge how far an incident spreads.',
-  inputSchema: objectSchema({ serviceId: { ...text(64), description: 'The svc_… id of a service in the topology graph' } }, ['serviceId']),
+  inputSchema: objectSchema(
+    { serviceId: { ...text(64), description: 'The svc_… id of a service in the topology graph' } },
+    ['serviceId'],
+  ),
   async run(db, tenantId, input) {
     const serviceId = input.serviceId as string;
     const result = await blastRadius(db, tenantId, serviceId);
@@ -127,7 +135,9 @@ const searchIncidentsSkill: BuiltinSkill = {
       .where(
         and(
           eq(incidents.tenantId, tenantId),
-          query ? or(ilike(incidents.title, containing(query)), ilike(incidents.description, containing(query))) : undefined,
+          query
+            ? or(ilike(incidents.title, containing(query)), ilike(incidents.description, containing(query)))
+            : undefined,
           status ? eq(incidents.status, status) : undefined,
           service ? eq(incidents.service, service) : undefined,
         ),

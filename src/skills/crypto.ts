@@ -45,7 +45,9 @@ export function createSkillCipher(key: Buffer): SkillCipher {
       decipher.setAAD(additionalData(context));
       decipher.setAuthTag(Buffer.from(tag, 'base64url'));
       try {
-        return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
+        return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString(
+          'utf8',
+        );
       } catch {
         throw new Error('a stored skill header value cannot be decrypted (was SKILL_ENCRYPTION_KEY changed?)');
       }

@@ -46,8 +46,16 @@ export interface HttpCallResult {
 
 const USER_AGENT = 'incident-investigation-service-skills/1';
 const RETRYABLE_NETWORK_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN', 'EAI_AGAIN',
-  'UND_ERR_SOCKET', 'ECONNABORTED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'ECONNABORTED',
 ]);
 
 /** Where a request goes and what it carries, for one hop. */
@@ -63,7 +71,10 @@ function firstHop(call: HttpCall): Hop {
   if (call.method === 'GET' || call.method === 'DELETE') {
     if (call.input !== undefined && call.input !== null) {
       if (typeof call.input !== 'object' || Array.isArray(call.input)) {
-        throw new OutboundError('invalid_input', `${call.method} skills take an object whose properties become query parameters`);
+        throw new OutboundError(
+          'invalid_input',
+          `${call.method} skills take an object whose properties become query parameters`,
+        );
       }
       for (const [name, value] of Object.entries(call.input as Record<string, unknown>)) {
         if (value === undefined || value === null) continue;
@@ -98,7 +109,11 @@ function describeNetworkError(err: NodeJS.ErrnoException, url: URL): OutboundErr
 }
 
 /** Sends one request and resolves once the response headers arrive. */
-function send(hop: Hop, target: Awaited<ReturnType<typeof resolveTarget>>, signal: AbortSignal): Promise<http.IncomingMessage> {
+function send(
+  hop: Hop,
+  target: Awaited<ReturnType<typeof resolveTarget>>,
+  signal: AbortSignal,
+): Promise<http.IncomingMessage> {
   const transport = hop.url.protocol === 'https:' ? https : http;
   const headers: Record<string, string> = {
     'user-agent': USER_AGENT,
@@ -146,7 +161,9 @@ function readBody(response: http.IncomingMessage, maxBytes: number, url: URL): P
     });
     response.once('end', () => resolve(Buffer.concat(chunks)));
     response.once('error', reject);
-    response.once('aborted', () => reject(new OutboundError('network_error', `${url.host}: the response was cut off`, true)));
+    response.once('aborted', () =>
+      reject(new OutboundError('network_error', `${url.host}: the response was cut off`, true)),
+    );
   });
 }
 
@@ -183,7 +200,11 @@ async function attempt(call: HttpCall): Promise<{ status: number; body: unknown 
       if (hop.url.username || hop.url.password) {
         throw new OutboundError('invalid_config', 'URLs with credentials are not called; send them in a header');
       }
-      const target = await resolveTarget(hop.url.hostname, { allowlist: call.allowlist, resolver: call.resolver, signal });
+      const target = await resolveTarget(hop.url.hostname, {
+        allowlist: call.allowlist,
+        resolver: call.resolver,
+        signal,
+      });
       let response: http.IncomingMessage;
       try {
         response = await send(hop, target, signal);
@@ -196,7 +217,10 @@ async function attempt(call: HttpCall): Promise<{ status: number; body: unknown 
       if (REDIRECTS.has(status) && location) {
         response.destroy();
         if (redirects >= call.limits.maxRedirects) {
-          throw new OutboundError('too_many_redirects', `${hop.url.host}: more than ${call.limits.maxRedirects} redirects`);
+          throw new OutboundError(
+            'too_many_redirects',
+            `${hop.url.host}: more than ${call.limits.maxRedirects} redirects`,
+          );
         }
         let next: URL;
         try {
@@ -223,7 +247,10 @@ async function attempt(call: HttpCall): Promise<{ status: number; body: unknown 
       }
       if (status >= 200 && status < 300) return { status, body: parseBody(response, raw, hop.url) };
       const excerpt = raw.toString('utf8').slice(0, 500);
-      throw new OutboundError('http_error', `${hop.url.host} answered ${status}`, status >= 500, { status, body: excerpt });
+      throw new OutboundError('http_error', `${hop.url.host} answered ${status}`, status >= 500, {
+        status,
+        body: excerpt,
+      });
     }
   } catch (err) {
     // A deadline that passed surfaces as an abort, or as a cut-off connection.

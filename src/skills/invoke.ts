@@ -98,7 +98,8 @@ function withoutValues(value: unknown, secrets: string[]): unknown {
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') return mask(v);
     if (Array.isArray(v)) return v.map(walk);
-    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, child]) => [mask(k), walk(child)]));
+    if (v !== null && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v).map(([k, child]) => [mask(k), walk(child)]));
     return v;
   };
   return walk(value);
@@ -107,27 +108,52 @@ function withoutValues(value: unknown, secrets: string[]): unknown {
 /** A tenant skill of type `builtin`: its action, run in process on the tenant's data. */
 async function runBuiltinAction(db: SkillDb, skill: SkillRow, tenantId: string, input: unknown): Promise<unknown> {
   const action = builtinAction(String(skill.config.action));
-  if (!action) throw new SkillFailure('invalid_config', `The skill ${skill.name} names no builtin action of this service`);
+  if (!action)
+    throw new SkillFailure('invalid_config', `The skill ${skill.name} names no builtin action of this service`);
   const given = declaredInput(action, input);
   const problems = checkInput(action.inputSchema, given);
-  if (problems.length > 0) throw new SkillFailure('invalid_input', `The input does not match the action's input schema: ${describeProblems(problems)}`, problems);
+  if (problems.length > 0)
+    throw new SkillFailure(
+      'invalid_input',
+      `The input does not match the action's input schema: ${describeProblems(problems)}`,
+      problems,
+    );
   return action.run(db, tenantId, given as Record<string, unknown>);
 }
 
-export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger?: Pick<Logger, 'info' | 'warn'> }): SkillInvoker {
+export function createSkillInvoker(deps: {
+  db: Db;
+  runtime: SkillRuntime;
+  logger?: Pick<Logger, 'info' | 'warn'>;
+}): SkillInvoker {
   const { runtime } = deps;
 
   async function resolve(db: SkillDb, tenantId: string, skillId: string): Promise<Resolved | undefined> {
     const builtin = findBuiltinSkill(skillId);
     if (builtin) return { kind: 'builtin', skill: builtin };
-    const [row] = await db.select().from(skills).where(and(eq(skills.tenantId, tenantId), eq(skills.id, skillId))).limit(1);
+    const [row] = await db
+      .select()
+      .from(skills)
+      .where(and(eq(skills.tenantId, tenantId), eq(skills.id, skillId)))
+      .limit(1);
     return row ? { kind: 'custom', skill: row } : undefined;
   }
 
-  async function run(db: SkillDb, resolved: Resolved, tenant: TenantRow, input: unknown, log: (msg: string, extra?: object) => void): Promise<unknown> {
+  async function run(
+    db: SkillDb,
+    resolved: Resolved,
+    tenant: TenantRow,
+    input: unknown,
+    log: (msg: string, extra?: object) => void,
+  ): Promise<unknown> {
     if (resolved.kind === 'builtin') {
       const problems = checkInput(resolved.skill.inputSchema, input);
-      if (problems.length > 0) throw new SkillFailure('invalid_input', `The input does not match the skill's input schema: ${describeProblems(problems)}`, problems);
+      if (problems.length > 0)
+        throw new SkillFailure(
+          'invalid_input',
+          `The input does not match the skill's input schema: ${describeProblems(problems)}`,
+          problems,
+        );
       return resolved.skill.run(db, tenant.id, input as Record<string, unknown>);
     }
     const skill = resolved.skill;
@@ -136,7 +162,12 @@ export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger
     }
     if (!skill.enabled) throw new SkillFailure('skill_disabled', `The skill ${skill.name} is disabled`);
     const problems = checkInput(skill.inputSchema ?? null, input);
-    if (problems.length > 0) throw new SkillFailure('invalid_input', `The input does not match the skill's input schema: ${describeProblems(problems)}`, problems);
+    if (problems.length > 0)
+      throw new SkillFailure(
+        'invalid_input',
+        `The input does not match the skill's input schema: ${describeProblems(problems)}`,
+        problems,
+      );
     if (skill.type === 'builtin') return runBuiltinAction(db, skill, tenant.id, input);
     if (skill.type === 'integration') {
       throw new SkillFailure(
@@ -144,7 +175,8 @@ export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger
         'Integration skills call a connected third-party tool; connecting integrations is not available yet',
       );
     }
-    if (skill.type !== 'http') throw new SkillFailure('invalid_config', `Skills of type ${skill.type} cannot be stored`);
+    if (skill.type !== 'http')
+      throw new SkillFailure('invalid_config', `Skills of type ${skill.type} cannot be stored`);
     const config = skill.config as unknown as StoredHttpConfig;
     const headers: Record<string, string> = {};
     for (const [name, sealed] of Object.entries(config.headers ?? {})) {
@@ -172,7 +204,11 @@ export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger
       return storableCopy(withoutValues(result.body, secrets));
     } catch (err) {
       if (!(err instanceof SkillFailure) || err.details === undefined) throw err;
-      throw new SkillFailure(err.code, withoutValues(err.message, secrets) as string, storableCopy(withoutValues(err.details, secrets)));
+      throw new SkillFailure(
+        err.code,
+        withoutValues(err.message, secrets) as string,
+        storableCopy(withoutValues(err.details, secrets)),
+      );
     }
   }
 
@@ -187,14 +223,17 @@ export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger
           .where(
             and(
               eq(skillInvocations.tenantId, tenantId),
-              idempotencyKey ? eq(skillInvocations.idempotencyKey, idempotencyKey) : eq(skillInvocations.id, request.invocationId!),
+              idempotencyKey
+                ? eq(skillInvocations.idempotencyKey, idempotencyKey)
+                : eq(skillInvocations.id, request.invocationId!),
             ),
           )
           .limit(1);
         if (stored) return toOutcome(stored);
       }
       const invocationId = request.invocationId ?? newId('ski');
-      const log = (msg: string, extra: object = {}) => deps.logger?.info({ tenantId, skillId, invocationId, ...extra }, msg);
+      const log = (msg: string, extra: object = {}) =>
+        deps.logger?.info({ tenantId, skillId, invocationId, ...extra }, msg);
       const started = performance.now();
       const tenant = await findTenant(db, tenantId);
       const resolved = tenant ? await resolve(db, tenantId, skillId) : undefined;
@@ -207,7 +246,11 @@ export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger
           output = await run(db, resolved, tenant, request.input, log);
         } catch (err) {
           if (!(err instanceof SkillFailure)) throw err;
-          error = { code: err.code, message: err.message, ...(err.details !== undefined ? { details: err.details } : {}) };
+          error = {
+            code: err.code,
+            message: err.message,
+            ...(err.details !== undefined ? { details: err.details } : {}),
+          };
         }
       }
       const durationMs = Math.round(performance.now() - started);
@@ -225,13 +268,21 @@ export function createSkillInvoker(deps: { db: Db; runtime: SkillRuntime; logger
         error: error ?? null,
         durationMs,
       };
-      const inserted = await db.insert(skillInvocations).values(row).onConflictDoNothing().returning({ id: skillInvocations.id });
+      const inserted = await db
+        .insert(skillInvocations)
+        .values(row)
+        .onConflictDoNothing()
+        .returning({ id: skillInvocations.id });
       if (inserted.length === 0) {
         // A concurrent call with the same key or invocation id recorded first: its outcome stands.
         const [stored] = await db
           .select()
           .from(skillInvocations)
-          .where(idempotencyKey ? eq(skillInvocations.idempotencyKey, idempotencyKey) : eq(skillInvocations.id, invocationId))
+          .where(
+            idempotencyKey
+              ? eq(skillInvocations.idempotencyKey, idempotencyKey)
+              : eq(skillInvocations.id, invocationId),
+          )
           .limit(1);
         if (stored) return toOutcome(stored);
       }

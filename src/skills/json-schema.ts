@@ -34,7 +34,9 @@ const linearRegExp: RegExpEngine = Object.assign(
     try {
       re = RE2JS.compile(pattern);
     } catch (err) {
-      throw new Error(`pattern ${JSON.stringify(pattern)} is not supported (patterns are matched by RE2: no lookaround, no backreferences): ${(err as Error).message}`);
+      throw new Error(
+        `pattern ${JSON.stringify(pattern)} is not supported (patterns are matched by RE2: no lookaround, no backreferences): ${(err as Error).message}`,
+      );
     }
     return { test: (text: string) => re.test(text), toString: () => `re2:${pattern}` };
   },
@@ -82,17 +84,28 @@ function linearFormatTable(): Record<string, Format> {
   const table: Record<string, Format> = {};
   const redefine = (name: string, validate: (value: unknown) => boolean) => {
     const current = known[name];
-    const compare = current && typeof current === 'object' && 'compare' in current ? (current as { compare: unknown }).compare : undefined;
+    const compare =
+      current && typeof current === 'object' && 'compare' in current
+        ? (current as { compare: unknown }).compare
+        : undefined;
     table[name] = compare ? ({ validate, compare } as never) : validate;
   };
   for (const [name, format] of Object.entries(known)) {
-    const regexp = format instanceof RegExp ? format : format && typeof format === 'object' && (format as { validate?: unknown }).validate instanceof RegExp ? ((format as { validate: RegExp }).validate) : undefined;
+    const regexp =
+      format instanceof RegExp
+        ? format
+        : format && typeof format === 'object' && (format as { validate?: unknown }).validate instanceof RegExp
+          ? (format as { validate: RegExp }).validate
+          : undefined;
     if (!regexp) continue;
     try {
       redefine(name, bounded(MAX_INPUT_BYTES, re2(regexp.source, regexp.flags)));
     } catch {
       // Lookarounds: RE2 cannot run it; the original, on at most what such a value can hold.
-      redefine(name, bounded(name === 'hostname' ? 253 : 256, (text) => regexp.test(text)));
+      redefine(
+        name,
+        bounded(name === 'hostname' ? 253 : 256, (text) => regexp.test(text)),
+      );
     }
   }
   const call = (name: string) => {
@@ -100,7 +113,8 @@ function linearFormatTable(): Record<string, Format> {
     const fn = typeof format === 'function' ? format : (format as { validate: (text: string) => boolean }).validate;
     return (text: string) => fn(text);
   };
-  for (const name of ['date', 'time', 'date-time', 'iso-time', 'iso-date-time']) redefine(name, bounded(64, call(name)));
+  for (const name of ['date', 'time', 'date-time', 'iso-time', 'iso-date-time'])
+    redefine(name, bounded(64, call(name)));
   redefine('regex', bounded(4096, call('regex')));
   redefine('byte', bounded(MAX_INPUT_BYTES, re2('^(?:[a-z0-9+/]{4})*(?:[a-z0-9+/]{2}==|[a-z0-9+/]{3}=)?$', 'i')));
   redefine('url', bounded(MAX_INPUT_BYTES, parsedUrl(['http:', 'https:', 'ftp:'])));
@@ -124,13 +138,28 @@ function addLinearFormats(ajv: Ajv): void {
 export const MAX_UNIQUE_ITEMS = 1000;
 
 /** Keywords whose value maps names to schemas (the map itself is not a schema). */
-const SCHEMA_MAPS = new Set(['properties', 'patternProperties', 'definitions', '$defs', 'dependentSchemas', 'dependencies']);
+const SCHEMA_MAPS = new Set([
+  'properties',
+  'patternProperties',
+  'definitions',
+  '$defs',
+  'dependentSchemas',
+  'dependencies',
+]);
 
 function unboundedUniqueItems(schema: unknown, at = '', isMap = false): SchemaProblem | undefined {
   if (schema === null || typeof schema !== 'object') return undefined;
   const node = schema as Record<string, unknown>;
-  if (!isMap && !Array.isArray(schema) && node.uniqueItems === true && !(typeof node.maxItems === 'number' && node.maxItems <= MAX_UNIQUE_ITEMS)) {
-    return { path: at || '/', message: `uniqueItems needs maxItems of at most ${MAX_UNIQUE_ITEMS} (checking uniqueness compares every pair of items)` };
+  if (
+    !isMap &&
+    !Array.isArray(schema) &&
+    node.uniqueItems === true &&
+    !(typeof node.maxItems === 'number' && node.maxItems <= MAX_UNIQUE_ITEMS)
+  ) {
+    return {
+      path: at || '/',
+      message: `uniqueItems needs maxItems of at most ${MAX_UNIQUE_ITEMS} (checking uniqueness compares every pair of items)`,
+    };
   }
   for (const [key, child] of Object.entries(node)) {
     const found = unboundedUniqueItems(child, `${at}/${key}`, !isMap && !Array.isArray(schema) && SCHEMA_MAPS.has(key));
@@ -140,8 +169,16 @@ function unboundedUniqueItems(schema: unknown, at = '', isMap = false): SchemaPr
 }
 
 function newAjv(schema: AnySchemaObject): Ajv {
-  const options = { allErrors: true, strict: true, strictTypes: false, strictTuples: false, logger: false, code: { regExp: linearRegExp } } as const;
-  const ajv = typeof schema.$schema === 'string' && DRAFT_2020.test(schema.$schema) ? new Ajv2020(options) : new Ajv(options);
+  const options = {
+    allErrors: true,
+    strict: true,
+    strictTypes: false,
+    strictTuples: false,
+    logger: false,
+    code: { regExp: linearRegExp },
+  } as const;
+  const ajv =
+    typeof schema.$schema === 'string' && DRAFT_2020.test(schema.$schema) ? new Ajv2020(options) : new Ajv(options);
   addLinearFormats(ajv);
   return ajv;
 }

@@ -47,10 +47,15 @@ export function bareHost(hostname: string): string {
  * into it (the URL parser turns `0x7f000001` and the like into dotted form). A host name is
  * judged after each resolution, when called. Undefined when it may be stored.
  */
-export function outboundUrlRefusal(url: URL, options: { allowHttp: boolean; allowlist: NetworkAllowlist }): string | undefined {
+export function outboundUrlRefusal(
+  url: URL,
+  options: { allowHttp: boolean; allowlist: NetworkAllowlist },
+): string | undefined {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an https URL';
-  if (url.protocol === 'http:' && !options.allowHttp) return 'must use https (plain http needs the tenant setting allowHttpSkills)';
-  if (url.username !== '' || url.password !== '') return 'must not carry credentials; send them in a header (header values are stored encrypted)';
+  if (url.protocol === 'http:' && !options.allowHttp)
+    return 'must use https (plain http needs the tenant setting allowHttpSkills)';
+  if (url.username !== '' || url.password !== '')
+    return 'must not carry credentials; send them in a header (header values are stored encrypted)';
   const host = bareHost(url.hostname);
   const reason = net.isIP(host) ? refusalReason(host, options.allowlist) : undefined;
   return reason ? `${host} is a ${reason} address; skills and triggers may only call public addresses` : undefined;
@@ -93,7 +98,8 @@ export async function resolveTarget(
     } catch (err) {
       if (options.signal.aborted) throw err;
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EAI_AGAIN') throw new OutboundError('network_error', `DNS lookup of ${host} failed temporarily`, true);
+      if (code === 'EAI_AGAIN')
+        throw new OutboundError('network_error', `DNS lookup of ${host} failed temporarily`, true);
       throw new OutboundError('dns_error', `${host} does not resolve`);
     }
   }

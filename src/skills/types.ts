@@ -29,8 +29,7 @@ interface OutcomeBase {
 }
 
 export type SkillOutcome =
-  | (OutcomeBase & { ok: true; output: unknown })
-  | (OutcomeBase & { ok: false; error: SkillErrorInfo });
+  (OutcomeBase & { ok: true; output: unknown }) | (OutcomeBase & { ok: false; error: SkillErrorInfo });
 
 /** What `POST …/skills/{skillId}/test` runs through Temporal (workflow id = invocationId). */
 export interface SkillTestInput {

@@ -9,7 +9,10 @@ import { workflowsPath } from './incident-worker.js';
 
 const output = path.resolve(process.argv[2] ?? path.join(projectRoot, 'dist', 'workflow-bundle.js'));
 const silent = () => undefined;
-const { code } = await bundleWorkflowCode({ workflowsPath, logger: { trace: silent, debug: silent, info: silent, warn: silent, error: silent, log: silent } });
+const { code } = await bundleWorkflowCode({
+  workflowsPath,
+  logger: { trace: silent, debug: silent, info: silent, warn: silent, error: silent, log: silent },
+});
 mkdirSync(path.dirname(output), { recursive: true });
 writeFileSync(output, code);
 process.stdout.write(`workflow bundle written to ${output} (${(code.length / 1024).toFixed(0)} KiB)\n`);

@@ -13,7 +13,15 @@
  * - a backoff never runs past the call's deadline: the retry is made at the deadline at the
  *   latest, where the attempt fails at once with the deadline's own status.
  */
-import { InterceptingCall, ListenerBuilder, RequesterBuilder, status as grpcStatus, type Interceptor, type Metadata, type StatusObject } from '@grpc/grpc-js';
+import {
+  InterceptingCall,
+  ListenerBuilder,
+  RequesterBuilder,
+  status as grpcStatus,
+  type Interceptor,
+  type Metadata,
+  type StatusObject,
+} from '@grpc/grpc-js';
 import { defaultGrpcRetryOptions, type ConnectionOptions, type GrpcRetryOptions } from '@temporalio/client';
 
 /** What `nextCall` hands back: one attempt of the call. */
@@ -70,7 +78,10 @@ export function temporalRetryInterceptor(retryOptions: GrpcRetryOptions = defaul
             const settle = (status: StatusObject) => {
               retried = undefined;
               if (cancelled || !retryOptions.retryableDecider(attempt, status)) return finish(status);
-              const delay = Math.max(0, Math.min(retryOptions.delayFunction(attempt, status), msUntil(options.deadline)));
+              const delay = Math.max(
+                0,
+                Math.min(retryOptions.delayFunction(attempt, status), msUntil(options.deadline)),
+              );
               const timer = setTimeout(() => wake?.(), delay);
               wake = () => {
                 clearTimeout(timer);
@@ -109,7 +120,10 @@ export const TEMPORAL_RECONNECT_BACKOFF_MAX_MS = 5_000;
  * The options of every Temporal client connection the service opens: its address, our retry and
  * the reconnect cap (decision 221).
  */
-export function temporalConnectionOptions(address: string, extra: Omit<ConnectionOptions, 'address' | 'interceptors'> = {}): ConnectionOptions {
+export function temporalConnectionOptions(
+  address: string,
+  extra: Omit<ConnectionOptions, 'address' | 'interceptors'> = {},
+): ConnectionOptions {
   return {
     ...extra,
     address,

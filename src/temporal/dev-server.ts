@@ -37,7 +37,9 @@ export function resolveTemporalCli(options: { cliPath?: string | undefined; log:
   const go = spawnSync('go', ['version'], { encoding: 'utf8' });
   if (go.status !== 0) return null;
   mkdirSync(temporalCacheDir, { recursive: true });
-  options.log(`Building the Temporal CLI with Go (${TEMPORAL_CLI_MODULE}) into ${temporalCacheDir}; first run only, this takes a few minutes...`);
+  options.log(
+    `Building the Temporal CLI with Go (${TEMPORAL_CLI_MODULE}) into ${temporalCacheDir}; first run only, this takes a few minutes...`,
+  );
   const built = spawnSync('go', ['install', TEMPORAL_CLI_MODULE], {
     env: { ...process.env, GOBIN: temporalCacheDir, CGO_ENABLED: process.env.CGO_ENABLED ?? '0' },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -103,7 +105,10 @@ async function waitForServer(address: string, namespace: string, child: ChildPro
 export async function startDevServer(options: DevServerOptions): Promise<RunningDevServer> {
   const address = `127.0.0.1:${options.port}`;
   const searchAttributeArgs = customSearchAttributes.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]);
-  const dynamicConfigArgs = Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]);
+  const dynamicConfigArgs = Object.entries(options.dynamicConfig ?? {}).flatMap(([key, value]) => [
+    '--dynamic-config-value',
+    `${key}=${JSON.stringify(value)}`,
+  ]);
   if (!options.cliPath) {
     const { TestWorkflowEnvironment } = await import('@temporalio/testing');
     options.log('No Temporal CLI found and Go is not installed: using the Temporal SDK download.');
@@ -126,11 +131,16 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
     };
   }
   const args = [
-    'server', 'start-dev',
-    '--ip', '127.0.0.1',
-    '--port', String(options.port),
-    '--namespace', options.namespace,
-    '--log-level', 'warn',
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--namespace',
+    options.namespace,
+    '--log-level',
+    'warn',
     ...searchAttributeArgs,
     ...dynamicConfigArgs,
     ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
@@ -138,7 +148,14 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
     // about three times the workflow rate of SQLite's default rollback journal on this machine
     // (52 against 18 bare workflows/s), and still safe against a crash of the server process.
     ...(options.dbFilename
-      ? ['--db-filename', options.dbFilename, '--sqlite-pragma', 'journal_mode=wal', '--sqlite-pragma', 'synchronous=normal']
+      ? [
+          '--db-filename',
+          options.dbFilename,
+          '--sqlite-pragma',
+          'journal_mode=wal',
+          '--sqlite-pragma',
+          'synchronous=normal',
+        ]
       : []),
   ];
   if (options.dbFilename) mkdirSync(path.dirname(options.dbFilename), { recursive: true });
@@ -193,4 +210,3 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
     },
   };
 }
-

@@ -1,6 +1,11 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type ActivityInboundCallsInterceptor, type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import {
+  type ActivityInboundCallsInterceptor,
+  type NativeConnection,
+  Worker,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import type { Logger } from 'pino';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
 import type { Db } from '../db/client.js';
@@ -38,9 +43,12 @@ export interface IncidentWorkerOptions {
 const WORKFLOW_TASK_SLOTS = 40;
 
 /** The cache bound, with the concurrent tasks lowered to a bound below the SDK's default. */
-function cacheOptions(cache: number | undefined): Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentWorkflowTaskExecutions'> {
+function cacheOptions(
+  cache: number | undefined,
+): Pick<WorkerOptions, 'maxCachedWorkflows' | 'maxConcurrentWorkflowTaskExecutions'> {
   if (cache === undefined) return {};
-  if (cache > 0 && cache < WORKFLOW_TASK_SLOTS) return { maxCachedWorkflows: cache, maxConcurrentWorkflowTaskExecutions: cache };
+  if (cache > 0 && cache < WORKFLOW_TASK_SLOTS)
+    return { maxCachedWorkflows: cache, maxConcurrentWorkflowTaskExecutions: cache };
   return { maxCachedWorkflows: cache };
 }
 
@@ -61,7 +69,9 @@ const activityFailuresWithoutQueryParameters = (): { inbound: ActivityInboundCal
 });
 
 /** The worker's interceptors (also given to the workers the tests start). */
-export const incidentWorkerInterceptors: WorkerOptions['interceptors'] = { activity: [activityFailuresWithoutQueryParameters] };
+export const incidentWorkerInterceptors: WorkerOptions['interceptors'] = {
+  activity: [activityFailuresWithoutQueryParameters],
+};
 
 export async function createIncidentWorker(options: IncidentWorkerOptions): Promise<Worker> {
   const workflowSource: Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'> = options.workflowBundlePath

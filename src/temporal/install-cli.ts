@@ -3,7 +3,10 @@
 import { spawnSync } from 'node:child_process';
 import { resolveTemporalCli } from './dev-server.js';
 
-const found = resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: (m) => process.stdout.write(`${m}\n`) });
+const found = resolveTemporalCli({
+  cliPath: process.env.TEMPORAL_CLI_PATH,
+  log: (m) => process.stdout.write(`${m}\n`),
+});
 if (!found) {
   process.stdout.write('No Temporal CLI and no Go toolchain: the Temporal SDK download will be used at start.\n');
 } else {

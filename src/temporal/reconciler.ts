@@ -23,7 +23,10 @@ export type Dispatcher = WorkflowDispatcher;
  * delivery records, stream tokens, audit entries past their plan's retention, and skill
  * invocation records, notifications and settled trigger firings past theirs.
  */
-export function startHousekeeping(deps: { sql: postgres.Sql; logger: Logger }, options: { intervalMs?: number } = {}): { stop(): Promise<void> } {
+export function startHousekeeping(
+  deps: { sql: postgres.Sql; logger: Logger },
+  options: { intervalMs?: number } = {},
+): { stop(): Promise<void> } {
   let stopped = false;
   // Housekeeping runs beside the passes, never inside one: after an alert storm the purge can
   // have hundreds of thousands of delivery records to delete, and starts and signals must not

@@ -14,7 +14,9 @@ let installed = false;
 export function sdkLogFields(meta: LogMetadata = {}): LogMetadata {
   const { taskToken: _taskToken, error, ...rest } = meta;
   if (error === undefined) return rest;
-  return isDependencyUnavailable(error) || isWorkflowEngineUnavailable(error) ? { ...rest, reason: failureReason(error) } : { ...rest, error };
+  return isDependencyUnavailable(error) || isWorkflowEngineUnavailable(error)
+    ? { ...rest, reason: failureReason(error) }
+    : { ...rest, error };
 }
 
 /**
@@ -31,7 +33,8 @@ export function installTemporalRuntimeLogger(logger: Logger, level: LogLevel = '
     // workflow are answered, then the worker; decision 210).
     shutdownSignals: [],
     logger: new DefaultLogger(level, (entry) => {
-      const method = entry.level === 'ERROR' ? 'error' : entry.level === 'WARN' ? 'warn' : entry.level === 'INFO' ? 'info' : 'debug';
+      const method =
+        entry.level === 'ERROR' ? 'error' : entry.level === 'WARN' ? 'warn' : entry.level === 'INFO' ? 'info' : 'debug';
       sdkLogger[method](sdkLogFields(entry.meta), entry.message);
     }),
   });

@@ -2,7 +2,13 @@ import type { IncidentStatus } from '../db/schema/incidents.js';
 
 /** The lifecycle order of an incident (DESIGN §3). */
 export const lifecycleOrder: readonly IncidentStatus[] = [
-  'open', 'triaging', 'investigating', 'awaiting_approval', 'remediating', 'resolved', 'closed',
+  'open',
+  'triaging',
+  'investigating',
+  'awaiting_approval',
+  'remediating',
+  'resolved',
+  'closed',
 ];
 
 export function isIncidentStatus(value: unknown): value is IncidentStatus {

@@ -151,7 +151,9 @@ export const setStatusUpdate = defineUpdate<IncidentView, [SetStatusRequest]>('s
 /** Runs triage now (re-triage when it ran before) and answers the classification. */
 export const triageUpdate = defineUpdate<TriageClassificationView, [TriageCommand]>('triage');
 /** Starts an investigation (triage first when it has not run); refused while one runs. */
-export const startInvestigationUpdate = defineUpdate<InvestigationStarted, [InvestigationCommand]>('startInvestigation');
+export const startInvestigationUpdate = defineUpdate<InvestigationStarted, [InvestigationCommand]>(
+  'startInvestigation',
+);
 /**
  * An admin's answer to an approval request. The validator refuses with a typed failure:
  * `ApprovalNotFound`, `ApprovalExpired` (deadline passed or superseded), `AlreadyDecided`,

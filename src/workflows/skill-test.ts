@@ -40,7 +40,10 @@ export async function skillTestWorkflow(input: SkillTestInput): Promise<SkillOut
         skillId: input.skillId,
         durationMs: 0,
         ok: false,
-        error: { code: 'internal_error', message: 'The skill could not be run because of an internal error; nothing was recorded' },
+        error: {
+          code: 'internal_error',
+          message: 'The skill could not be run because of an internal error; nothing was recorded',
+        },
       };
     }
     throw err;

@@ -24,9 +24,24 @@ describe('beginInvestigation', () => {
   it('two attempts of one start at once (a timed-out attempt beside its retry) begin one run and count it once', async () => {
     const { beginInvestigation } = createInvestigationLifecycleActivities({ db: database.db });
     const incidentId = 'inc_lifecycle_race';
-    await database.db.insert(incidents).values({ id: incidentId, tenantId, title: 't', description: 'd', severity: 'high', status: 'investigating', source: 'manual' });
+    await database.db.insert(incidents).values({
+      id: incidentId,
+      tenantId,
+      title: 't',
+      description: 'd',
+      severity: 'high',
+      status: 'investigating',
+      source: 'manual',
+    });
     await database.db.insert(investigations).values({ incidentId, tenantId, status: 'completed', run: 1 });
-    const request = { incidentId, tenantId, actor: { type: 'user' as const, id: 'u1' }, workflowId: incidentId, requestKey: 'run-x:2', automatic: false };
+    const request = {
+      incidentId,
+      tenantId,
+      actor: { type: 'user' as const, id: 'u1' },
+      workflowId: incidentId,
+      requestKey: 'run-x:2',
+      automatic: false,
+    };
 
     // Both attempts pass the check for a recorded start, then queue on the investigation row
     // another session holds, so they really run together.
@@ -45,16 +60,38 @@ describe('beginInvestigation', () => {
     expect(b).toEqual(a);
     const [row] = await database.db.select().from(investigations).where(eq(investigations.incidentId, incidentId));
     expect(row).toMatchObject({ run: 2, status: 'running' });
-    const [usage] = await database.db.select().from(usageCounters).where(and(eq(usageCounters.tenantId, tenantId), eq(usageCounters.metric, 'investigations')));
+    const [usage] = await database.db
+      .select()
+      .from(usageCounters)
+      .where(and(eq(usageCounters.tenantId, tenantId), eq(usageCounters.metric, 'investigations')));
     expect(usage!.count).toBe(1);
-    expect(await database.db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, 'investigation.started')))).toHaveLength(1);
-    expect(await database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'investigation.started')))).toHaveLength(1);
+    expect(
+      await database.db
+        .select()
+        .from(events)
+        .where(and(eq(events.incidentId, incidentId), eq(events.type, 'investigation.started'))),
+    ).toHaveLength(1);
+    expect(
+      await database.db
+        .select()
+        .from(auditLog)
+        .where(and(eq(auditLog.incidentId, incidentId), eq(auditLog.action, 'investigation.started'))),
+    ).toHaveLength(1);
   });
 
-  it('keeps a person\'s correction committed while the start waited for the incident row (decision 234)', async () => {
+  it("keeps a person's correction committed while the start waited for the incident row (decision 234)", async () => {
     const { beginInvestigation } = createInvestigationLifecycleActivities({ db: database.db });
     const incidentId = 'inc_lifecycle_corrected';
-    await database.db.insert(incidents).values({ id: incidentId, tenantId, title: 't', description: 'd', severity: 'high', status: 'investigating', source: 'manual', rootCause: 'the machine said so' });
+    await database.db.insert(incidents).values({
+      id: incidentId,
+      tenantId,
+      title: 't',
+      description: 'd',
+      severity: 'high',
+      status: 'investigating',
+      source: 'manual',
+      rootCause: 'the machine said so',
+    });
     // A second run: its investigation row is updated, which takes no key lock on the incident
     // (an insert's foreign key check would wait for the feedback's lock before the UPDATE began).
     await database.db.insert(investigations).values({ incidentId, tenantId, status: 'completed', run: 1 });
@@ -70,12 +107,24 @@ describe('beginInvestigation', () => {
       await new Promise((r) => setTimeout(r, 700));
     });
     await held;
-    const started = beginInvestigation({ incidentId, tenantId, actor: { type: 'system' as const, id: 'workflow' }, workflowId: incidentId, requestKey: 'run-y:1', automatic: true });
+    const started = beginInvestigation({
+      incidentId,
+      tenantId,
+      actor: { type: 'system' as const, id: 'workflow' },
+      workflowId: incidentId,
+      requestKey: 'run-y:1',
+      automatic: true,
+    });
     await feedback;
     expect(await started).toEqual({ run: 2, triaged: false });
 
-    const [row] = await database.db.select({ rootCause: incidents.rootCause }).from(incidents).where(eq(incidents.id, incidentId));
+    const [row] = await database.db
+      .select({ rootCause: incidents.rootCause })
+      .from(incidents)
+      .where(eq(incidents.id, incidentId));
     expect(row!.rootCause).toBe('a person knows better');
-    expect(await database.db.select().from(rootCauseRevisions).where(eq(rootCauseRevisions.incidentId, incidentId))).toHaveLength(1);
+    expect(
+      await database.db.select().from(rootCauseRevisions).where(eq(rootCauseRevisions.incidentId, incidentId)),
+    ).toHaveLength(1);
   });
 });

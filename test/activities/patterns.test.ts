@@ -3,7 +3,12 @@
  * written correction, signatures and matching, and what the analyzer makes of a learned pattern.
  */
 import { describe, expect, it } from 'vitest';
-import { analyzeInvestigation, knownPatternScore, type InvestigationInput, type PatternObservation } from '../../src/analysis/builtin-investigation.js';
+import {
+  analyzeInvestigation,
+  knownPatternScore,
+  type InvestigationInput,
+  type PatternObservation,
+} from '../../src/analysis/builtin-investigation.js';
 import { agentRoles } from '../../src/analysis/types.js';
 import {
   actionsInText,
@@ -46,7 +51,10 @@ describe('confidence and maturity', () => {
     expect(verdictEffect('confirm_rca', null, pool)).toEqual({ confirms: 1, rejects: 0 });
     expect(verdictEffect('reject_rca', null, pool)).toEqual({ confirms: 0, rejects: 1 });
     expect(verdictEffect('correct_rca', 'The DNS resolver was failing', pool)).toEqual({ confirms: 0, rejects: 1 });
-    expect(verdictEffect('correct_rca', 'pgbouncer pool exhausted by a leaked cursor', pool)).toEqual({ confirms: 1, rejects: 0 });
+    expect(verdictEffect('correct_rca', 'pgbouncer pool exhausted by a leaked cursor', pool)).toEqual({
+      confirms: 1,
+      rejects: 0,
+    });
   });
 });
 
@@ -66,10 +74,11 @@ describe('categories of a written root cause', () => {
   });
 
   it('finds the actions a correction names', () => {
-    expect(actionsInText('The orders-db pool was exhausted by a leaked cursor; restart pgbouncer and kill idle connections. Then raise max_connections to 400.')).toEqual([
-      'Restart pgbouncer and kill idle connections',
-      'Raise max_connections to 400',
-    ]);
+    expect(
+      actionsInText(
+        'The orders-db pool was exhausted by a leaked cursor; restart pgbouncer and kill idle connections. Then raise max_connections to 400.',
+      ),
+    ).toEqual(['Restart pgbouncer and kill idle connections', 'Raise max_connections to 400']);
     expect(actionsInText('A batch job ran long')).toEqual([]);
   });
 });
@@ -86,11 +95,20 @@ describe('signatures', () => {
   const asPattern = (s: PatternSignature) => ({ ...s, signatureKey: signatureKey(s) });
 
   it('keys on service, category and alert names, whatever their order and case', () => {
-    expect(signatureKey(sig)).toBe(signatureKey({ ...sig, service: 'Checkout-API', alertNames: ['DBConnections', 'HighErrorRate'], rootCause: 'other words' }));
+    expect(signatureKey(sig)).toBe(
+      signatureKey({
+        ...sig,
+        service: 'Checkout-API',
+        alertNames: ['DBConnections', 'HighErrorRate'],
+        rootCause: 'other words',
+      }),
+    );
     expect(signatureKey(sig)).not.toBe(signatureKey({ ...sig, category: 'dns_failure' }));
     // Free-form ("other") causes also key on their words.
     const other = { ...sig, category: 'other' as const };
-    expect(signatureKey({ ...other, rootCause: 'a batch job ran long' })).not.toBe(signatureKey({ ...other, rootCause: 'the intern unplugged the switch' }));
+    expect(signatureKey({ ...other, rootCause: 'a batch job ran long' })).not.toBe(
+      signatureKey({ ...other, rootCause: 'the intern unplugged the switch' }),
+    );
   });
 
   it('matches the same service and category with alert names in common; labels only break ties', () => {
@@ -102,13 +120,20 @@ describe('signatures', () => {
   });
 
   it('matches symptoms by service alone when either side has no alert names (manual incidents)', () => {
-    expect(symptomMatch({ service: 'checkout-api', alertNames: [] }, { service: 'checkout-api', alertNames: ['X'] })).toBe(0.5);
+    expect(
+      symptomMatch({ service: 'checkout-api', alertNames: [] }, { service: 'checkout-api', alertNames: ['X'] }),
+    ).toBe(0.5);
     expect(symptomMatch({ service: null, alertNames: [] }, { service: null, alertNames: [] })).toBeNull();
     expect(symptomMatch({ service: 'a', alertNames: ['X', 'Y'] }, { service: 'A', alertNames: ['y'] })).toBe(0.5);
   });
 
   it('keeps only the labels every alert shares, without volatile ones', () => {
-    expect(commonLabels([{ env: 'prod', instance: 'a:9090', team: 'x' }, { env: 'prod', instance: 'b:9090', team: 'y' }])).toEqual({ env: 'prod' });
+    expect(
+      commonLabels([
+        { env: 'prod', instance: 'a:9090', team: 'x' },
+        { env: 'prod', instance: 'b:9090', team: 'y' },
+      ]),
+    ).toEqual({ env: 'prod' });
     expect(commonLabels([])).toEqual({});
   });
 });
@@ -152,7 +177,10 @@ describe('the analyzer with a learned pattern', () => {
     expect(top).toMatchObject({ kind: 'known_pattern', status: 'kept', score: 0.86 }); // 0.5 + 0.4 × 0.9
     expect(top.sources).toEqual(['pat_1']);
     expect(result.rootCause).toContain('The orders-db pool was exhausted by a leaked cursor');
-    expect(result.recommendedActions.slice(0, 2)).toEqual(['Restart pgbouncer', 'Kill idle connections of the reporting job']);
+    expect(result.recommendedActions.slice(0, 2)).toEqual([
+      'Restart pgbouncer',
+      'Kill idle connections of the reporting job',
+    ]);
     expect(result.confidence).toBeGreaterThan(0.7);
   });
 
@@ -165,13 +193,20 @@ describe('the analyzer with a learned pattern', () => {
   });
 
   it('weighs an emerging pattern less, and a rejected one not at all', () => {
-    const emerging = analyzeInvestigation({ ...base, patterns: [pattern({ status: 'emerging', confidence: 2 / 3, occurrences: 1 })] });
+    const emerging = analyzeInvestigation({
+      ...base,
+      patterns: [pattern({ status: 'emerging', confidence: 2 / 3, occurrences: 1 })],
+    });
     expect(emerging.hypotheses[0]!.kind).toBe('known_pattern');
     expect(emerging.confidence).toBeLessThan(0.5);
     const rejected = analyzeInvestigation({ ...base, patterns: [pattern({ status: 'emerging', confidence: 1 / 3 })] });
     expect(rejected.hypotheses[0]!.kind).toBe('undetermined');
     // Without the knowledge agent, patterns are not used.
-    const without = analyzeInvestigation({ ...base, roles: agentRoles.filter((r) => r !== 'knowledge'), patterns: [pattern({})] });
+    const without = analyzeInvestigation({
+      ...base,
+      roles: agentRoles.filter((r) => r !== 'knowledge'),
+      patterns: [pattern({})],
+    });
     expect(without.hypotheses.some((h) => h.kind === 'known_pattern')).toBe(false);
   });
 

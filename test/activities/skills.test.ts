@@ -38,7 +38,11 @@ let rebindLookups = 0;
 /** Test names: fixed answers for invented hosts, the system resolver for the rest (localhost). */
 const resolver: HostResolver = async (host) => {
   if (host === 'api.skills.test' || host === 'internal.skills.test') return [{ address: '127.0.0.1', family: 4 }];
-  if (host === 'mixed.skills.test') return [{ address: '93.184.216.34', family: 4 }, { address: '127.0.0.1', family: 4 }];
+  if (host === 'mixed.skills.test')
+    return [
+      { address: '93.184.216.34', family: 4 },
+      { address: '127.0.0.1', family: 4 },
+    ];
   if (host === 'metadata.skills.test') return [{ address: '169.254.169.254', family: 4 }];
   if (host === 'rebind.skills.test') {
     // First answer allowed, every later one private: only the first may decide where we connect.
@@ -70,7 +74,14 @@ async function insertSkill(args: {
           url: args.url ?? `${server.url}/echo`,
           method: args.method ?? 'GET',
           ...(args.headers
-            ? { headers: Object.fromEntries(Object.entries(args.headers).map(([h, v]) => [h, cipher.encrypt(v, { tenantId: tenant, skillId: id, header: h })])) }
+            ? {
+                headers: Object.fromEntries(
+                  Object.entries(args.headers).map(([h, v]) => [
+                    h,
+                    cipher.encrypt(v, { tenantId: tenant, skillId: id, header: h }),
+                  ]),
+                ),
+              }
             : {}),
         }
       : { action: 'create_ticket', provider: 'jira' };
@@ -120,9 +131,24 @@ describe('http skills', () => {
     const outcome = await invoke({ tenantId, skillId, input: { customer: 'c-42', verbose: true } });
     expect(server.hits('/echo')[before]!.headers).toMatchObject({ authorization: SECRET, 'x-api-key': API_KEY });
     // The echoed header values come back masked (decision 226).
-    expect(success(outcome)).toEqual({ method: 'GET', query: { customer: 'c-42', verbose: 'true' }, body: null, authorization: '[redacted]', apiKey: '[redacted]' });
-    const [row] = await database.db.select().from(skillInvocations).where(eq(skillInvocations.id, outcome.invocationId));
-    expect(row).toMatchObject({ tenantId, skillId, status: 'succeeded', input: { customer: 'c-42', verbose: true }, error: null });
+    expect(success(outcome)).toEqual({
+      method: 'GET',
+      query: { customer: 'c-42', verbose: 'true' },
+      body: null,
+      authorization: '[redacted]',
+      apiKey: '[redacted]',
+    });
+    const [row] = await database.db
+      .select()
+      .from(skillInvocations)
+      .where(eq(skillInvocations.id, outcome.invocationId));
+    expect(row).toMatchObject({
+      tenantId,
+      skillId,
+      status: 'succeeded',
+      input: { customer: 'c-42', verbose: true },
+      error: null,
+    });
     expect(row!.output).toEqual(success(outcome));
     expect(row!.durationMs).toBeGreaterThanOrEqual(0);
   });
@@ -131,7 +157,11 @@ describe('http skills', () => {
     const skillId = await insertSkill({ method: 'POST', headers: { Authorization: SECRET } });
     const before = server.hits('/echo').length;
     const output = success(await invoke({ tenantId, skillId, input: { service: 'checkout', lines: [1, 2] } }));
-    expect(output).toMatchObject({ method: 'POST', body: { service: 'checkout', lines: [1, 2] }, authorization: '[redacted]' });
+    expect(output).toMatchObject({
+      method: 'POST',
+      body: { service: 'checkout', lines: [1, 2] },
+      authorization: '[redacted]',
+    });
     const received = server.hits('/echo')[before]!;
     expect(received.headers.authorization).toBe(SECRET);
     expect(received.headers['content-type']).toBe('application/json');
@@ -183,7 +213,11 @@ describe('http skills', () => {
     const skillId = await insertSkill({ url: `${server.url}/not-found` });
     const before = server.hits('/not-found').length;
     const error = failure(await invoke({ tenantId, skillId, input: {} }));
-    expect(error).toMatchObject({ code: 'http_error', message: expect.stringMatching(/answered 404/), details: { status: 404, attempts: 1 } });
+    expect(error).toMatchObject({
+      code: 'http_error',
+      message: expect.stringMatching(/answered 404/),
+      details: { status: 404, attempts: 1 },
+    });
     expect(server.hits('/not-found').length - before).toBe(1);
   });
 
@@ -253,11 +287,19 @@ describe('server-side request forgery', () => {
   });
 
   it('refuses host names that resolve to loopback, private or metadata addresses', async () => {
-    expect((await refused(`http://localhost:${server.port}/echo`)).message).toMatch(/localhost resolves to (127\.0\.0\.1|::1)/);
-    expect((await refused(`http://internal.skills.test:${server.port}/echo`)).message).toMatch(/internal\.skills\.test resolves to 127\.0\.0\.1/);
-    expect((await refused('http://metadata.skills.test/', invoke)).details).toMatchObject({ address: '169.254.169.254' });
+    expect((await refused(`http://localhost:${server.port}/echo`)).message).toMatch(
+      /localhost resolves to (127\.0\.0\.1|::1)/,
+    );
+    expect((await refused(`http://internal.skills.test:${server.port}/echo`)).message).toMatch(
+      /internal\.skills\.test resolves to 127\.0\.0\.1/,
+    );
+    expect((await refused('http://metadata.skills.test/', invoke)).details).toMatchObject({
+      address: '169.254.169.254',
+    });
     // One private answer among public ones refuses the name.
-    expect((await refused(`http://mixed.skills.test:${server.port}/echo`)).details).toMatchObject({ address: '127.0.0.1' });
+    expect((await refused(`http://mixed.skills.test:${server.port}/echo`)).details).toMatchObject({
+      address: '127.0.0.1',
+    });
   });
 
   it('refuses IPv6 loopback and IPv4-mapped loopback', async () => {
@@ -266,7 +308,11 @@ describe('server-side request forgery', () => {
   });
 
   it('re-checks every redirect: a redirect from the allowed server to a private or metadata address is refused', async () => {
-    for (const target of ['http://10.0.0.1/admin', 'http://169.254.169.254/latest/meta-data/', 'http://metadata.skills.test/']) {
+    for (const target of [
+      'http://10.0.0.1/admin',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://metadata.skills.test/',
+    ]) {
       const skillId = await insertSkill({ url: `${server.url}/redirect?to=${encodeURIComponent(target)}` });
       const error = failure(await invoke({ tenantId, skillId, input: {} }));
       expect(error.code).toBe('ssrf_blocked');
@@ -275,7 +321,10 @@ describe('server-side request forgery', () => {
 
   it('connects to the address it checked: a second DNS answer (rebinding) is never asked for', async () => {
     rebindLookups = 0;
-    const skillId = await insertSkill({ url: `http://rebind.skills.test:${server.port}/echo`, headers: { Authorization: SECRET } });
+    const skillId = await insertSkill({
+      url: `http://rebind.skills.test:${server.port}/echo`,
+      headers: { Authorization: SECRET },
+    });
     const before = server.hits('/echo').length;
     expect(success(await invoke({ tenantId, skillId, input: {} })).authorization).toBe('[redacted]');
     expect(server.hits('/echo')[before]!.headers.authorization).toBe(SECRET);
@@ -285,7 +334,12 @@ describe('server-side request forgery', () => {
 
 describe('refusals before any call', () => {
   it('rejects schema-invalid input with details, and the activity fails non-retryably', async () => {
-    const inputSchema = { type: 'object', properties: { serviceId: { type: 'string' } }, required: ['serviceId'], additionalProperties: false };
+    const inputSchema = {
+      type: 'object',
+      properties: { serviceId: { type: 'string' } },
+      required: ['serviceId'],
+      additionalProperties: false,
+    };
     const skillId = await insertSkill({ inputSchema });
     const before = server.received.length;
     const error = failure(await invoke({ tenantId, skillId, input: { service: 1 } }));
@@ -295,20 +349,28 @@ describe('refusals before any call', () => {
       { path: '/', message: 'must NOT have additional properties (service)' },
     ]);
 
-    const env = new MockActivityEnvironment(undefined, { logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } });
+    const env = new MockActivityEnvironment(undefined, {
+      logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
+    });
     const activities = createSkillActivities({
       db: database.db,
       skills: createSkillRuntime({ cipher, allowedNetworks: ['127.0.0.1/32'], limits, resolver }),
     });
-    const thrown = await env.run(activities.invokeSkill, { tenantId, skillId, input: { serviceId: 7 } }).catch((err: unknown) => err);
+    const thrown = await env
+      .run(activities.invokeSkill, { tenantId, skillId, input: { serviceId: 7 } })
+      .catch((err: unknown) => err);
     expect(thrown).toBeInstanceOf(ApplicationFailure);
     const appFailure = thrown as ApplicationFailure;
     expect(appFailure.nonRetryable).toBe(true);
     expect(appFailure.type).toBe('invalid_input');
-    expect((appFailure.details?.[0] as SkillOutcome & { ok: false }).error.details).toEqual([{ path: '/serviceId', message: 'must be string' }]);
+    expect((appFailure.details?.[0] as SkillOutcome & { ok: false }).error.details).toEqual([
+      { path: '/serviceId', message: 'must be string' },
+    ]);
     expect(server.received.length).toBe(before);
     // A valid input passes the same activity.
-    expect(await env.run(activities.invokeSkill, { tenantId, skillId, input: { serviceId: 's1' } })).toMatchObject({ ok: true });
+    expect(await env.run(activities.invokeSkill, { tenantId, skillId, input: { serviceId: 's1' } })).toMatchObject({
+      ok: true,
+    });
   });
 
   it('never invokes a disabled skill', async () => {
@@ -342,7 +404,12 @@ describe('refusals before any call', () => {
     const skillId = await insertSkill({ headers: { Authorization: SECRET } });
     const other = createSkillInvoker({
       db: database.db,
-      runtime: createSkillRuntime({ cipher: createSkillCipher(Buffer.alloc(32, 9)), allowedNetworks: ['127.0.0.1/32'], limits, resolver }),
+      runtime: createSkillRuntime({
+        cipher: createSkillCipher(Buffer.alloc(32, 9)),
+        allowedNetworks: ['127.0.0.1/32'],
+        limits,
+        resolver,
+      }),
     });
     expect(failure(await other.invoke({ tenantId, skillId, input: {} })).code).toBe('secret_unreadable');
   });
@@ -360,7 +427,9 @@ describe('idempotency', () => {
     expect(rows).toHaveLength(1);
     // Keys are per tenant: the same key elsewhere is another invocation.
     const other = await newTenant();
-    expect((await invoke({ tenantId: other, skillId, input: {}, idempotencyKey: 'wf-1:step-3' })).invocationId).not.toBe(first.invocationId);
+    expect(
+      (await invoke({ tenantId: other, skillId, input: {}, idempotencyKey: 'wf-1:step-3' })).invocationId,
+    ).not.toBe(first.invocationId);
   });
 
   it('a recorded failure is returned as well', async () => {
@@ -382,7 +451,10 @@ describe('retention', () => {
       where idempotency_key in (${`${tenantId}:old-1`}, ${`${tenantId}:old-2`})`;
     expect(await purgeSkillInvocations(database.sql, SKILL_INVOCATION_RETENTION_MS, { chunkSize: 1 })).toBe(2);
     expect(await purgeSkillInvocations(database.sql)).toBe(0);
-    const left = await database.db.select({ key: skillInvocations.idempotencyKey }).from(skillInvocations).where(eq(skillInvocations.skillId, skillId));
+    const left = await database.db
+      .select({ key: skillInvocations.idempotencyKey })
+      .from(skillInvocations)
+      .where(eq(skillInvocations.skillId, skillId));
     expect(left.map((r) => r.key)).toEqual([`${tenantId}:kept`]);
     const before = server.hits('/flaky').length;
     await invoke({ tenantId, skillId, input: {}, idempotencyKey: 'kept' });
@@ -412,43 +484,81 @@ describe('builtin skills', () => {
       ],
       totalAffected: 2,
     });
-    expect(failure(await invoke({ tenantId, skillId: 'skl_builtin_blast_radius', input: { serviceId: 'svc_none' } })).code).toBe('not_found');
-    expect(failure(await invoke({ tenantId, skillId: 'skl_builtin_blast_radius', input: {} })).code).toBe('invalid_input');
+    expect(
+      failure(await invoke({ tenantId, skillId: 'skl_builtin_blast_radius', input: { serviceId: 'svc_none' } })).code,
+    ).toBe('not_found');
+    expect(failure(await invoke({ tenantId, skillId: 'skl_builtin_blast_radius', input: {} })).code).toBe(
+      'invalid_input',
+    );
   });
 
   it('recent_deployments lists deployment and code-change events in the window, newest first, by service', async () => {
     const other = await newTenant();
     const at = (minutesAgo: number) => new Date(Date.now() - minutesAgo * 60_000);
     const event = (t: string, kind: 'alert' | 'deployment' | 'code_change', service: string, minutesAgo: number) => ({
-      id: newId('evt'), tenantId: t, provider: 'github', kind, service, title: `${kind} ${service} ${minutesAgo}`, description: 'd', raw: {}, occurredAt: at(minutesAgo),
+      id: newId('evt'),
+      tenantId: t,
+      provider: 'github',
+      kind,
+      service,
+      title: `${kind} ${service} ${minutesAgo}`,
+      description: 'd',
+      raw: {},
+      occurredAt: at(minutesAgo),
     });
-    await database.db.insert(ingestedEvents).values([
-      event(tenantId, 'deployment', 'checkout', 5),
-      event(tenantId, 'code_change', 'checkout', 30),
-      event(tenantId, 'deployment', 'search', 10),
-      event(tenantId, 'alert', 'checkout', 1),
-      event(tenantId, 'deployment', 'checkout', 60 * 30),
-      event(other, 'deployment', 'checkout', 2),
+    await database.db
+      .insert(ingestedEvents)
+      .values([
+        event(tenantId, 'deployment', 'checkout', 5),
+        event(tenantId, 'code_change', 'checkout', 30),
+        event(tenantId, 'deployment', 'search', 10),
+        event(tenantId, 'alert', 'checkout', 1),
+        event(tenantId, 'deployment', 'checkout', 60 * 30),
+        event(other, 'deployment', 'checkout', 2),
+      ]);
+    const output = success(
+      await invoke({
+        tenantId,
+        skillId: 'skl_builtin_recent_deployments',
+        input: { service: 'checkout', sinceMinutes: 120 },
+      }),
+    );
+    expect(output.deployments.map((d: { title: string }) => d.title)).toEqual([
+      'deployment checkout 5',
+      'code_change checkout 30',
     ]);
-    const output = success(await invoke({ tenantId, skillId: 'skl_builtin_recent_deployments', input: { service: 'checkout', sinceMinutes: 120 } }));
-    expect(output.deployments.map((d: { title: string }) => d.title)).toEqual(['deployment checkout 5', 'code_change checkout 30']);
     const all = success(await invoke({ tenantId, skillId: 'skl_builtin_recent_deployments', input: {} }));
-    expect(all.deployments.map((d: { title: string }) => d.title)).toEqual(['deployment checkout 5', 'deployment search 10', 'code_change checkout 30']);
+    expect(all.deployments.map((d: { title: string }) => d.title)).toEqual([
+      'deployment checkout 5',
+      'deployment search 10',
+      'code_change checkout 30',
+    ]);
   });
 
   it('search_incidents finds the tenant’s incidents by text, status and service', async () => {
     const other = await newTenant();
     const incident = (t: string, title: string, status: 'open' | 'resolved', service: string) => ({
-      id: newId('inc'), tenantId: t, title, description: 'described at length', severity: 'high' as const, status, source: 'manual' as const, service,
+      id: newId('inc'),
+      tenantId: t,
+      title,
+      description: 'described at length',
+      severity: 'high' as const,
+      status,
+      source: 'manual' as const,
+      service,
     });
-    await database.db.insert(incidents).values([
-      incident(tenantId, 'Checkout 100% errors', 'resolved', 'checkout'),
-      incident(tenantId, 'Checkout latency', 'open', 'checkout'),
-      incident(tenantId, 'Search down', 'open', 'search'),
-      incident(other, 'Checkout elsewhere', 'open', 'checkout'),
-    ]);
+    await database.db
+      .insert(incidents)
+      .values([
+        incident(tenantId, 'Checkout 100% errors', 'resolved', 'checkout'),
+        incident(tenantId, 'Checkout latency', 'open', 'checkout'),
+        incident(tenantId, 'Search down', 'open', 'search'),
+        incident(other, 'Checkout elsewhere', 'open', 'checkout'),
+      ]);
     const find = async (input: Record<string, unknown>) =>
-      success(await invoke({ tenantId, skillId: 'skl_builtin_search_incidents', input })).incidents.map((i: { title: string }) => i.title);
+      success(await invoke({ tenantId, skillId: 'skl_builtin_search_incidents', input })).incidents.map(
+        (i: { title: string }) => i.title,
+      );
     expect((await find({ query: 'checkout' })).sort()).toEqual(['Checkout 100% errors', 'Checkout latency']);
     expect(await find({ query: 'checkout', status: 'resolved' })).toEqual(['Checkout 100% errors']);
     expect(await find({ query: '100%' })).toEqual(['Checkout 100% errors']);
@@ -458,12 +568,28 @@ describe('builtin skills', () => {
 
   it('runbook_lookup finds runbooks by text in title, content or tags, for the service or for any', async () => {
     await database.db.insert(runbooks).values([
-      { id: newId('rbk'), tenantId, title: 'Restart checkout pods', service: 'checkout', tags: ['kubernetes'], content: 'kubectl rollout restart' },
-      { id: newId('rbk'), tenantId, title: 'Generic disk full', service: null, tags: ['disk'], content: 'Free space on the volume' },
+      {
+        id: newId('rbk'),
+        tenantId,
+        title: 'Restart checkout pods',
+        service: 'checkout',
+        tags: ['kubernetes'],
+        content: 'kubectl rollout restart',
+      },
+      {
+        id: newId('rbk'),
+        tenantId,
+        title: 'Generic disk full',
+        service: null,
+        tags: ['disk'],
+        content: 'Free space on the volume',
+      },
       { id: newId('rbk'), tenantId, title: 'Search reindex', service: 'search', tags: ['disk'], content: 'Reindex' },
     ]);
     const find = async (input: Record<string, unknown>) =>
-      success(await invoke({ tenantId, skillId: 'skl_builtin_runbook_lookup', input })).runbooks.map((r: { title: string }) => r.title).sort();
+      success(await invoke({ tenantId, skillId: 'skl_builtin_runbook_lookup', input }))
+        .runbooks.map((r: { title: string }) => r.title)
+        .sort();
     expect(await find({ query: 'restart' })).toEqual(['Restart checkout pods']);
     expect(await find({ query: 'disk' })).toEqual(['Generic disk full', 'Search reindex']);
     expect(await find({ query: 'disk', service: 'checkout' })).toEqual(['Generic disk full']);

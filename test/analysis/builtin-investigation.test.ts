@@ -59,7 +59,17 @@ function deploy(overrides: Partial<ChangeObservation> = {}): ChangeObservation {
 }
 
 function dependency(overrides: Partial<DependencyObservation> & { name: string }): DependencyObservation {
-  return { type: 'database', hops: 1, alerting: false, alertCount: 0, firstAlertAt: null, alertNames: [], alertTexts: [], alertingDependents: [], ...overrides };
+  return {
+    type: 'database',
+    hops: 1,
+    alerting: false,
+    alertCount: 0,
+    firstAlertAt: null,
+    alertNames: [],
+    alertTexts: [],
+    alertingDependents: [],
+    ...overrides,
+  };
 }
 
 function input(overrides: Partial<InvestigationInput> = {}): InvestigationInput {
@@ -89,11 +99,24 @@ describe('hypothesis ranking', () => {
   it('blames a deploy of the failing service shortly before the first alert, and discards the weaker hypotheses with their reason', () => {
     const result = analyzeInvestigation(
       input({
-        changes: [deploy(), deploy({ deploymentId: '4100', sha: '0aa11bb22cc33dd44ee55ff66aa77bb88cc99dd0', occurredAt: minutes(-300) })],
+        changes: [
+          deploy(),
+          deploy({ deploymentId: '4100', sha: '0aa11bb22cc33dd44ee55ff66aa77bb88cc99dd0', occurredAt: minutes(-300) }),
+        ],
         topology: {
           known: true,
           serviceType: 'api',
-          dependencies: [dependency({ name: 'orders-db', alerting: true, alertCount: 1, firstAlertAt: minutes(5), alertNames: ['PostgresSlowQueries'], alertTexts: ['slow queries'], alertingDependents: ['checkout-api'] })],
+          dependencies: [
+            dependency({
+              name: 'orders-db',
+              alerting: true,
+              alertCount: 1,
+              firstAlertAt: minutes(5),
+              alertNames: ['PostgresSlowQueries'],
+              alertTexts: ['slow queries'],
+              alertingDependents: ['checkout-api'],
+            }),
+          ],
           dependents: [],
         },
       }),
@@ -101,7 +124,9 @@ describe('hypothesis ranking', () => {
     const [kept, ...discarded] = result.hypotheses;
     expect(kept).toMatchObject({ kind: 'bad_deploy', status: 'kept', subject: 'checkout-api' });
     expect(result.rootCause).toContain('deployment 4242 of checkout-api (sha 1a2b3c4)');
-    expect(result.recommendedActions[0]).toBe('Roll back deployment 4242 of checkout-api (sha 1a2b3c4) back to the previous release (sha 0aa11bb)');
+    expect(result.recommendedActions[0]).toBe(
+      'Roll back deployment 4242 of checkout-api (sha 1a2b3c4) back to the previous release (sha 0aa11bb)',
+    );
     expect(discarded.map((h) => h.kind).sort()).toEqual(['bad_deploy', 'upstream_failure']);
     for (const h of discarded) {
       expect(h.status).toBe('discarded');
@@ -115,12 +140,20 @@ describe('hypothesis ranking', () => {
   it('ranks an upstream dependency that several alerting services share above a deploy hours earlier', () => {
     const result = analyzeInvestigation(
       input({
-        alerts: [alert({ provider: 'sentry', alertName: 'OperationalError: could not connect to server: Connection refused', text: 'could not connect to server: Connection refused (orders-db.internal:5432)' })],
+        alerts: [
+          alert({
+            provider: 'sentry',
+            alertName: 'OperationalError: could not connect to server: Connection refused',
+            text: 'could not connect to server: Connection refused (orders-db.internal:5432)',
+          }),
+        ],
         changes: [deploy({ occurredAt: minutes(-240) })],
         topology: {
           known: true,
           serviceType: 'api',
-          dependencies: [dependency({ name: 'orders-db', alertingDependents: ['billing-worker', 'checkout-api', 'inventory-api'] })],
+          dependencies: [
+            dependency({ name: 'orders-db', alertingDependents: ['billing-worker', 'checkout-api', 'inventory-api'] }),
+          ],
           dependents: [],
         },
       }),
@@ -135,12 +168,22 @@ describe('hypothesis ranking', () => {
   it('discards the generic deploy hypothesis in favour of the specific configuration change it shipped', () => {
     const result = analyzeInvestigation(
       input({
-        alerts: [alert({ provider: 'sentry', alertName: 'PaymentGatewayTimeout: Timed out calling payments-gateway after 2s', text: 'Timed out calling payments-gateway after 2s' })],
+        alerts: [
+          alert({
+            provider: 'sentry',
+            alertName: 'PaymentGatewayTimeout: Timed out calling payments-gateway after 2s',
+            text: 'Timed out calling payments-gateway after 2s',
+          }),
+        ],
         changes: [
           {
             ...deploy({ kind: 'code_change', deploymentId: null, occurredAt: minutes(-25), sha: 'ffff' }),
             commits: [
-              { id: '9b1e4d2c7a5f3e8b0d6c4a2f1e9d7b5c3a1f0e2d', message: 'Lower payments-gateway client timeout to 2s', files: ['checkout/settings.py'] },
+              {
+                id: '9b1e4d2c7a5f3e8b0d6c4a2f1e9d7b5c3a1f0e2d',
+                message: 'Lower payments-gateway client timeout to 2s',
+                files: ['checkout/settings.py'],
+              },
               { id: 'ffff', message: 'Merge pull request #1 from example-shop/timeout', files: [] },
             ],
           },
@@ -156,7 +199,14 @@ describe('hypothesis ranking', () => {
 
   it('recognises a flapping alert and does not blame an old deploy for it', () => {
     const toggles = [0, 5, 10, 16, 22, 29].map((m, i) =>
-      alert({ alertName: 'CPUThrottlingHigh', service: 'batch-worker', severity: 'medium', status: i % 2 === 0 ? 'firing' : 'resolved', occurredAt: minutes(m), text: 'CPU throttling 27% of periods (threshold 25%)' }),
+      alert({
+        alertName: 'CPUThrottlingHigh',
+        service: 'batch-worker',
+        severity: 'medium',
+        status: i % 2 === 0 ? 'firing' : 'resolved',
+        occurredAt: minutes(m),
+        text: 'CPU throttling 27% of periods (threshold 25%)',
+      }),
     );
     const result = analyzeInvestigation(
       input({
@@ -171,7 +221,9 @@ describe('hypothesis ranking', () => {
   });
 
   it('answers "undetermined" with a low confidence when nothing explains the incident', () => {
-    const result = analyzeInvestigation(input({ alerts: [alert({ alertName: 'SomethingOdd', text: 'odd behaviour' })] }));
+    const result = analyzeInvestigation(
+      input({ alerts: [alert({ alertName: 'SomethingOdd', text: 'odd behaviour' })] }),
+    );
     expect(result.hypotheses[0]).toMatchObject({ kind: 'undetermined', status: 'kept' });
     expect(result.rootCause).toMatch(/^Undetermined/);
     expect(result.confidence).toBeLessThanOrEqual(0.3);
@@ -198,10 +250,20 @@ describe('confidence', () => {
       input(),
       input({ changes: [deploy()] }),
       input({ changes: [deploy(), deploy({ service: 'orders-db', hops: 1, deploymentId: '9' })] }),
-      input({ alerts: [alert({ text: 'certificate has expired for api.example.com; x509: certificate has expired' })] }),
-      input({ alerts: [alert({ text: 'No space left on device (99% used)', labels: { instance: 'db-1', mountpoint: '/data' } })], changes: [deploy()] }),
       input({
-        alerts: [alert({ text: 'NXDOMAIN for payments.internal.example.com' }), alert({ text: 'Request rate 12x its baseline; HPA at max replicas' })],
+        alerts: [alert({ text: 'certificate has expired for api.example.com; x509: certificate has expired' })],
+      }),
+      input({
+        alerts: [
+          alert({ text: 'No space left on device (99% used)', labels: { instance: 'db-1', mountpoint: '/data' } }),
+        ],
+        changes: [deploy()],
+      }),
+      input({
+        alerts: [
+          alert({ text: 'NXDOMAIN for payments.internal.example.com' }),
+          alert({ text: 'Request rate 12x its baseline; HPA at max replicas' }),
+        ],
         context: [{ seq: 1, content: 'We changed DNS. It was not the traffic. Definitely DNS.' }],
       }),
     ];
@@ -224,7 +286,17 @@ describe('confidence', () => {
         topology: {
           known: true,
           serviceType: 'api',
-          dependencies: [dependency({ name: 'orders-db', alerting: true, alertCount: 2, firstAlertAt: minutes(-1), alertNames: ['PostgresDown'], alertTexts: ['orders-db is down'], alertingDependents: ['checkout-api', 'inventory-api'] })],
+          dependencies: [
+            dependency({
+              name: 'orders-db',
+              alerting: true,
+              alertCount: 2,
+              firstAlertAt: minutes(-1),
+              alertNames: ['PostgresDown'],
+              alertTexts: ['orders-db is down'],
+              alertingDependents: ['checkout-api', 'inventory-api'],
+            }),
+          ],
           dependents: [],
         },
       }),
@@ -237,16 +309,47 @@ describe('confidence', () => {
 describe('human context', () => {
   const ambiguous = () =>
     input({
-      alerts: [alert({ provider: 'sentry', alertName: 'ConnectTimeout: Read timed out calling payments-api', text: "HTTPSConnectionPool(host='payments.internal.example.com', port=443): Read timed out calling payments-api" })],
-      changes: [deploy({ service: 'payments-api', repository: 'example-shop/payments-api', deploymentId: '9120', hops: 1, occurredAt: minutes(-40) })],
-      topology: { known: true, serviceType: 'api', dependencies: [dependency({ name: 'payments-api', type: 'api' })], dependents: [] },
+      alerts: [
+        alert({
+          provider: 'sentry',
+          alertName: 'ConnectTimeout: Read timed out calling payments-api',
+          text: "HTTPSConnectionPool(host='payments.internal.example.com', port=443): Read timed out calling payments-api",
+        }),
+      ],
+      changes: [
+        deploy({
+          service: 'payments-api',
+          repository: 'example-shop/payments-api',
+          deploymentId: '9120',
+          hops: 1,
+          occurredAt: minutes(-40),
+        }),
+      ],
+      topology: {
+        known: true,
+        serviceType: 'api',
+        dependencies: [dependency({ name: 'payments-api', type: 'api' })],
+        dependents: [],
+      },
     });
 
   it('tips the ranking: "we rotated the DNS provider at 03:00" makes DNS the cause', () => {
     const before = analyzeInvestigation(ambiguous());
     expect(before.hypotheses[0]!.kind).toBe('upstream_deploy');
-    const after = analyzeInvestigation({ ...ambiguous(), context: [{ seq: 1, content: 'We rotated the DNS provider at 03:00; lookups of payments.internal.example.com fail since.' }] });
-    expect(after.hypotheses[0]).toMatchObject({ kind: 'dns_failure', subject: 'payments.internal.example.com', status: 'kept' });
+    const after = analyzeInvestigation({
+      ...ambiguous(),
+      context: [
+        {
+          seq: 1,
+          content: 'We rotated the DNS provider at 03:00; lookups of payments.internal.example.com fail since.',
+        },
+      ],
+    });
+    expect(after.hypotheses[0]).toMatchObject({
+      kind: 'dns_failure',
+      subject: 'payments.internal.example.com',
+      status: 'kept',
+    });
     expect(after.hypotheses[0]!.contextAdjustment).toBeGreaterThan(0);
     expect(after.hypotheses[0]!.support.join(' ')).toContain('human context for');
     expect(after.recommendedActions[0]).toMatch(/^Restore DNS resolution of payments\.internal\.example\.com/);
@@ -254,7 +357,10 @@ describe('human context', () => {
   });
 
   it('lowers a hypothesis the humans rule out', () => {
-    const ruledOut = analyzeInvestigation({ ...ambiguous(), context: [{ seq: 1, content: 'The payments-api deploy was a no-op, only docs changed.' }] });
+    const ruledOut = analyzeInvestigation({
+      ...ambiguous(),
+      context: [{ seq: 1, content: 'The payments-api deploy was a no-op, only docs changed.' }],
+    });
     const deployment = ruledOut.hypotheses.find((h) => h.kind === 'upstream_deploy')!;
     expect(deployment.contextAdjustment).toBeLessThan(0);
     expect(deployment.status).toBe('discarded');
@@ -264,11 +370,18 @@ describe('human context', () => {
 
   it('reads each sentence on its own: a negation elsewhere does not cancel a cue', () => {
     const h = { kind: 'dns_failure' as const, subject: 'payments.internal.example.com' };
-    expect(contextEffect(h, [{ seq: 1, content: 'It was not the deploy. We moved DNS to a new provider.' }]).delta).toBeCloseTo(0.3);
+    expect(
+      contextEffect(h, [{ seq: 1, content: 'It was not the deploy. We moved DNS to a new provider.' }]).delta,
+    ).toBeCloseTo(0.3);
     expect(contextEffect(h, [{ seq: 1, content: 'DNS is not involved.' }]).delta).toBeCloseTo(-0.35);
     expect(contextEffect(h, [{ seq: 1, content: 'Lunch was late.' }]).delta).toBe(0);
     // Capped, however much is said.
-    expect(contextEffect(h, [1, 2, 3].map((seq) => ({ seq, content: 'DNS! DNS again.' }))).delta).toBeCloseTo(0.45);
+    expect(
+      contextEffect(
+        h,
+        [1, 2, 3].map((seq) => ({ seq, content: 'DNS! DNS again.' })),
+      ).delta,
+    ).toBeCloseTo(0.45);
   });
 });
 
@@ -296,20 +409,26 @@ describe('helpers', () => {
       score: 5,
       matchedKeywords: ['postgres'],
     };
-    expect(pickRunbookStep(runbook, { keywords: ['connections', 'pool'] })).toEqual({ number: 2, text: 'Terminate idle-in-transaction connections' });
+    expect(pickRunbookStep(runbook, { keywords: ['connections', 'pool'] })).toEqual({
+      number: 2,
+      text: 'Terminate idle-in-transaction connections',
+    });
   });
 
   it('finds host names but not file names or modules', () => {
-    expect(hostsIn("HTTPSConnectionPool(host='api.example.com'): see checkout/orders/total.py and payments.internal.example.com")).toEqual([
-      'api.example.com',
-      'payments.internal.example.com',
-    ]);
+    expect(
+      hostsIn(
+        "HTTPSConnectionPool(host='api.example.com'): see checkout/orders/total.py and payments.internal.example.com",
+      ),
+    ).toEqual(['api.example.com', 'payments.internal.example.com']);
   });
 
   it('counts toggles of a flapping alert, and ignores an alert that fired once', () => {
     const single = [alert({ text: 'x' })];
     expect(flapStats(single)).toBeNull();
-    const toggling = [0, 1, 2, 3, 4].map((m, i) => alert({ alertName: 'Flappy', status: i % 2 === 0 ? 'firing' : 'resolved', occurredAt: minutes(m), text: 'x' }));
+    const toggling = [0, 1, 2, 3, 4].map((m, i) =>
+      alert({ alertName: 'Flappy', status: i % 2 === 0 ? 'firing' : 'resolved', occurredAt: minutes(m), text: 'x' }),
+    );
     expect(flapStats(toggling)).toMatchObject({ alertName: 'Flappy', toggles: 4, firing: 3, resolved: 2 });
   });
 });

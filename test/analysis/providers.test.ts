@@ -5,7 +5,10 @@ import { BUILTIN_MODEL, builtinTriage } from '../../src/analysis/builtin-triage.
 import { createModelProvider, createOpenAiCompatibleProvider } from '../../src/analysis/providers.js';
 import type { TriageInput } from '../../src/analysis/types.js';
 
-function input(overrides: Partial<TriageInput['incident']> = {}, rest: Partial<Omit<TriageInput, 'incident'>> = {}): TriageInput {
+function input(
+  overrides: Partial<TriageInput['incident']> = {},
+  rest: Partial<Omit<TriageInput, 'incident'>> = {},
+): TriageInput {
   return {
     incident: {
       incidentId: 'inc_test',
@@ -49,8 +52,12 @@ describe('built-in triage', () => {
 
   it('raises one level for a service rated 8-10 and for a repeating alert, capped at critical', () => {
     expect(builtinTriage(input({ criticality: 9 }, { alerts: [alert('medium')] })).priority).toBe('high');
-    expect(builtinTriage(input({ criticality: 9, occurrenceCount: 25 }, { alerts: [alert('medium')] })).priority).toBe('critical');
-    expect(builtinTriage(input({ criticality: 10, occurrenceCount: 25 }, { alerts: [alert('critical')] })).priority).toBe('critical');
+    expect(builtinTriage(input({ criticality: 9, occurrenceCount: 25 }, { alerts: [alert('medium')] })).priority).toBe(
+      'critical',
+    );
+    expect(
+      builtinTriage(input({ criticality: 10, occurrenceCount: 25 }, { alerts: [alert('critical')] })).priority,
+    ).toBe('critical');
   });
 
   it('lowers one level when every alert has recovered', () => {
@@ -58,9 +65,19 @@ describe('built-in triage', () => {
   });
 
   it('suggests the agents the signals call for', () => {
-    const result = builtinTriage(input({}, { alerts: [alert('high')], recentChanges: 2, hasRunbooks: true, hasTopology: true }));
+    const result = builtinTriage(
+      input({}, { alerts: [alert('high')], recentChanges: 2, hasRunbooks: true, hasTopology: true }),
+    );
     expect(result.suggestedAgents).toEqual(['alerts', 'deployment', 'code_change', 'metrics', 'topology', 'runbook']);
-    const quiet = builtinTriage(input({ title: 'Something odd', description: 'Users report something odd', service: null, ownerTeam: null, source: 'manual' }));
+    const quiet = builtinTriage(
+      input({
+        title: 'Something odd',
+        description: 'Users report something odd',
+        service: null,
+        ownerTeam: null,
+        source: 'manual',
+      }),
+    );
     expect(quiet.suggestedAgents).toEqual(['alerts']);
     expect(quiet.confidence).toBeLessThan(result.confidence);
     expect(result.confidence).toBeGreaterThan(0);
@@ -89,20 +106,47 @@ describe('OpenAI-compatible provider against a local fake server', () => {
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   const completion = (content: string) =>
-    JSON.stringify({ model: 'fake-gpt-1', choices: [{ message: { role: 'assistant', content } }], usage: { prompt_tokens: 900, completion_tokens: 300, total_tokens: 1200 } });
+    JSON.stringify({
+      model: 'fake-gpt-1',
+      choices: [{ message: { role: 'assistant', content } }],
+      usage: { prompt_tokens: 900, completion_tokens: 300, total_tokens: 1200 },
+    });
 
   function provider(fallbacks: string[] = [], timeoutMs = 2000) {
-    return createOpenAiCompatibleProvider({ baseUrl, apiKey: 'sk-test', model: 'fake-gpt-1', timeoutMs, costPer1kTokens: 0.5, onFallback: (r) => fallbacks.push(r) });
+    return createOpenAiCompatibleProvider({
+      baseUrl,
+      apiKey: 'sk-test',
+      model: 'fake-gpt-1',
+      timeoutMs,
+      costPer1kTokens: 0.5,
+      onFallback: (r) => fallbacks.push(r),
+    });
   }
 
   it('uses valid structured output, with tokens and cost', async () => {
     reply = (_req, res) => {
       res.setHeader('content-type', 'application/json');
-      res.end(completion(JSON.stringify({ priority: 'critical', summary: 'Checkout down after deploy', confidence: 0.9, reasoning: 'deploy then errors', suggestedAgents: ['deployment', 'logs', 'logs'] })));
+      res.end(
+        completion(
+          JSON.stringify({
+            priority: 'critical',
+            summary: 'Checkout down after deploy',
+            confidence: 0.9,
+            reasoning: 'deploy then errors',
+            suggestedAgents: ['deployment', 'logs', 'logs'],
+          }),
+        ),
+      );
     };
     const result = await provider().triage(input());
     expect(result).toEqual({
-      output: { priority: 'critical', summary: 'Checkout down after deploy', confidence: 0.9, reasoning: 'deploy then errors', suggestedAgents: ['deployment', 'logs'] },
+      output: {
+        priority: 'critical',
+        summary: 'Checkout down after deploy',
+        confidence: 0.9,
+        reasoning: 'deploy then errors',
+        suggestedAgents: ['deployment', 'logs'],
+      },
       model: 'fake-gpt-1',
       tokensUsed: 1200,
       costUsd: 0.6,
@@ -116,8 +160,22 @@ describe('OpenAI-compatible provider against a local fake server', () => {
   it('falls back to the built-in analyzer on invalid JSON, invalid output, an error status and a timeout', async () => {
     const cases: Array<[string, (req: IncomingMessage, res: ServerResponse) => void]> = [
       ['the model did not answer with JSON', (_q, res) => res.end(completion('Sure! The priority is high.'))],
-      ['invalid output', (_q, res) => res.end(completion(JSON.stringify({ priority: 'urgent', summary: 'x', confidence: 2, reasoning: 'y', suggestedAgents: [] })))],
-      ['the model endpoint answered 500', (_q, res) => { res.statusCode = 500; res.end('{}'); }],
+      [
+        'invalid output',
+        (_q, res) =>
+          res.end(
+            completion(
+              JSON.stringify({ priority: 'urgent', summary: 'x', confidence: 2, reasoning: 'y', suggestedAgents: [] }),
+            ),
+          ),
+      ],
+      [
+        'the model endpoint answered 500',
+        (_q, res) => {
+          res.statusCode = 500;
+          res.end('{}');
+        },
+      ],
       ['timeout', () => undefined], // never answers
     ];
     for (const [reason, handler] of cases) {
@@ -129,43 +187,79 @@ describe('OpenAI-compatible provider against a local fake server', () => {
       expect(result.tokensUsed).toBe(0);
       expect(result.costUsd).toBe(0);
       expect(result.output.priority).toBe('high');
-      expect(result.output.reasoning).toContain(`The model fake-gpt-1 failed: ${reason}; the built-in analyzer answered.`);
+      expect(result.output.reasoning).toContain(
+        `The model fake-gpt-1 failed: ${reason}; the built-in analyzer answered.`,
+      );
     }
   });
 
   const synthesisInput = {
-    incident: { incidentId: 'inc_test', title: 'Checkout errors', description: '502s since 03:10', severity: 'high' as const, service: 'checkout-api' },
+    incident: {
+      incidentId: 'inc_test',
+      title: 'Checkout errors',
+      description: '502s since 03:10',
+      severity: 'high' as const,
+      service: 'checkout-api',
+    },
     findings: [{ agentRole: 'deployment', content: 'Deployment 4242 of checkout-api 4 min before the first alert' }],
-    hypotheses: [{ statement: 'Bad deploy 4242 of checkout-api', score: 0.9, status: 'kept', reason: 'deployed 4 min before' }],
+    hypotheses: [
+      { statement: 'Bad deploy 4242 of checkout-api', score: 0.9, status: 'kept', reason: 'deployed 4 min before' },
+    ],
     humanContext: ['We deployed at 03:06'],
   };
-  const builtinConclusion = { rootCause: 'Deployment 4242 of checkout-api broke checkout', confidence: 0.8, recommendedActions: ['Roll back deployment 4242 of checkout-api'] };
+  const builtinConclusion = {
+    rootCause: 'Deployment 4242 of checkout-api broke checkout',
+    confidence: 0.8,
+    recommendedActions: ['Roll back deployment 4242 of checkout-api'],
+  };
 
   it('writes the investigation conclusion with a model, falling back to the built-in one', async () => {
     reply = (_req, res) => {
-      res.end(completion(JSON.stringify({ rootCause: 'The 03:06 deploy 4242 of checkout-api introduced 502s', confidence: 0.92, recommendedActions: ['Roll back deployment 4242', 'Add a canary'] })));
+      res.end(
+        completion(
+          JSON.stringify({
+            rootCause: 'The 03:06 deploy 4242 of checkout-api introduced 502s',
+            confidence: 0.92,
+            recommendedActions: ['Roll back deployment 4242', 'Add a canary'],
+          }),
+        ),
+      );
     };
     const result = await provider().synthesize(synthesisInput, builtinConclusion);
     expect(result).toEqual({
-      output: { rootCause: 'The 03:06 deploy 4242 of checkout-api introduced 502s', confidence: 0.92, recommendedActions: ['Roll back deployment 4242', 'Add a canary'] },
+      output: {
+        rootCause: 'The 03:06 deploy 4242 of checkout-api introduced 502s',
+        confidence: 0.92,
+        recommendedActions: ['Roll back deployment 4242', 'Add a canary'],
+      },
       model: 'fake-gpt-1',
       tokensUsed: 1200,
       costUsd: 0.6,
     });
-    expect(JSON.parse(seen.at(-1)!.body.messages[1].content).hypotheses[0].statement).toBe('Bad deploy 4242 of checkout-api');
+    expect(JSON.parse(seen.at(-1)!.body.messages[1].content).hypotheses[0].statement).toBe(
+      'Bad deploy 4242 of checkout-api',
+    );
 
-    reply = (_req, res) => res.end(completion(JSON.stringify({ rootCause: 'short', confidence: 7, recommendedActions: [] })));
+    reply = (_req, res) =>
+      res.end(completion(JSON.stringify({ rootCause: 'short', confidence: 7, recommendedActions: [] })));
     const fallbacks: string[] = [];
     const fallback = await provider(fallbacks).synthesize(synthesisInput, builtinConclusion);
     expect(fallbacks).toEqual(['invalid output']);
     expect(fallback).toEqual({ output: builtinConclusion, model: BUILTIN_MODEL, tokensUsed: 0, costUsd: 0 });
-    expect(await createModelProvider(undefined).synthesize(synthesisInput, builtinConclusion)).toEqual({ output: builtinConclusion, model: BUILTIN_MODEL, tokensUsed: 0, costUsd: 0 });
+    expect(await createModelProvider(undefined).synthesize(synthesisInput, builtinConclusion)).toEqual({
+      output: builtinConclusion,
+      model: BUILTIN_MODEL,
+      tokensUsed: 0,
+      costUsd: 0,
+    });
   });
 
   it('is the built-in analyzer unless a base URL is configured', async () => {
     const builtin = createModelProvider({ model: 'x', timeoutMs: 1000, costPer1kTokens: 0 });
     expect(builtin.name).toBe('builtin');
     expect((await builtin.triage(input())).model).toBe(BUILTIN_MODEL);
-    expect(createModelProvider({ baseUrl, model: 'x', timeoutMs: 1000, costPer1kTokens: 0 }).name).toBe('openai-compatible');
+    expect(createModelProvider({ baseUrl, model: 'x', timeoutMs: 1000, costPer1kTokens: 0 }).name).toBe(
+      'openai-compatible',
+    );
   });
 });

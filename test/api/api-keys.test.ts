@@ -32,7 +32,11 @@ describe('API keys', () => {
     const [row] = await svc.database.db.select().from(apiKeys).where(eq(apiKeys.id, res.body.keyId));
     expect(row!.keyHash).toBe(hashApiKey(res.body.key));
     expect(JSON.stringify(row)).not.toContain(res.body.key);
-    const [audit] = await svc.database.db.select().from(auditLog).where(eq(auditLog.targetId, res.body.keyId)).orderBy(auditLog.seq);
+    const [audit] = await svc.database.db
+      .select()
+      .from(auditLog)
+      .where(eq(auditLog.targetId, res.body.keyId))
+      .orderBy(auditLog.seq);
     expect(audit!.action).toBe('api_key.created');
     expect(JSON.stringify(audit)).not.toContain(res.body.key);
     expect(JSON.stringify(audit)).not.toContain(res.body.signingSecret);
@@ -45,7 +49,14 @@ describe('API keys', () => {
     const first = await svc.api('GET', '/v1/api-keys?limit=2', { token: fresh.admin });
     expect(first.status).toBe(200);
     expect(first.body.items.map((k: { name: string }) => k.name)).toEqual(['c', 'b']);
-    expect(Object.keys(first.body.items[0]).sort()).toEqual(['createdAt', 'keyId', 'lastUsedAt', 'name', 'prefix', 'revokedAt']);
+    expect(Object.keys(first.body.items[0]).sort()).toEqual([
+      'createdAt',
+      'keyId',
+      'lastUsedAt',
+      'name',
+      'prefix',
+      'revokedAt',
+    ]);
     const text = JSON.stringify(first.body);
     for (const k of created) {
       expect(text).not.toContain(k.key);

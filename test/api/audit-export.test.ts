@@ -11,7 +11,14 @@ import { auditExports, auditLog } from '../../src/db/schema/audit.js';
 import { events } from '../../src/db/schema/events.js';
 import { signDownloadUrl } from '../../src/audit-exports/signed-url.js';
 import { reconcileExports } from '../../src/outbox/workflow-dispatcher.js';
-import { csvFields, expectedRows, parseCsv, parseNdjson, seedAuditRows, type ExportRow } from '../helpers/audit-seed.js';
+import {
+  csvFields,
+  expectedRows,
+  parseCsv,
+  parseNdjson,
+  seedAuditRows,
+  type ExportRow,
+} from '../helpers/audit-seed.js';
 import { startFakeS3, type FakeS3 } from '../helpers/s3-server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/webhooks.js';
@@ -72,8 +79,15 @@ describe('POST /v1/audit/export and GET /v1/audit/export/{exportId}', () => {
   it('exports NDJSON: 202 queued, then completed with a signed URL whose gzip holds exactly the rows in audit_log', async () => {
     const tenant = await tenantWithRows(2500);
     const range = lastHours(24);
-    const expectedBefore = await expectedRows(svc.database.sql, { tenantId: tenant.tenantId, from: range.from, to: range.to });
-    const res = await svc.api('POST', '/v1/audit/export', { token: tenant.admin, body: { format: 'ndjson', ...range.body } });
+    const expectedBefore = await expectedRows(svc.database.sql, {
+      tenantId: tenant.tenantId,
+      from: range.from,
+      to: range.to,
+    });
+    const res = await svc.api('POST', '/v1/audit/export', {
+      token: tenant.admin,
+      body: { format: 'ndjson', ...range.body },
+    });
     expect(res.status).toBe(202);
     expect(res.body).toEqual({
       exportId: expect.stringMatching(/^exp_/),
@@ -89,15 +103,28 @@ describe('POST /v1/audit/export and GET /v1/audit/export/{exportId}', () => {
     expect(done.status).toBe(200);
     const job = done.body;
     // The export holds the rows committed when it began: the seeded ones and the request's own entry.
-    const expected = await expectedRows(svc.database.sql, { tenantId: tenant.tenantId, from: range.from, to: range.to });
+    const expected = await expectedRows(svc.database.sql, {
+      tenantId: tenant.tenantId,
+      from: range.from,
+      to: range.to,
+    });
     const requested = expected.filter((r) => r.action === 'audit.export_requested');
     expect(requested).toHaveLength(1);
     expect(requested[0]).toMatchObject({ actorType: 'user', targetType: 'audit_export', targetId: exportId });
     const inExport = expected.filter((r) => r.action !== 'audit.export_completed');
-    expect(job).toMatchObject({ exportId, status: 'completed', format: 'ndjson', rowCount: inExport.length, estimatedRows: expectedBefore.length, location: null });
+    expect(job).toMatchObject({
+      exportId,
+      status: 'completed',
+      format: 'ndjson',
+      rowCount: inExport.length,
+      estimatedRows: expectedBefore.length,
+      location: null,
+    });
     expect(job.submittedAt).toBe(res.body.submittedAt);
     expect(new Date(job.downloadUrlExpiresAt).getTime()).toBe(new Date(job.completedAt).getTime() + 2 * HOUR);
-    expect(job.downloadUrl).toMatch(new RegExp(`^http://api\\.test/v1/audit/export/${exportId}/download\\?expires=\\d+&signature=[\\w-]+$`));
+    expect(job.downloadUrl).toMatch(
+      new RegExp(`^http://api\\.test/v1/audit/export/${exportId}/download\\?expires=\\d+&signature=[\\w-]+$`),
+    );
 
     const file = await download(job.downloadUrl);
     expect(file.status).toBe(200);
@@ -113,15 +140,36 @@ describe('POST /v1/audit/export and GET /v1/audit/export/{exportId}', () => {
     const rows = parseNdjson(gz);
     expect(rows).toEqual(inExport);
     expect(Object.keys(rows[0]!)).toEqual([
-      'auditId', 'occurredAt', 'actorType', 'actorId', 'action', 'targetType', 'targetId', 'incidentId',
-      'requestId', 'workflowId', 'historyEventId', 'details', 'seq', 'prevHash', 'hash',
+      'auditId',
+      'occurredAt',
+      'actorType',
+      'actorId',
+      'action',
+      'targetType',
+      'targetId',
+      'incidentId',
+      'requestId',
+      'workflowId',
+      'historyEventId',
+      'details',
+      'seq',
+      'prevHash',
+      'hash',
     ]);
 
     // Completion: one audit entry by the system, one outbox event.
-    const completed = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'audit.export_completed'))).orderBy(auditLog.seq);
+    const completed = await svc.database.db
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'audit.export_completed')))
+      .orderBy(auditLog.seq);
     expect(completed).toHaveLength(1);
     expect(completed[0]).toMatchObject({ actorType: 'system', targetId: exportId, workflowId: exportId });
-    const outbox = await svc.database.db.select().from(events).where(and(eq(events.tenantId, tenant.tenantId), eq(events.type, 'system.export_completed'))).orderBy(events.seq);
+    const outbox = await svc.database.db
+      .select()
+      .from(events)
+      .where(and(eq(events.tenantId, tenant.tenantId), eq(events.type, 'system.export_completed')))
+      .orderBy(events.seq);
     expect(outbox).toHaveLength(1);
     expect(outbox[0]!.payload).toMatchObject({ exportId, rowCount: inExport.length, format: 'ndjson' });
 
@@ -139,20 +187,27 @@ describe('POST /v1/audit/export and GET /v1/audit/export/{exportId}', () => {
   it('exports RFC 4180 CSV: header, CRLF records, quoted fields with doubled quotes and embedded newlines', async () => {
     const tenant = await tenantWithRows(1500);
     const range = lastHours(24);
-    const res = await svc.api('POST', '/v1/audit/export', { token: tenant.admin, body: { format: 'csv', ...range.body } });
+    const res = await svc.api('POST', '/v1/audit/export', {
+      token: tenant.admin,
+      body: { format: 'csv', ...range.body },
+    });
     expect(res.status).toBe(202);
     const job = (await waitFinished(res.body.exportId, tenant.admin)).body;
     expect(job.status).toBe('completed');
     const file = await download(job.downloadUrl);
     expect(file.headers.get('content-disposition')).toBe(`attachment; filename="${job.exportId}.csv.gz"`);
     const text = gunzipSync(Buffer.from(await file.arrayBuffer())).toString('utf8');
-    expect(text.startsWith('auditId,occurredAt,actorType,actorId,action,targetType,targetId,incidentId,requestId,workflowId,historyEventId,details,seq,prevHash,hash\r\n')).toBe(true);
+    expect(
+      text.startsWith(
+        'auditId,occurredAt,actorType,actorId,action,targetType,targetId,incidentId,requestId,workflowId,historyEventId,details,seq,prevHash,hash\r\n',
+      ),
+    ).toBe(true);
     expect(text).toContain('"ops, ""night""\r\nshift 7"'); // an actorId with a comma, quotes and CRLF
     const [header, ...records] = parseCsv(text);
     expect(header).toHaveLength(15);
-    const expected = (await expectedRows(svc.database.sql, { tenantId: tenant.tenantId, from: range.from, to: range.to })).filter(
-      (r) => r.action !== 'audit.export_completed',
-    );
+    const expected = (
+      await expectedRows(svc.database.sql, { tenantId: tenant.tenantId, from: range.from, to: range.to })
+    ).filter((r) => r.action !== 'audit.export_completed');
     expect(records).toHaveLength(expected.length);
     expect(job.rowCount).toBe(expected.length);
     records.forEach((record, i) => {
@@ -166,10 +221,23 @@ describe('POST /v1/audit/export and GET /v1/audit/export/{exportId}', () => {
     const tenant = await tenantWithRows(1200);
     const range = lastHours(24);
     // The same filters as the listing, an action prefix included.
-    const cases = [{ actorType: 'system' as const, action: 'tenant.updated' }, { incidentId: 'inc_seed_1' }, { action: 'no.such.action' }, { action: 'tenant.*' }];
+    const cases = [
+      { actorType: 'system' as const, action: 'tenant.updated' },
+      { incidentId: 'inc_seed_1' },
+      { action: 'no.such.action' },
+      { action: 'tenant.*' },
+    ];
     for (const filters of cases) {
-      const expected = await expectedRows(svc.database.sql, { tenantId: tenant.tenantId, from: range.from, to: range.to, filters });
-      const res = await svc.api('POST', '/v1/audit/export', { token: tenant.admin, body: { format: 'ndjson', ...range.body, filters } });
+      const expected = await expectedRows(svc.database.sql, {
+        tenantId: tenant.tenantId,
+        from: range.from,
+        to: range.to,
+        filters,
+      });
+      const res = await svc.api('POST', '/v1/audit/export', {
+        token: tenant.admin,
+        body: { format: 'ndjson', ...range.body, filters },
+      });
       expect(res.status).toBe(202);
       expect(res.body.estimatedRows).toBe(expected.length);
       if (filters.action === 'tenant.*') expect(expected.length).toBeGreaterThan(1);
@@ -184,7 +252,10 @@ describe('POST /v1/audit/export and GET /v1/audit/export/{exportId}', () => {
     const from = seeded[100]!.occurredAt;
     const to = seeded[400]!.occurredAt;
     const [lo, hi] = from < to ? [from, to] : [to, from];
-    const res = await svc.api('POST', '/v1/audit/export', { token: tenant.admin, body: { format: 'ndjson', from: lo, to: hi } });
+    const res = await svc.api('POST', '/v1/audit/export', {
+      token: tenant.admin,
+      body: { format: 'ndjson', from: lo, to: hi },
+    });
     const job = (await waitFinished(res.body.exportId, tenant.admin)).body;
     const rows = parseNdjson(Buffer.from(await (await download(job.downloadUrl)).arrayBuffer()));
     const want = all.filter((r) => r.occurredAt >= lo && r.occurredAt <= hi);
@@ -197,7 +268,10 @@ describe('the signed download URL', () => {
   let job: { exportId: string; downloadUrl: string };
   beforeAll(async () => {
     const tenant = await tenantWithRows(10);
-    const res = await svc.api('POST', '/v1/audit/export', { token: tenant.admin, body: { format: 'csv', ...lastHours(1).body } });
+    const res = await svc.api('POST', '/v1/audit/export', {
+      token: tenant.admin,
+      body: { format: 'csv', ...lastHours(1).body },
+    });
     job = (await waitFinished(res.body.exportId, tenant.admin)).body;
   });
 
@@ -212,7 +286,10 @@ describe('the signed download URL', () => {
     const signature = url.searchParams.get('signature')!;
     const expires = url.searchParams.get('expires')!;
     const variants = [
-      job.downloadUrl.replace(`signature=${signature}`, `signature=${signature.slice(0, -2)}${signature.endsWith('AA') ? 'BB' : 'AA'}`),
+      job.downloadUrl.replace(
+        `signature=${signature}`,
+        `signature=${signature.slice(0, -2)}${signature.endsWith('AA') ? 'BB' : 'AA'}`,
+      ),
       job.downloadUrl.replace(`expires=${expires}`, `expires=${Number(expires) + 1000}`),
       job.downloadUrl.replace(`signature=${signature}`, 'signature='),
       job.downloadUrl.split('?')[0]!,
@@ -226,7 +303,13 @@ describe('the signed download URL', () => {
       expect(await res.json()).toMatchObject({ error: 'forbidden' });
     }
     // The same key with a future expiry works: only the expiry made the previous one fail.
-    expect((await download(signDownloadUrl(svc.exportUrlKey, 'http://api.test', job.exportId, new Date(Date.now() + 60_000)))).status).toBe(200);
+    expect(
+      (
+        await download(
+          signDownloadUrl(svc.exportUrlKey, 'http://api.test', job.exportId, new Date(Date.now() + 60_000)),
+        )
+      ).status,
+    ).toBe(200);
   });
 });
 
@@ -240,7 +323,9 @@ describe('errors', () => {
     expect(member.body.error).toBe('forbidden');
     const created = await svc.api('POST', '/v1/audit/export', { token: tenant.admin, body });
     expect((await svc.api('GET', `/v1/audit/export/${created.body.exportId}`)).status).toBe(401);
-    expect((await svc.api('GET', `/v1/audit/export/${created.body.exportId}`, { token: tenant.member })).body.error).toBe('forbidden');
+    expect(
+      (await svc.api('GET', `/v1/audit/export/${created.body.exportId}`, { token: tenant.member })).body.error,
+    ).toBe('forbidden');
   });
 
   it('400 validation_error for a bad format or range, from after to, and unknown keys', async () => {
@@ -273,20 +358,32 @@ describe('errors', () => {
   it('400 range_exceeds_retention when from is older than the plan keeps audit entries', async () => {
     const starter = await svc.newTenant({ plan: 'plan_starter' }); // 30 days
     const to = new Date().toISOString();
-    const old = await svc.api('POST', '/v1/audit/export', { token: starter.admin, body: { format: 'csv', from: new Date(Date.now() - 31 * 24 * HOUR).toISOString(), to } });
+    const old = await svc.api('POST', '/v1/audit/export', {
+      token: starter.admin,
+      body: { format: 'csv', from: new Date(Date.now() - 31 * 24 * HOUR).toISOString(), to },
+    });
     expect(old.status).toBe(400);
     expect(old.body).toMatchObject({ error: 'range_exceeds_retention', details: { retentionDays: 30 } });
-    const ok = await svc.api('POST', '/v1/audit/export', { token: starter.admin, body: { format: 'csv', from: new Date(Date.now() - 29 * 24 * HOUR).toISOString(), to } });
+    const ok = await svc.api('POST', '/v1/audit/export', {
+      token: starter.admin,
+      body: { format: 'csv', from: new Date(Date.now() - 29 * 24 * HOUR).toISOString(), to },
+    });
     expect(ok.status).toBe(202);
     const business = await svc.newTenant({ plan: 'plan_business' }); // 365 days
-    const longer = await svc.api('POST', '/v1/audit/export', { token: business.admin, body: { format: 'csv', from: new Date(Date.now() - 300 * 24 * HOUR).toISOString(), to } });
+    const longer = await svc.api('POST', '/v1/audit/export', {
+      token: business.admin,
+      body: { format: 'csv', from: new Date(Date.now() - 300 * 24 * HOUR).toISOString(), to },
+    });
     expect(longer.status).toBe(202);
   });
 
   it("404 not_found for an unknown id and for another tenant's export", async () => {
     const a = await svc.newTenant();
     const b = await svc.newTenant();
-    const created = await svc.api('POST', '/v1/audit/export', { token: a.admin, body: { format: 'ndjson', ...lastHours(1).body } });
+    const created = await svc.api('POST', '/v1/audit/export', {
+      token: a.admin,
+      body: { format: 'ndjson', ...lastHours(1).body },
+    });
     const other = await svc.api('GET', `/v1/audit/export/${created.body.exportId}`, { token: b.admin });
     expect(other.status).toBe(404);
     expect(other.body.error).toBe('not_found');
@@ -300,7 +397,11 @@ describe('errors', () => {
       const tenant = await bare.newTenant();
       const res = await bare.api('POST', '/v1/audit/export', {
         token: tenant.admin,
-        body: { format: 'ndjson', ...lastHours(1).body, destination: { type: 's3', bucket: 'audit-archive', prefix: 'x' } },
+        body: {
+          format: 'ndjson',
+          ...lastHours(1).body,
+          destination: { type: 's3', bucket: 'audit-archive', prefix: 'x' },
+        },
       });
       expect(res.status).toBe(400);
       expect(res.body).toMatchObject({ error: 'validation_error', message: expect.stringContaining('object storage') });
@@ -316,7 +417,11 @@ describe('an S3 destination', () => {
     const range = lastHours(24);
     const res = await svc.api('POST', '/v1/audit/export', {
       token: tenant.admin,
-      body: { format: 'ndjson', ...range.body, destination: { type: 's3', bucket: 'audit-archive', prefix: `tenants/${tenant.tenantId}/` } },
+      body: {
+        format: 'ndjson',
+        ...range.body,
+        destination: { type: 's3', bucket: 'audit-archive', prefix: `tenants/${tenant.tenantId}/` },
+      },
     });
     expect(res.status).toBe(202);
     const job = (await waitFinished(res.body.exportId, tenant.admin)).body;
@@ -325,9 +430,9 @@ describe('an S3 destination', () => {
     const stored = s3.objects.get(`audit-archive/${key}`);
     expect(stored?.contentType).toBe('application/gzip');
     expect(stored!.body.length).toBe(job.bytes);
-    const expected = (await expectedRows(svc.database.sql, { tenantId: tenant.tenantId, from: range.from, to: range.to })).filter(
-      (r) => r.action !== 'audit.export_completed',
-    );
+    const expected = (
+      await expectedRows(svc.database.sql, { tenantId: tenant.tenantId, from: range.from, to: range.to })
+    ).filter((r) => r.action !== 'audit.export_completed');
     expect(parseNdjson(stored!.body)).toEqual(expected);
     // The local copy is gone once uploaded.
     expect(existsSync(path.join(svc.exportDir, tenant.tenantId, `${job.exportId}.ndjson.gz`))).toBe(false);
@@ -347,7 +452,11 @@ describe('an S3 destination', () => {
     const tenant = await tenantWithRows(5);
     const res = await svc.api('POST', '/v1/audit/export', {
       token: tenant.admin,
-      body: { format: 'csv', ...lastHours(1).body, destination: { type: 's3', bucket: 'another-tenants-bucket', prefix: 'x' } },
+      body: {
+        format: 'csv',
+        ...lastHours(1).body,
+        destination: { type: 's3', bucket: 'another-tenants-bucket', prefix: 'x' },
+      },
     });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
@@ -355,7 +464,9 @@ describe('an S3 destination', () => {
       message: 'destination.bucket: another-tenants-bucket is not a bucket this service exports to',
       details: [{ path: 'destination.bucket', message: 'is not one of the buckets this service exports to' }],
     });
-    expect(await svc.database.db.select().from(auditExports).where(eq(auditExports.tenantId, tenant.tenantId))).toEqual([]);
+    expect(await svc.database.db.select().from(auditExports).where(eq(auditExports.tenantId, tenant.tenantId))).toEqual(
+      [],
+    );
   });
 
   it('fails the export, with the reason and an audit entry, when the store refuses the upload', async () => {
@@ -365,8 +476,17 @@ describe('an S3 destination', () => {
       body: { format: 'csv', ...lastHours(1).body, destination: { type: 's3', bucket: 'no-such-bucket', prefix: '' } },
     });
     const job = (await waitFinished(res.body.exportId, tenant.admin)).body;
-    expect(job).toMatchObject({ status: 'failed', downloadUrl: null, rowCount: null, failure: expect.stringContaining('NoSuchBucket') });
-    const failed = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'audit.export_failed'))).orderBy(auditLog.seq);
+    expect(job).toMatchObject({
+      status: 'failed',
+      downloadUrl: null,
+      rowCount: null,
+      failure: expect.stringContaining('NoSuchBucket'),
+    });
+    const failed = await svc.database.db
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'audit.export_failed')))
+      .orderBy(auditLog.seq);
     expect(failed).toHaveLength(1);
     expect(failed[0]).toMatchObject({ actorType: 'system', workflowId: job.exportId });
   });
@@ -375,7 +495,10 @@ describe('an S3 destination', () => {
 describe('a submission while Temporal is unavailable', () => {
   it('still answers 202 and the reconciler starts the workflow later', async () => {
     const tenant = await tenantWithRows(20);
-    const app = createApp({ ...svc.appDeps, workflows: { ...svc.workflows, startAuditExport: () => Promise.reject(new Error('Temporal is unavailable')) } });
+    const app = createApp({
+      ...svc.appDeps,
+      workflows: { ...svc.workflows, startAuditExport: () => Promise.reject(new Error('Temporal is unavailable')) },
+    });
     const res = await app.request('/v1/audit/export', {
       method: 'POST',
       headers: { authorization: `Bearer ${tenant.admin}`, 'content-type': 'application/json' },
@@ -386,7 +509,12 @@ describe('a submission while Temporal is unavailable', () => {
     const [row] = await svc.database.db.select().from(auditExports).where(eq(auditExports.id, exportId));
     expect(row).toMatchObject({ status: 'queued', workflowStartedAt: null });
 
-    expect(await reconcileExports({ db: svc.database.db, sql: svc.database.sql, workflows: svc.workflows, logger: pino({ level: 'silent' }) }, { olderThanMs: 0 })).toBeGreaterThanOrEqual(1);
+    expect(
+      await reconcileExports(
+        { db: svc.database.db, sql: svc.database.sql, workflows: svc.workflows, logger: pino({ level: 'silent' }) },
+        { olderThanMs: 0 },
+      ),
+    ).toBeGreaterThanOrEqual(1);
     const job = (await waitFinished(exportId, tenant.admin)).body;
     expect(job.status).toBe('completed');
     const [started] = await svc.database.db.select().from(auditExports).where(eq(auditExports.id, exportId));

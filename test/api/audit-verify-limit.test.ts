@@ -46,7 +46,10 @@ describe('GET /v1/audit/verify', () => {
       await waitingOnTheLock(2);
       const third = await verify(c);
       expect(third.status).toBe(429);
-      expect(third.body).toEqual({ error: 'rate_limit_exceeded', message: 'Audit chain verifications are already running on this server; retry in a few seconds' });
+      expect(third.body).toEqual({
+        error: 'rate_limit_exceeded',
+        message: 'Audit chain verifications are already running on this server; retry in a few seconds',
+      });
       expect(third.headers.get('retry-after')).toBe('5');
     } finally {
       unlock();

@@ -36,7 +36,10 @@ async function tamper(statement: ReturnType<typeof sql>): Promise<void> {
 
 /** Runbook creations: simple audited mutations. */
 const createRunbook = (t: Tenant, i: number) =>
-  svc.api('POST', '/v1/runbooks', { token: t.admin, body: { title: `Runbook ${i}`, content: `1. step ${i}`, tags: ['audit'] } });
+  svc.api('POST', '/v1/runbooks', {
+    token: t.admin,
+    body: { title: `Runbook ${i}`, content: `1. step ${i}`, tags: ['audit'] },
+  });
 
 describe('the hash chain', () => {
   it('chains every entry of a tenant without gaps or forks under concurrent writers (api, ingestion, workflows)', async () => {
@@ -44,11 +47,24 @@ describe('the hash chain', () => {
     const key = await createKey(svc, t.admin);
     const writes = [
       ...Array.from({ length: 24 }, (_, i) => createRunbook(t, i)),
-      ...Array.from({ length: 12 }, (_, i) => svc.api('POST', '/v1/graph/nodes', { token: t.member, body: { name: `svc-${i}`, type: 'api' } })),
       ...Array.from({ length: 12 }, (_, i) =>
-        postWebhook(svc, t.tenantId, 'generic', { name: `Alert${i}`, service: `svc-${i}`, severity: 'high' }, { key: key.key, headers: { 'x-delivery-id': `d-${i}` } }),
+        svc.api('POST', '/v1/graph/nodes', { token: t.member, body: { name: `svc-${i}`, type: 'api' } }),
       ),
-      ...Array.from({ length: 6 }, (_, i) => svc.api('POST', '/v1/incidents/chat', { token: t.member, body: { title: `Manual ${i}`, description: 'Checkout is slow' } })),
+      ...Array.from({ length: 12 }, (_, i) =>
+        postWebhook(
+          svc,
+          t.tenantId,
+          'generic',
+          { name: `Alert${i}`, service: `svc-${i}`, severity: 'high' },
+          { key: key.key, headers: { 'x-delivery-id': `d-${i}` } },
+        ),
+      ),
+      ...Array.from({ length: 6 }, (_, i) =>
+        svc.api('POST', '/v1/incidents/chat', {
+          token: t.member,
+          body: { title: `Manual ${i}`, description: 'Checkout is slow' },
+        }),
+      ),
     ];
     const responses = await Promise.all(writes);
     for (const r of responses) expect([201, 202]).toContain(r.status);
@@ -61,7 +77,8 @@ describe('the hash chain', () => {
       expect(row.prevHash).toBe(index === 0 ? '0'.repeat(64) : rows[index - 1]!.hash);
       expect(row.hash).toMatch(/^[0-9a-f]{64}$/);
     });
-    const [head] = await svc.database.sql`select last_seq, last_hash from audit_chain_heads where tenant_id = ${t.tenantId}`;
+    const [head] = await svc.database
+      .sql`select last_seq, last_hash from audit_chain_heads where tenant_id = ${t.tenantId}`;
     const res = await verify(t);
     expect(res.status).toBe(200);
     // Workflows may still be writing; the verification covers at least what we read.
@@ -77,7 +94,9 @@ describe('the hash chain', () => {
     const before = await chain(t.tenantId);
     const row = before.at(-1);
     const refusal = { cause: { message: expect.stringMatching(/audit_log is append-only/) } };
-    await expect(svc.database.db.update(auditLog).set({ actorId: 'someone-else' }).where(eq(auditLog.id, row!.id))).rejects.toMatchObject(refusal);
+    await expect(
+      svc.database.db.update(auditLog).set({ actorId: 'someone-else' }).where(eq(auditLog.id, row!.id)),
+    ).rejects.toMatchObject(refusal);
     await expect(svc.database.db.delete(auditLog).where(eq(auditLog.id, row!.id))).rejects.toMatchObject(refusal);
     expect(await chain(t.tenantId)).toEqual(before);
   });
@@ -86,7 +105,14 @@ describe('the hash chain', () => {
     const t = await svc.newTenant();
     for (let i = 0; i < 5; i++) expect((await createRunbook(t, i)).status).toBe(201);
     const rows = await chain(t.tenantId);
-    expect((await verify(t)).body).toEqual({ valid: true, checked: rows.length, firstInvalidAuditId: null, fromSeq: 1, toSeq: rows.length, problem: null });
+    expect((await verify(t)).body).toEqual({
+      valid: true,
+      checked: rows.length,
+      firstInvalidAuditId: null,
+      fromSeq: 1,
+      toSeq: rows.length,
+      problem: null,
+    });
 
     const victim = rows[2]!;
     await tamper(sql`update audit_log set details = '{"title":"Nothing to see"}'::jsonb where id = ${victim.id}`);
@@ -147,7 +173,14 @@ describe('the hash chain', () => {
     const reversed = await verify(t, '?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z');
     expect(reversed.status).toBe(400);
     const empty = await verify(t, '?from=2020-01-01T00:00:00Z&to=2020-01-02T00:00:00Z');
-    expect(empty.body).toEqual({ valid: true, checked: 0, firstInvalidAuditId: null, fromSeq: null, toSeq: null, problem: null });
+    expect(empty.body).toEqual({
+      valid: true,
+      checked: 0,
+      firstInvalidAuditId: null,
+      fromSeq: null,
+      toSeq: null,
+      problem: null,
+    });
   });
 });
 
@@ -166,19 +199,28 @@ describe('retention', () => {
    */
   async function tenantCreated(plan: PlanId, daysAgo: number): Promise<Tenant> {
     const t = await svc.newTenant({ plan });
-    await tamper(sql`update audit_log set occurred_at = now() - make_interval(days => ${daysAgo}) where tenant_id = ${t.tenantId} and seq = 1`);
+    await tamper(
+      sql`update audit_log set occurred_at = now() - make_interval(days => ${daysAgo}) where tenant_id = ${t.tenantId} and seq = 1`,
+    );
     await tamper(sql`update audit_log a set hash = audit_entry_hash(a) where tenant_id = ${t.tenantId} and seq = 1`);
-    await tamper(sql`update audit_chain_heads h set last_hash = a.hash from audit_log a where a.tenant_id = h.tenant_id and a.seq = 1 and h.tenant_id = ${t.tenantId}`);
+    await tamper(
+      sql`update audit_chain_heads h set last_hash = a.hash from audit_log a where a.tenant_id = h.tenant_id and a.seq = 1 and h.tenant_id = ${t.tenantId}`,
+    );
     expect((await verify(t)).body).toMatchObject({ valid: true, checked: 1 });
     return t;
   }
-  const head = async (tenantId: string) => (await svc.database.db.select().from(auditChainHeads).where(eq(auditChainHeads.tenantId, tenantId)))[0]!;
+  const head = async (tenantId: string) =>
+    (await svc.database.db.select().from(auditChainHeads).where(eq(auditChainHeads.tenantId, tenantId)))[0]!;
   const ids = async (tenantId: string) => (await chain(tenantId)).map((r) => r.id);
 
   it("purges the entries past the plan's retention from the start of the chain, and the rest still verifies", async () => {
     const starter = await tenantCreated('plan_starter', 41); // 30 days
     const business = await tenantCreated('plan_business', 41); // 365 days
-    const expired = [await entryAged(starter.tenantId, 40), await entryAged(starter.tenantId, 39), await entryAged(starter.tenantId, 35)];
+    const expired = [
+      await entryAged(starter.tenantId, 40),
+      await entryAged(starter.tenantId, 39),
+      await entryAged(starter.tenantId, 35),
+    ];
     const kept = await entryAged(starter.tenantId, 20);
     const lateButOld = await entryAged(starter.tenantId, 45); // committed after a younger entry
     expect((await createRunbook(starter, 1)).status).toBe(201);
@@ -193,7 +235,14 @@ describe('retention', () => {
     expect(after[0]!.prevHash).toBe(before[3]!.hash);
     expect(await head(starter.tenantId)).toMatchObject({ purgedSeq: 4, purgedHash: before[3]!.hash, lastSeq: 7 });
     expect(expired.every((id) => !after.some((r) => r.id === id))).toBe(true);
-    expect((await verify(starter)).body).toEqual({ valid: true, checked: 3, firstInvalidAuditId: null, fromSeq: 5, toSeq: 7, problem: null });
+    expect((await verify(starter)).body).toEqual({
+      valid: true,
+      checked: 3,
+      firstInvalidAuditId: null,
+      fromSeq: 5,
+      toSeq: 7,
+      problem: null,
+    });
     expect((await ids(business.tenantId)).slice(1)).toEqual(businessOld);
     expect(await head(business.tenantId)).toMatchObject({ purgedSeq: 0, purgedHash: null });
 
@@ -210,7 +259,12 @@ describe('retention', () => {
 
   it('stops at a gap, so a deletion made some other way stays visible', async () => {
     const t = await tenantCreated('plan_starter', 51);
-    const rows = [await entryAged(t.tenantId, 50), await entryAged(t.tenantId, 49), await entryAged(t.tenantId, 48), await entryAged(t.tenantId, 47)];
+    const rows = [
+      await entryAged(t.tenantId, 50),
+      await entryAged(t.tenantId, 49),
+      await entryAged(t.tenantId, 48),
+      await entryAged(t.tenantId, 47),
+    ];
     await tamper(sql`delete from audit_log where id = ${rows[2]!}`); // seq 4
     await purgeExpiredAudit(svc.database.sql);
     expect(await ids(t.tenantId)).toEqual([rows[3]]);
@@ -232,7 +286,14 @@ describe('retention', () => {
     await purgeExpiredAudit(svc.database.sql, { chunkSize: 2 });
     expect(await ids(t.tenantId)).toEqual([]);
     expect(await head(t.tenantId)).toMatchObject({ purgedSeq: 6, purgedHash: hashes[5], lastSeq: 6 });
-    expect((await verify(t)).body).toEqual({ valid: true, checked: 0, firstInvalidAuditId: null, fromSeq: null, toSeq: null, problem: null });
+    expect((await verify(t)).body).toEqual({
+      valid: true,
+      checked: 0,
+      firstInvalidAuditId: null,
+      fromSeq: null,
+      toSeq: null,
+      problem: null,
+    });
     expect((await createRunbook(t, 1)).status).toBe(201);
     const [next] = await chain(t.tenantId);
     expect(next).toMatchObject({ seq: 7, prevHash: hashes[5] });
@@ -257,7 +318,12 @@ describe('retention', () => {
     const t = await tenantCreated('plan_starter', 32);
     await entryAged(t.tenantId, 31);
     const dispatcher = startDispatcher(
-      { db: svc.database.db, sql: svc.database.sql, workflows: createTemporalWorkflowPort(svc.client, svc.taskQueue), logger: pino({ level: 'silent' }) },
+      {
+        db: svc.database.db,
+        sql: svc.database.sql,
+        workflows: createTemporalWorkflowPort(svc.client, svc.taskQueue),
+        logger: pino({ level: 'silent' }),
+      },
       { listen: false, intervalMs: 60_000 },
     );
     try {
@@ -273,11 +339,17 @@ describe('GET /v1/audit', () => {
     const t = await svc.newTenant();
     const other = await svc.newTenant();
     await createRunbook(other, 99);
-    const created = await svc.api('POST', '/v1/incidents/chat', { token: t.member, body: { title: 'Checkout down', description: 'Errors on pay' } });
+    const created = await svc.api('POST', '/v1/incidents/chat', {
+      token: t.member,
+      body: { title: 'Checkout down', description: 'Errors on pay' },
+    });
     expect(created.status).toBe(201);
     const incidentId = created.body.incidentId as string;
     for (let i = 0; i < 5; i++) await createRunbook(t, i);
-    const patched = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: t.admin, body: { status: 'resolved' } });
+    const patched = await svc.api('PATCH', `/v1/incidents/${incidentId}`, {
+      token: t.admin,
+      body: { status: 'resolved' },
+    });
     expect(patched.status).toBe(200);
 
     const all = await svc.api('GET', '/v1/audit?limit=200', { token: t.admin });
@@ -291,9 +363,16 @@ describe('GET /v1/audit', () => {
 
     const runbooks = await svc.api('GET', '/v1/audit?action=runbook.created', { token: t.admin });
     expect(runbooks.body.items).toHaveLength(5);
-    expect(runbooks.body.items[0]).toMatchObject({ actorType: 'user', actorId: 'user-admin', targetType: 'runbook', incidentId: null });
+    expect(runbooks.body.items[0]).toMatchObject({
+      actorType: 'user',
+      actorId: 'user-admin',
+      targetType: 'runbook',
+      incidentId: null,
+    });
     const incidentEntries = await svc.api('GET', '/v1/audit?action=incident.*', { token: t.admin });
-    expect(incidentEntries.body.items.map((e: any) => e.action)).toEqual(expect.arrayContaining(['incident.created', 'incident.status_changed']));
+    expect(incidentEntries.body.items.map((e: any) => e.action)).toEqual(
+      expect.arrayContaining(['incident.created', 'incident.status_changed']),
+    );
     expect(incidentEntries.body.items.every((e: any) => e.action.startsWith('incident.'))).toBe(true);
     const byIncident = await svc.api('GET', `/v1/audit?incidentId=${incidentId}`, { token: t.admin });
     expect(byIncident.body.items.length).toBeGreaterThanOrEqual(2);
@@ -312,7 +391,11 @@ describe('GET /v1/audit', () => {
 
     // from/to bounds are inclusive.
     const third = items[2]!;
-    const window = await svc.api('GET', `/v1/audit?from=${encodeURIComponent(third.occurredAt)}&to=${encodeURIComponent(third.occurredAt)}`, { token: t.admin });
+    const window = await svc.api(
+      'GET',
+      `/v1/audit?from=${encodeURIComponent(third.occurredAt)}&to=${encodeURIComponent(third.occurredAt)}`,
+      { token: t.admin },
+    );
     expect(window.body.items.map((e: any) => e.auditId)).toContain(third.auditId);
     // A date alone is its whole UTC day, as in exports: `to` the day itself includes the entry.
     const day = third.occurredAt.slice(0, 10);
@@ -323,7 +406,9 @@ describe('GET /v1/audit', () => {
     const before = await svc.api('GET', `/v1/audit?to=${dayBefore}&limit=200`, { token: t.admin });
     expect(before.status).toBe(200);
     expect(before.body.items.map((e: any) => e.auditId)).not.toContain(third.auditId);
-    const sameDay = await svc.api('GET', `/v1/audit?from=${encodeURIComponent(third.occurredAt)}&to=${day}&limit=200`, { token: t.admin });
+    const sameDay = await svc.api('GET', `/v1/audit?from=${encodeURIComponent(third.occurredAt)}&to=${day}&limit=200`, {
+      token: t.admin,
+    });
     expect(sameDay.status).toBe(200);
     expect(sameDay.body.items.map((e: any) => e.auditId)).toContain(third.auditId);
 
@@ -331,7 +416,9 @@ describe('GET /v1/audit', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: any = await svc.api('GET', `/v1/audit?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: t.admin });
+      const page: any = await svc.api('GET', `/v1/audit?limit=2${cursor ? `&cursor=${cursor}` : ''}`, {
+        token: t.admin,
+      });
       expect(page.status).toBe(200);
       seen.push(...page.body.items.map((e: any) => e.auditId));
       cursor = page.body.nextCursor;
@@ -344,7 +431,19 @@ describe('GET /v1/audit', () => {
     const t = await svc.newTenant();
     expect((await svc.api('GET', '/v1/audit', { token: t.member })).status).toBe(403);
     expect((await svc.api('GET', '/v1/audit')).status).toBe(401);
-    for (const query of ['actorType=robot', 'limit=0', 'limit=201', 'from=nope', 'from=2026-02-30', 'from=0000-01-01', 'to=0001-01-01T00:00:00%2B01:00', 'to=2026-01-01T00:00:00', 'cursor=%%%', 'from=2026-01-02&to=2026-01-01', 'from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z']) {
+    for (const query of [
+      'actorType=robot',
+      'limit=0',
+      'limit=201',
+      'from=nope',
+      'from=2026-02-30',
+      'from=0000-01-01',
+      'to=0001-01-01T00:00:00%2B01:00',
+      'to=2026-01-01T00:00:00',
+      'cursor=%%%',
+      'from=2026-01-02&to=2026-01-01',
+      'from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z',
+    ]) {
       const res = await svc.api('GET', `/v1/audit?${query}`, { token: t.admin });
       expect(res.status, query).toBe(400);
       expect(res.body.error, query).toBe('validation_error');
@@ -359,8 +458,12 @@ describe('what is audited', () => {
     const body = { name: 'DiskFull', service: 'db' };
     expect((await postWebhook(svc, t.tenantId, 'generic', body, { key: 'flo_notarealkey' })).status).toBe(401);
     expect((await postWebhook(svc, t.tenantId, 'generic', body, { key: 'flo_notarealkey2' })).status).toBe(401);
-    expect((await postWebhook(svc, t.tenantId, 'generic', body, { key: key.key, signature: 'sha256=00' })).status).toBe(401);
-    expect((await svc.api('PATCH', `/v1/tenants/${t.tenantId}`, { token: t.member, body: { name: 'mine now' } })).status).toBe(403);
+    expect((await postWebhook(svc, t.tenantId, 'generic', body, { key: key.key, signature: 'sha256=00' })).status).toBe(
+      401,
+    );
+    expect(
+      (await svc.api('PATCH', `/v1/tenants/${t.tenantId}`, { token: t.member, body: { name: 'mine now' } })).status,
+    ).toBe(403);
     expect((await svc.api('GET', '/v1/audit', { token: 'not-a-jwt' })).status).toBe(401);
     // A webhook naming a tenant that does not exist writes nothing (and fails the same way).
     expect((await postWebhook(svc, 'ten_doesnotexist', 'generic', body, { key: 'flo_x' })).status).toBe(401);
@@ -376,34 +479,61 @@ describe('what is audited', () => {
       ['auth.webhook_rejected', 'api_key', key.keyId],
       ['auth.forbidden', 'user', 'user-member'],
     ]);
-    expect(rows[1]!.details).toMatchObject({ reason: expect.stringMatching(/signature/i), path: `/v1/webhooks/${t.tenantId}/generic` });
+    expect(rows[1]!.details).toMatchObject({
+      reason: expect.stringMatching(/signature/i),
+      path: `/v1/webhooks/${t.tenantId}/generic`,
+    });
     expect(JSON.stringify(rows)).not.toContain(key.key);
     expect(JSON.stringify(rows)).not.toContain('flo_notarealkey');
     expect(rows[2]!.details).toMatchObject({ method: 'PATCH', reason: expect.stringMatching(/admin/) });
-    const [{ n }] = (await svc.database.sql`select count(*)::int as n from audit_log where tenant_id = 'ten_doesnotexist'`) as unknown as [{ n: number }];
+    const [{ n }] = (await svc.database
+      .sql`select count(*)::int as n from audit_log where tenant_id = 'ten_doesnotexist'`) as unknown as [
+      { n: number },
+    ];
     expect(n).toBe(0);
   });
 
   it('records the mutations of notifications, stream tokens, and trigger firings (system)', async () => {
     const t = await svc.newTenant();
-    const trigger = await svc.api('POST', '/v1/triggers', { token: t.admin, body: { name: 'tell everyone', eventType: 'incident.created', action: 'notify' } });
+    const trigger = await svc.api('POST', '/v1/triggers', {
+      token: t.admin,
+      body: { name: 'tell everyone', eventType: 'incident.created', action: 'notify' },
+    });
     expect(trigger.status).toBe(201);
-    const created = await svc.api('POST', '/v1/incidents/chat', { token: t.member, body: { title: 'Queue backlog', description: 'Jobs pile up' } });
+    const created = await svc.api('POST', '/v1/incidents/chat', {
+      token: t.member,
+      body: { title: 'Queue backlog', description: 'Jobs pile up' },
+    });
     expect(created.status).toBe(201);
     const fired = await eventually(async () => {
-      const [row] = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, t.tenantId), eq(auditLog.action, 'trigger.fired'))).orderBy(auditLog.seq);
+      const [row] = await svc.database.db
+        .select()
+        .from(auditLog)
+        .where(and(eq(auditLog.tenantId, t.tenantId), eq(auditLog.action, 'trigger.fired')))
+        .orderBy(auditLog.seq);
       return row;
     });
-    expect(fired).toMatchObject({ actorType: 'system', actorId: 'trigger-dispatcher', targetId: trigger.body.triggerId, incidentId: created.body.incidentId });
+    expect(fired).toMatchObject({
+      actorType: 'system',
+      actorId: 'trigger-dispatcher',
+      targetId: trigger.body.triggerId,
+      incidentId: created.body.incidentId,
+    });
     expect(fired.details).toMatchObject({ eventType: 'incident.created', action: 'notify' });
 
     const token = await svc.api('POST', '/v1/notifications/stream-token', { token: t.member });
     expect(token.status).toBe(201);
     await eventually(async () => (await svc.api('GET', '/v1/notifications', { token: t.member })).body.unreadCount > 0);
-    expect((await svc.api('POST', '/v1/notifications/read', { token: t.member, body: { all: true } })).status).toBe(204);
+    expect((await svc.api('POST', '/v1/notifications/read', { token: t.member, body: { all: true } })).status).toBe(
+      204,
+    );
 
-    const actions = (await svc.api('GET', '/v1/audit?actorType=user&limit=200', { token: t.admin })).body.items.map((e: any) => e.action);
-    expect(actions).toEqual(expect.arrayContaining(['trigger.created', 'incident.created', 'stream_token.issued', 'notification.read']));
+    const actions = (await svc.api('GET', '/v1/audit?actorType=user&limit=200', { token: t.admin })).body.items.map(
+      (e: any) => e.action,
+    );
+    expect(actions).toEqual(
+      expect.arrayContaining(['trigger.created', 'incident.created', 'stream_token.issued', 'notification.read']),
+    );
     const issued = (await svc.api('GET', '/v1/audit?action=stream_token.issued', { token: t.admin })).body.items[0];
     expect(JSON.stringify(issued)).not.toContain(token.body.token);
   });

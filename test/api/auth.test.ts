@@ -7,7 +7,13 @@ import { serve, type ServerType } from '@hono/node-server';
 import { createApp } from '../../src/api/app.js';
 import { createTokenVerifier } from '../../src/auth/tokens.js';
 import { loadConfig } from '../../src/config.js';
-import { startTestService, TEST_JWT_SECRET, TOKEN_AUDIENCE, TOKEN_ISSUER, type TestService } from '../helpers/service.js';
+import {
+  startTestService,
+  TEST_JWT_SECRET,
+  TOKEN_AUDIENCE,
+  TOKEN_ISSUER,
+  type TestService,
+} from '../helpers/service.js';
 
 let svc: TestService;
 let tenant: { tenantId: string; admin: string; member: string };
@@ -35,7 +41,14 @@ afterAll(async () => {
 
 const claims = (tenantId: string) => ({ tenant_id: tenantId, roles: ['admin'], email: 'a@example.test' });
 function hs256(payload: object, options: jwt.SignOptions = {}, secret = TEST_JWT_SECRET): string {
-  const merged: jwt.SignOptions = { algorithm: 'HS256', issuer: TOKEN_ISSUER, audience: TOKEN_AUDIENCE, subject: 'u1', expiresIn: 600, ...options };
+  const merged: jwt.SignOptions = {
+    algorithm: 'HS256',
+    issuer: TOKEN_ISSUER,
+    audience: TOKEN_AUDIENCE,
+    subject: 'u1',
+    expiresIn: 600,
+    ...options,
+  };
   if (merged.expiresIn === undefined) delete merged.expiresIn; // a token with no exp claim
   return jwt.sign(payload, secret, merged);
 }
@@ -45,11 +58,30 @@ describe('JWT authentication', () => {
     ['no Authorization header', () => ({})],
     ['a non-bearer scheme', () => ({ authorization: `Basic ${Buffer.from('a:b').toString('base64')}` })],
     ['a malformed token', () => ({ authorization: 'Bearer not.a.jwt' })],
-    ['a token signed with another secret', () => ({ authorization: `Bearer ${hs256(claims(tenant.tenantId), {}, 'another-secret-another-secret-another-secret')}` })],
-    ['an expired token', () => ({ authorization: `Bearer ${hs256({ ...claims(tenant.tenantId), exp: Math.floor(Date.now() / 1000) - 10 }, { expiresIn: undefined })}` })],
-    ['a token without expiry', () => ({ authorization: `Bearer ${hs256(claims(tenant.tenantId), { expiresIn: undefined })}` })],
-    ['a wrong issuer', () => ({ authorization: `Bearer ${hs256(claims(tenant.tenantId), { issuer: 'someone-else' })}` })],
-    ['a wrong audience', () => ({ authorization: `Bearer ${hs256(claims(tenant.tenantId), { audience: 'other-api' })}` })],
+    [
+      'a token signed with another secret',
+      () => ({
+        authorization: `Bearer ${hs256(claims(tenant.tenantId), {}, 'another-secret-another-secret-another-secret')}`,
+      }),
+    ],
+    [
+      'an expired token',
+      () => ({
+        authorization: `Bearer ${hs256({ ...claims(tenant.tenantId), exp: Math.floor(Date.now() / 1000) - 10 }, { expiresIn: undefined })}`,
+      }),
+    ],
+    [
+      'a token without expiry',
+      () => ({ authorization: `Bearer ${hs256(claims(tenant.tenantId), { expiresIn: undefined })}` }),
+    ],
+    [
+      'a wrong issuer',
+      () => ({ authorization: `Bearer ${hs256(claims(tenant.tenantId), { issuer: 'someone-else' })}` }),
+    ],
+    [
+      'a wrong audience',
+      () => ({ authorization: `Bearer ${hs256(claims(tenant.tenantId), { audience: 'other-api' })}` }),
+    ],
     ['an unknown tenant', () => ({ authorization: `Bearer ${hs256(claims('ten_unknown'))}` })],
     ['a token missing tenant_id', () => ({ authorization: `Bearer ${hs256({ roles: ['admin'] })}` })],
     [
@@ -57,7 +89,13 @@ describe('JWT authentication', () => {
       () => {
         const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
         const body = Buffer.from(
-          JSON.stringify({ ...claims(tenant.tenantId), sub: 'u1', iss: TOKEN_ISSUER, aud: TOKEN_AUDIENCE, exp: Math.floor(Date.now() / 1000) + 600 }),
+          JSON.stringify({
+            ...claims(tenant.tenantId),
+            sub: 'u1',
+            iss: TOKEN_ISSUER,
+            aud: TOKEN_AUDIENCE,
+            exp: Math.floor(Date.now() / 1000) + 600,
+          }),
         ).toString('base64url');
         return { authorization: `Bearer ${header}.${body}.` };
       },
@@ -111,7 +149,10 @@ describe('JWT authentication', () => {
   });
 
   it('answers 403 forbidden for a member on an admin route and for a token with no known role', async () => {
-    const patch = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, { token: tenant.member, body: { name: 'New name' } });
+    const patch = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, {
+      token: tenant.member,
+      body: { name: 'New name' },
+    });
     expect(patch.status).toBe(403);
     expect(patch.body.error).toBe('forbidden');
     const noRole = hs256({ tenant_id: tenant.tenantId, roles: ['viewer'] });
@@ -136,10 +177,16 @@ describe('JWT authentication', () => {
         const body = ['post', 'put', 'patch'].includes(method) ? { unexpected: [1, 2, 3] } : undefined;
         const verb = method.toUpperCase() as 'GET';
         const anonymous = await svc.api(verb, path, body ? { body } : {});
-        expect([anonymous.status, anonymous.body.error], `${method} ${template} without a token`).toEqual([401, 'unauthorized']);
+        expect([anonymous.status, anonymous.body.error], `${method} ${template} without a token`).toEqual([
+          401,
+          'unauthorized',
+        ]);
         const outsider = required[0] === 'admin' ? tenant.member : noRole;
         const refused = await svc.api(verb, path, { token: outsider, ...(body ? { body } : {}) });
-        expect([refused.status, refused.body.error], `${method} ${template} without the ${required[0]} role`).toEqual([403, 'forbidden']);
+        expect([refused.status, refused.body.error], `${method} ${template} without the ${required[0]} role`).toEqual([
+          403,
+          'forbidden',
+        ]);
         // Unstorable input too (a NUL in the URL, in the body, a body nested too deep) is judged
         // only after the role.
         const unstorable = ['post', 'put', 'patch'].includes(method)
@@ -147,7 +194,10 @@ describe('JWT authentication', () => {
           : [{}];
         for (const input of unstorable) {
           const late = await svc.api(verb, `${path}&nul=%00`, { token: outsider, ...input });
-          expect([late.status, late.body.error], `${method} ${template} with unstorable input without the role`).toEqual([403, 'forbidden']);
+          expect(
+            [late.status, late.body.error],
+            `${method} ${template} with unstorable input without the role`,
+          ).toEqual([403, 'forbidden']);
         }
         checked++;
       }
@@ -183,11 +233,20 @@ describe('JWT authentication', () => {
   it('still refuses unstorable input to a caller who has the role', async () => {
     const nul = await svc.api('GET', '/v1/incidents?status=%00', { token: tenant.member });
     expect(nul.status).toBe(400);
-    expect(nul.body).toMatchObject({ error: 'validation_error', message: 'The URL must not contain a NUL character (%00)' });
-    const body = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'a\u0000b', description: 'NUL in the title' } });
+    expect(nul.body).toMatchObject({
+      error: 'validation_error',
+      message: 'The URL must not contain a NUL character (%00)',
+    });
+    const body = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      body: { title: 'a\u0000b', description: 'NUL in the title' },
+    });
     expect(body.status).toBe(400);
     expect(body.body.error).toBe('validation_error');
-    const deep = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: JSON.parse('['.repeat(70) + ']'.repeat(70)) as unknown });
+    const deep = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      body: JSON.parse('['.repeat(70) + ']'.repeat(70)) as unknown,
+    });
     expect(deep.status).toBe(400);
     expect(deep.body.message).toMatch(/nests deeper than 64 levels/);
     // And to a caller without a token it is 401, as before.
@@ -214,16 +273,28 @@ describe('JWT lifetime and clock skew (24 h and 60 s by default)', () => {
   const nowSeconds = () => Math.floor(Date.now() / 1000);
   const year = 365 * 86_400;
   const rs256 = (build: (jwt: SignJWT) => SignJWT) =>
-    build(new SignJWT(claims(tenant.tenantId)).setProtectedHeader({ alg: 'RS256', kid: 'idp-key-1' }).setSubject('idp-user').setIssuer(TOKEN_ISSUER).setAudience(TOKEN_AUDIENCE)).sign(privateKey);
-  const status = async (token: string, api = svc.api.bind(svc)) => (await api('GET', '/v1/incidents', { token })).status;
+    build(
+      new SignJWT(claims(tenant.tenantId))
+        .setProtectedHeader({ alg: 'RS256', kid: 'idp-key-1' })
+        .setSubject('idp-user')
+        .setIssuer(TOKEN_ISSUER)
+        .setAudience(TOKEN_AUDIENCE),
+    ).sign(privateKey);
+  const status = async (token: string, api = svc.api.bind(svc)) =>
+    (await api('GET', '/v1/incidents', { token })).status;
 
   it('refuses an HS256 token living 100 years or issued a year ahead, and accepts up to the bounds', async () => {
     expect(await status(hs256(claims(tenant.tenantId), { expiresIn: '100y' }))).toBe(401);
     expect(await status(hs256({ ...claims(tenant.tenantId), iat: nowSeconds() + year }))).toBe(401);
     expect(await status(hs256({ ...claims(tenant.tenantId), iat: nowSeconds() + 120 }))).toBe(401);
     expect(await status(hs256({ ...claims(tenant.tenantId), nbf: nowSeconds() + 120 }))).toBe(401);
-    const refused = await svc.api('GET', '/v1/incidents', { token: hs256(claims(tenant.tenantId), { expiresIn: 86_401 }) });
-    expect([refused.status, refused.body]).toEqual([401, { error: 'unauthorized', message: 'The bearer token is invalid or expired' }]);
+    const refused = await svc.api('GET', '/v1/incidents', {
+      token: hs256(claims(tenant.tenantId), { expiresIn: 86_401 }),
+    });
+    expect([refused.status, refused.body]).toEqual([
+      401,
+      { error: 'unauthorized', message: 'The bearer token is invalid or expired' },
+    ]);
 
     expect(await status(hs256(claims(tenant.tenantId)))).toBe(200);
     expect(await status(hs256(claims(tenant.tenantId), { expiresIn: 86_400 }))).toBe(200);
@@ -234,8 +305,12 @@ describe('JWT lifetime and clock skew (24 h and 60 s by default)', () => {
 
   it('refuses an RS256 token from the identity provider living 100 years or issued a year ahead; one without iat is judged from now', async () => {
     expect(await status(await rs256((t) => t.setIssuedAt().setExpirationTime('100y')))).toBe(401);
-    expect(await status(await rs256((t) => t.setIssuedAt(nowSeconds() + year).setExpirationTime(nowSeconds() + year + 600)))).toBe(401);
-    expect(await status(await rs256((t) => t.setIssuedAt(nowSeconds() + 120).setExpirationTime(nowSeconds() + 600)))).toBe(401);
+    expect(
+      await status(await rs256((t) => t.setIssuedAt(nowSeconds() + year).setExpirationTime(nowSeconds() + year + 600))),
+    ).toBe(401);
+    expect(
+      await status(await rs256((t) => t.setIssuedAt(nowSeconds() + 120).setExpirationTime(nowSeconds() + 600))),
+    ).toBe(401);
     expect(await status(await rs256((t) => t.setExpirationTime('2d')))).toBe(401);
 
     expect(await status(await rs256((t) => t.setIssuedAt().setExpirationTime('1h')))).toBe(200);
@@ -244,23 +319,34 @@ describe('JWT lifetime and clock skew (24 h and 60 s by default)', () => {
   });
 
   it('honours a configured maximum lifetime and skew', async () => {
-    const config = loadConfig({ JWT_MAX_LIFETIME_SECONDS: '3600', JWT_CLOCK_SKEW_SECONDS: '5', JWT_TTL_SECONDS: '1800' });
+    const config = loadConfig({
+      JWT_MAX_LIFETIME_SECONDS: '3600',
+      JWT_CLOCK_SKEW_SECONDS: '5',
+      JWT_TTL_SECONDS: '1800',
+    });
     expect(config.auth).toMatchObject({ maxLifetimeSeconds: 3600, clockSkewSeconds: 5 });
     expect(loadConfig({}).auth).toMatchObject({ maxLifetimeSeconds: 86_400, clockSkewSeconds: 60 });
     // What the service signs itself (npm start's token, the CLI's default) must pass its own bound.
-    expect(() => loadConfig({ JWT_MAX_LIFETIME_SECONDS: '3600', JWT_TTL_SECONDS: '7200' })).toThrow(/JWT_TTL_SECONDS: must be at most JWT_MAX_LIFETIME_SECONDS \(3600\)/);
+    expect(() => loadConfig({ JWT_MAX_LIFETIME_SECONDS: '3600', JWT_TTL_SECONDS: '7200' })).toThrow(
+      /JWT_TTL_SECONDS: must be at most JWT_MAX_LIFETIME_SECONDS \(3600\)/,
+    );
 
     // A second app over the same database, verifying with those bounds, over real HTTP.
     const app = createApp({
       ...svc.appDeps,
-      tokens: createTokenVerifier({ jwtSecret: TEST_JWT_SECRET, maxLifetimeSeconds: config.auth.maxLifetimeSeconds, clockSkewSeconds: config.auth.clockSkewSeconds }),
+      tokens: createTokenVerifier({
+        jwtSecret: TEST_JWT_SECRET,
+        maxLifetimeSeconds: config.auth.maxLifetimeSeconds,
+        clockSkewSeconds: config.auth.clockSkewSeconds,
+      }),
     });
     const server = await new Promise<ServerType>((resolve) => {
       const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
     });
     try {
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const get = async (token: string) => (await fetch(`${base}/v1/incidents`, { headers: { authorization: `Bearer ${token}` } })).status;
+      const get = async (token: string) =>
+        (await fetch(`${base}/v1/incidents`, { headers: { authorization: `Bearer ${token}` } })).status;
       expect(await get(hs256(claims(tenant.tenantId), { expiresIn: 7200 }))).toBe(401);
       expect(await get(hs256(claims(tenant.tenantId), { expiresIn: 3600 }))).toBe(200);
       expect(await get(hs256({ ...claims(tenant.tenantId), iat: nowSeconds() + 30 }))).toBe(401);

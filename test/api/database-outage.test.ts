@@ -80,7 +80,10 @@ describe('a dependency unavailable', () => {
     const alert = { name: 'DiskFull', severity: 'critical', service: 'billing-db', summary: 'disk 98% full' };
     const deliveryId = `outage-${Date.now()}`;
     await proxy.cut();
-    const refused = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key, headers: { 'x-delivery-id': deliveryId } });
+    const refused = await postWebhook(svc, tenant.tenantId, 'generic', alert, {
+      key: key.key,
+      headers: { 'x-delivery-id': deliveryId },
+    });
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('5');
     expect(refused.body).toEqual({ error: 'service_unavailable', message: expect.stringContaining('retry shortly') });
@@ -90,13 +93,20 @@ describe('a dependency unavailable', () => {
     expect(listed.body.error).toBe('service_unavailable');
     expect(listed.headers.get('retry-after')).toBe('5');
     // Logged as an outage, not as a bug in a request.
-    const outages = logLines.map((l) => JSON.parse(l) as { msg: string; level: number; reason?: string; err?: unknown }).filter((l) => l.msg === 'a dependency is unavailable');
+    const outages = logLines
+      .map((l) => JSON.parse(l) as { msg: string; level: number; reason?: string; err?: unknown })
+      .filter((l) => l.msg === 'a dependency is unavailable');
     expect(outages.length).toBeGreaterThanOrEqual(2);
     // A warning of one line each, with the reason and no stack: an outage's 503s are many.
-    expect(outages.every((l) => l.level === 40 && typeof l.reason === 'string' && l.reason.length > 0 && l.err === undefined)).toBe(true);
+    expect(
+      outages.every(
+        (l) => l.level === 40 && typeof l.reason === 'string' && l.reason.length > 0 && l.err === undefined,
+      ),
+    ).toBe(true);
     expect(logLines.some((l) => l.includes('"unhandled error"'))).toBe(false);
 
-    const stored = await direct`select count(*)::int as n from webhook_deliveries where tenant_id = ${tenant.tenantId} and delivery_key = ${`id:${deliveryId}`}`;
+    const stored =
+      await direct`select count(*)::int as n from webhook_deliveries where tenant_id = ${tenant.tenantId} and delivery_key = ${`id:${deliveryId}`}`;
     expect(stored[0]!.n).toBe(0);
     const events = await direct`select count(*)::int as n from ingested_events where tenant_id = ${tenant.tenantId}`;
     expect(events[0]!.n).toBe(0);
@@ -105,31 +115,58 @@ describe('a dependency unavailable', () => {
     // reconnects on its own), one incident, and its workflow starts.
     await proxy.restore();
     const accepted = await eventually(async () => {
-      const res = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key, headers: { 'x-delivery-id': deliveryId } });
+      const res = await postWebhook(svc, tenant.tenantId, 'generic', alert, {
+        key: key.key,
+        headers: { 'x-delivery-id': deliveryId },
+      });
       return res.status === 202 ? res : undefined;
     });
-    expect(accepted.body).toEqual({ eventIds: [expect.stringMatching(/^evt_/)], incidentIds: [expect.stringMatching(/^inc_/)], deduplicated: false });
+    expect(accepted.body).toEqual({
+      eventIds: [expect.stringMatching(/^evt_/)],
+      incidentIds: [expect.stringMatching(/^inc_/)],
+      deduplicated: false,
+    });
     const incidentId = accepted.body.incidentIds[0] as string;
-    const again = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key, headers: { 'x-delivery-id': deliveryId } });
+    const again = await postWebhook(svc, tenant.tenantId, 'generic', alert, {
+      key: key.key,
+      headers: { 'x-delivery-id': deliveryId },
+    });
     expect(again.status).toBe(202);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(accepted.body);
     const incidents = await direct`select id, occurrence_count from incidents where tenant_id = ${tenant.tenantId}`;
     expect([...incidents]).toEqual([{ id: incidentId, occurrence_count: 1 }]);
-    await eventually(async () => (await svc.client.workflow.getHandle(incidentId).describe().catch(() => undefined))?.status.name === 'RUNNING');
+    await eventually(
+      async () =>
+        (
+          await svc.client.workflow
+            .getHandle(incidentId)
+            .describe()
+            .catch(() => undefined)
+        )?.status.name === 'RUNNING',
+    );
     expect((await svc.api('GET', '/v1/incidents', { token: tenant.member })).status).toBe(200);
   });
 
   it('answers 503 when the database stops answering, and takes the retries once it is back', async () => {
-    const alerts = [1, 2, 3].map((n) => ({ name: `ReplicaLag${n}`, severity: 'high', service: 'orders-db', summary: `lag ${n}` }));
+    const alerts = [1, 2, 3].map((n) => ({
+      name: `ReplicaLag${n}`,
+      severity: 'high',
+      service: 'orders-db',
+      summary: `lag ${n}`,
+    }));
     const ids = alerts.map((_, n) => `stall-${Date.now()}-${n}`);
-    const post = (n: number) => postWebhook(svc, tenant.tenantId, 'generic', alerts[n]!, { key: key.key, headers: { 'x-delivery-id': ids[n]! } });
+    const post = (n: number) =>
+      postWebhook(svc, tenant.tenantId, 'generic', alerts[n]!, { key: key.key, headers: { 'x-delivery-id': ids[n]! } });
     proxy.stall(); // a partition: the pool's sockets stay open and nothing answers
     try {
       const refused = await Promise.all([0, 1, 2].map(post));
       // The batch's deliveries when it is abandoned; those behind it once the probe that follows
       // finds the database not answering (decision 240).
-      const messages = ['The database did not store the delivery within 1.5 s; retry it', 'The service cannot reach its database or another dependency; retry shortly'];
+      const messages = [
+        'The database did not store the delivery within 1.5 s; retry it',
+        'The service cannot reach its database or another dependency; retry shortly',
+      ];
       for (const res of refused) {
         expect(res.status).toBe(503);
         expect(res.headers.get('retry-after')).toBe('5');
@@ -160,7 +197,10 @@ describe('a dependency unavailable', () => {
   });
 
   it('answers 503 a user call that waits on a database that stopped answering, and serves again once it answers (decision 238)', async () => {
-    const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Frozen database', description: 'Requests hang while the database is frozen' } });
+    const created = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      body: { title: 'Frozen database', description: 'Requests hang while the database is frozen' },
+    });
     expect(created.status).toBe(201);
     proxy.stall(); // a frozen server, or a partition: connections open, nothing answered
     const started = performance.now();
@@ -169,13 +209,19 @@ describe('a dependency unavailable', () => {
       const [list, one, create] = await Promise.all([
         svc.api('GET', '/v1/incidents', { token: tenant.member }),
         svc.api('GET', `/v1/incidents/${created.body.incidentId}`, { token: tenant.member }),
-        svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Created while frozen', description: 'Its body is gone with the answer' } }),
+        svc.api('POST', '/v1/incidents/chat', {
+          token: tenant.member,
+          body: { title: 'Created while frozen', description: 'Its body is gone with the answer' },
+        }),
       ]);
       const waited = performance.now() - started;
       for (const res of [list, one, create]) {
         expect(res.status).toBe(503);
         expect(res.headers.get('retry-after')).toBe('5');
-        expect(res.body).toEqual({ error: 'service_unavailable', message: 'The service cannot reach its database or another dependency; retry shortly' });
+        expect(res.body).toEqual({
+          error: 'service_unavailable',
+          message: 'The service cannot reach its database or another dependency; retry shortly',
+        });
       }
       // The watch (1 s here) and a probe that waits 3 s, not until the database answers.
       expect(waited).toBeLessThan(6000);
@@ -203,19 +249,28 @@ describe('a dependency unavailable', () => {
     const alert = { name: 'ConnectionLostMidBatch', severity: 'high', service: 'orders-db', summary: marker };
     const deliveryId = `${marker}-delivery`;
     const cut = proxy.cutOnce(marker);
-    const res = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key, headers: { 'x-delivery-id': deliveryId } });
+    const res = await postWebhook(svc, tenant.tenantId, 'generic', alert, {
+      key: key.key,
+      headers: { 'x-delivery-id': deliveryId },
+    });
     expect(res.status).toBe(202);
     await cut; // the connection was dropped, the answer came from the second attempt
     const incidentId = res.body.incidentIds[0] as string;
     expect(res.body).toMatchObject({ eventIds: [expect.any(String)], incidentIds: [incidentId], deduplicated: false });
-    const incidents = await direct`select id, occurrence_count from incidents where tenant_id = ${tenant.tenantId} and title = ${`[${alert.name}] ${marker}`}`;
+    const incidents =
+      await direct`select id, occurrence_count from incidents where tenant_id = ${tenant.tenantId} and title = ${`[${alert.name}] ${marker}`}`;
     expect(incidents).toEqual([{ id: incidentId, occurrence_count: 1 }]);
-    const events = await direct`select id from ingested_events where tenant_id = ${tenant.tenantId} and incident_id = ${incidentId}`;
+    const events =
+      await direct`select id from ingested_events where tenant_id = ${tenant.tenantId} and incident_id = ${incidentId}`;
     expect(events.map((e) => e.id)).toEqual(res.body.eventIds);
-    const deliveries = await direct`select response from webhook_deliveries where tenant_id = ${tenant.tenantId} and delivery_key = ${`id:${deliveryId}`}`;
+    const deliveries =
+      await direct`select response from webhook_deliveries where tenant_id = ${tenant.tenantId} and delivery_key = ${`id:${deliveryId}`}`;
     expect(deliveries.map((d) => d.response)).toEqual([res.body]);
     // The tool's own retry is answered from that record.
-    const again = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key, headers: { 'x-delivery-id': deliveryId } });
+    const again = await postWebhook(svc, tenant.tenantId, 'generic', alert, {
+      key: key.key,
+      headers: { 'x-delivery-id': deliveryId },
+    });
     expect(again.status).toBe(202);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.body).toEqual(res.body);
@@ -226,7 +281,9 @@ describe('a dependency unavailable', () => {
     // goes back to the pool as closed, to be reconnected (patches/postgres+3.4.9.patch): put
     // back as open, it failed the retry's first statement, and the delivery got a 503.
     const marker = `lost-single-connection-${Date.now()}`;
-    const body = new TextEncoder().encode(JSON.stringify({ name: 'LostSingleConnection', severity: 'high', service: 'orders-db', summary: marker }));
+    const body = new TextEncoder().encode(
+      JSON.stringify({ name: 'LostSingleConnection', severity: 'high', service: 'orders-db', summary: marker }),
+    );
     const parsed = parseDelivery({ provider: 'generic', body, headers: {} });
     await onRelayedPool(1, async (relayed) => {
       const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 10_000 });
@@ -243,7 +300,8 @@ describe('a dependency unavailable', () => {
       await cut;
       expect(outcome.replayed).toBe(false);
       expect(outcome.result.incidentIds).toHaveLength(1);
-      const incidents = await direct`select id, occurrence_count from incidents where tenant_id = ${tenant.tenantId} and title = ${`[LostSingleConnection] ${marker}`}`;
+      const incidents =
+        await direct`select id, occurrence_count from incidents where tenant_id = ${tenant.tenantId} and title = ${`[LostSingleConnection] ${marker}`}`;
       expect(incidents).toEqual([{ id: outcome.result.incidentIds[0], occurrence_count: 1 }]);
     });
   });
@@ -266,7 +324,10 @@ describe('a dependency unavailable', () => {
       const res = await svc.api('DELETE', `/v1/api-keys/${held.keyId}`, { token: tenant.admin });
       expect(res.status).toBe(503);
       expect(res.headers.get('retry-after')).toBe('5');
-      expect(res.body).toEqual({ error: 'service_unavailable', message: 'The database did not answer in time (busy, or waiting on a lock); retry shortly' });
+      expect(res.body).toEqual({
+        error: 'service_unavailable',
+        message: 'The database did not answer in time (busy, or waiting on a lock); retry shortly',
+      });
       expect(logLines.some((line) => line.includes('a statement ran past its time bound'))).toBe(true);
     } finally {
       release();
@@ -321,17 +382,26 @@ describe('a dependency unavailable', () => {
       await holder;
     }
     const lines = logLines.slice(from);
-    const [timedOut] = lines.map((l) => JSON.parse(l) as { msg: string; reason?: string }).filter((l) => l.msg === 'a statement ran past its time bound');
+    const [timedOut] = lines
+      .map((l) => JSON.parse(l) as { msg: string; reason?: string })
+      .filter((l) => l.msg === 'a statement ran past its time bound');
     // The statement and the driver's error, no parameters.
-    expect(timedOut?.reason).toMatch(/^Failed query: insert into "api_keys" \(.*\) values \(\$1, .*"revoked_at": canceling statement due to statement timeout$/);
+    expect(timedOut?.reason).toMatch(
+      /^Failed query: insert into "api_keys" \(.*\) values \(\$1, .*"revoked_at": canceling statement due to statement timeout$/,
+    );
     expect(lines.filter((l) => l.includes(name))).toEqual([]);
     expect(lines.some((l) => l.includes('params:'))).toBe(false);
-    const stored = await direct`select count(*)::int as n from api_keys where tenant_id = ${tenant.tenantId} and name = ${name}`;
+    const stored =
+      await direct`select count(*)::int as n from api_keys where tenant_id = ${tenant.tenantId} and name = ${name}`;
     expect(stored[0]!.n).toBe(0);
   });
 
   it('logs an activity that failed on an unreachable database as its reason, and never a task token (decision 239)', async () => {
-    const nowhere = postgres(`postgres://nobody@127.0.0.1:${await freePort()}/none`, { max: 1, connect_timeout: 2, onnotice: () => undefined });
+    const nowhere = postgres(`postgres://nobody@127.0.0.1:${await freePort()}/none`, {
+      max: 1,
+      connect_timeout: 2,
+      onnotice: () => undefined,
+    });
     const refused = await nowhere`select 1`.then(
       () => undefined,
       (err: unknown) => err,
@@ -339,9 +409,17 @@ describe('a dependency unavailable', () => {
     await nowhere.end({ timeout: 1 });
     expect(isDependencyUnavailable(refused)).toBe(true);
     const meta = { taskToken: 'CiQwMWEyMDkzMS1jYTJh', activityType: 'synthesizeInvestigation', attempt: 3 };
-    expect(sdkLogFields({ ...meta, error: refused })).toEqual({ activityType: 'synthesizeInvestigation', attempt: 3, reason: expect.stringContaining('ECONNREFUSED') });
+    expect(sdkLogFields({ ...meta, error: refused })).toEqual({
+      activityType: 'synthesizeInvestigation',
+      attempt: 3,
+      reason: expect.stringContaining('ECONNREFUSED'),
+    });
     const fault = new TypeError('Cannot read properties of undefined');
-    expect(sdkLogFields({ ...meta, error: fault })).toEqual({ activityType: 'synthesizeInvestigation', attempt: 3, error: fault });
+    expect(sdkLogFields({ ...meta, error: fault })).toEqual({
+      activityType: 'synthesizeInvestigation',
+      attempt: 3,
+      error: fault,
+    });
     expect(sdkLogFields(meta)).toEqual({ activityType: 'synthesizeInvestigation', attempt: 3 });
   });
 
@@ -352,7 +430,10 @@ describe('a dependency unavailable', () => {
     const refused = await svc.database.db
       .insert(tenants)
       .values({ id: `ten_${slug}_2`, name: 'Canary', slug, plan: 'plan_starter' })
-      .then(() => undefined, (err: unknown) => err as Error & { cause: { code: string; detail: string } });
+      .then(
+        () => undefined,
+        (err: unknown) => err as Error & { cause: { code: string; detail: string } },
+      );
     expect(refused?.cause.code).toBe('23505');
     const lines: string[] = [];
     const logger = createLogger('debug', {}, { write: (line: string) => void lines.push(line) });
@@ -361,7 +442,11 @@ describe('a dependency unavailable', () => {
     logger.warn({ failure: refused }, 'under a key with no serializer');
     expect(lines).toHaveLength(3);
     expect(lines.filter((line) => line.includes(slug))).toEqual([]);
-    expect(lines.map((line) => line.includes('duplicate key value violates unique constraint'))).toEqual([true, true, false]);
+    expect(lines.map((line) => line.includes('duplicate key value violates unique constraint'))).toEqual([
+      true,
+      true,
+      false,
+    ]);
     expect(lines[2]).toContain('"constraint_name":"tenants_slug_unique"');
     // Code still reads what it needs.
     expect(refused?.cause.detail).toContain(slug);
@@ -386,10 +471,18 @@ describe('a dependency unavailable', () => {
       const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 60_000, maxQueued: 2 });
       const request = (n: number) => unkeyedDelivery(`queue-${n}`);
       proxy.stall();
-      const waiting = [1, 2, 3].map((n) => batcher.submit(request(n)).then(() => 'stored', (err: AppError) => err.code));
+      const waiting = [1, 2, 3].map((n) =>
+        batcher.submit(request(n)).then(
+          () => 'stored',
+          (err: AppError) => err.code,
+        ),
+      );
       try {
         // One batch in flight (stuck), two waiting: the fourth is refused without waiting.
-        const refused = await batcher.submit(request(4)).then(() => undefined, (err: unknown) => err);
+        const refused = await batcher.submit(request(4)).then(
+          () => undefined,
+          (err: unknown) => err,
+        );
         expect(refused).toBeInstanceOf(AppError);
         expect((refused as AppError).code).toBe('service_unavailable');
         expect((refused as AppError).message).toBe('Too many deliveries are waiting to be stored; retry shortly');
@@ -417,7 +510,10 @@ describe('a dependency unavailable', () => {
           ),
         );
         for (const answer of answers) {
-          expect(answer).toMatchObject({ code: 'service_unavailable', message: 'The database did not store the delivery within 1 s; retry it' });
+          expect(answer).toMatchObject({
+            code: 'service_unavailable',
+            message: 'The database did not store the delivery within 1 s; retry it',
+          });
           // Within the bound and a tick of the watchdog (250 ms here), not one abandoned batch
           // after another (4 s for the last).
           expect(answer.ms).toBeLessThan(1600);
@@ -430,7 +526,12 @@ describe('a dependency unavailable', () => {
 
   it('sends nothing while the database does not answer a probe, after a batch was abandoned (decision 240)', async () => {
     await onRelayedPool(1, async (relayed) => {
-      const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 1000 }, createDatabaseProbe(relayUrl, 1000));
+      const batcher = new IngestBatcher(
+        relayed,
+        () => new Date(),
+        { timeoutMs: 1000 },
+        createDatabaseProbe(relayUrl, 1000),
+      );
       const answer = async (n: number) => {
         const sent = performance.now();
         return batcher.submit(unkeyedDelivery(`gate-${n}`)).then(
@@ -438,13 +539,19 @@ describe('a dependency unavailable', () => {
           (err: AppError) => ({ code: err.code, message: err.message, ms: performance.now() - sent }),
         );
       };
-      const notAnswering = { code: 'service_unavailable', message: 'The service cannot reach its database or another dependency; retry shortly' };
+      const notAnswering = {
+        code: 'service_unavailable',
+        message: 'The service cannot reach its database or another dependency; retry shortly',
+      };
       proxy.stall();
       try {
         const first = answer(1); // its batch never ends: abandoned after 1 s, then a probe (1 s)
         await new Promise((r) => setTimeout(r, 1400));
         const second = answer(2); // arrives while the probe runs: waits for it, is not sent
-        expect(await first).toMatchObject({ code: 'service_unavailable', message: 'The database did not store the delivery within 1 s; retry it' });
+        expect(await first).toMatchObject({
+          code: 'service_unavailable',
+          message: 'The database did not store the delivery within 1 s; retry it',
+        });
         const waited = await second;
         expect(waited).toMatchObject(notAnswering);
         expect(waited.ms).toBeLessThan(1000); // the probe's end, not a batch of its own
@@ -467,10 +574,18 @@ describe('a dependency unavailable', () => {
       const batcher = new IngestBatcher(relayed, () => new Date(), { timeoutMs: 60_000, maxHeldBytes: 1000 });
       const request = (n: number, bytes: number) => unkeyedDelivery(`bytes-${n}`, bytes);
       proxy.stall();
-      const held = [batcher.submit(request(1, 1500))].map((p) => p.then(() => 'stored', (err: AppError) => err.code));
+      const held = [batcher.submit(request(1, 1500))].map((p) =>
+        p.then(
+          () => 'stored',
+          (err: AppError) => err.code,
+        ),
+      );
       try {
         // 1,500 bytes, more than the bound: taken alone. The next body is refused at once.
-        const refused = await batcher.submit(request(2, 10)).then(() => undefined, (err: unknown) => err);
+        const refused = await batcher.submit(request(2, 10)).then(
+          () => undefined,
+          (err: unknown) => err,
+        );
         expect(refused).toBeInstanceOf(AppError);
         expect((refused as AppError).code).toBe('service_unavailable');
       } finally {
@@ -478,7 +593,12 @@ describe('a dependency unavailable', () => {
       }
       expect(await Promise.all(held)).toEqual(['unauthorized']);
       // Answered, it is no longer held: the next one is taken.
-      expect(await batcher.submit(request(3, 900)).then(() => 'stored', (err: AppError) => err.code)).toBe('unauthorized');
+      expect(
+        await batcher.submit(request(3, 900)).then(
+          () => 'stored',
+          (err: AppError) => err.code,
+        ),
+      ).toBe('unauthorized');
     });
   });
 
@@ -486,32 +606,61 @@ describe('a dependency unavailable', () => {
     // postgres.js 3.4.9 wrote the rollback to the closed socket from a timer, an uncaught
     // TypeError that ended the process, and the pool took the dead connection back as open;
     // patches/postgres+3.4.9.patch rejects the statement and returns the connection as closed.
-    await onRelayedPool(2, async (relayed, uncaught) => {
-      // A transaction (what drizzle's db.transaction runs on), then a reserved connection with
-      // its own rollback (what an ingestion batch does), each cut mid-statement.
-      const begun = relayed.begin(async (tx) => tx`select pg_sleep(5)`).then(() => 'committed', (err: { code?: string }) => err.code);
-      await new Promise((r) => setTimeout(r, 300));
-      await proxy.cut();
-      await proxy.restore();
-      expect(await begun).toBe('CONNECTION_CLOSED');
+    await onRelayedPool(
+      2,
+      async (relayed, uncaught) => {
+        // A transaction (what drizzle's db.transaction runs on), then a reserved connection with
+        // its own rollback (what an ingestion batch does), each cut mid-statement.
+        const begun = relayed
+          .begin(async (tx) => tx`select pg_sleep(5)`)
+          .then(
+            () => 'committed',
+            (err: { code?: string }) => err.code,
+          );
+        await new Promise((r) => setTimeout(r, 300));
+        await proxy.cut();
+        await proxy.restore();
+        expect(await begun).toBe('CONNECTION_CLOSED');
 
-      const reserved = await relayed.reserve();
-      const statements = Promise.all([reserved`begin`, reserved`select pg_sleep(5)`]).then(() => 'done', (err: { code?: string }) => err.code);
-      await new Promise((r) => setTimeout(r, 300));
-      await proxy.cut();
-      await proxy.restore();
-      expect(await statements).toBe('CONNECTION_CLOSED');
-      expect(await reserved`rollback`.then(() => 'rolled back', (err: { code?: string }) => err.code)).toBe('CONNECTION_CLOSED');
-      reserved.release();
-      await new Promise((r) => setImmediate(r));
-      expect(uncaught).toEqual([]);
-      // The pool takes the lost connection back as closed, not open, and reconnects it for the
-      // very next statement, which succeeds; so do statements in parallel.
-      expect(await relayed`select 1`.then(() => 'ok', (err: { code?: string }) => err.code)).toBe('ok');
-      const after = await Promise.all(Array.from({ length: 8 }, () => relayed`select pg_sleep(0.02)`.then(() => 'ok', (err: { code?: string }) => err.code)));
-      expect(after).toEqual(Array(8).fill('ok'));
-      expect(uncaught).toEqual([]);
-    }, 'uncaughtException');
+        const reserved = await relayed.reserve();
+        const statements = Promise.all([reserved`begin`, reserved`select pg_sleep(5)`]).then(
+          () => 'done',
+          (err: { code?: string }) => err.code,
+        );
+        await new Promise((r) => setTimeout(r, 300));
+        await proxy.cut();
+        await proxy.restore();
+        expect(await statements).toBe('CONNECTION_CLOSED');
+        expect(
+          await reserved`rollback`.then(
+            () => 'rolled back',
+            (err: { code?: string }) => err.code,
+          ),
+        ).toBe('CONNECTION_CLOSED');
+        reserved.release();
+        await new Promise((r) => setImmediate(r));
+        expect(uncaught).toEqual([]);
+        // The pool takes the lost connection back as closed, not open, and reconnects it for the
+        // very next statement, which succeeds; so do statements in parallel.
+        expect(
+          await relayed`select 1`.then(
+            () => 'ok',
+            (err: { code?: string }) => err.code,
+          ),
+        ).toBe('ok');
+        const after = await Promise.all(
+          Array.from({ length: 8 }, () =>
+            relayed`select pg_sleep(0.02)`.then(
+              () => 'ok',
+              (err: { code?: string }) => err.code,
+            ),
+          ),
+        );
+        expect(after).toEqual(Array(8).fill('ok'));
+        expect(uncaught).toEqual([]);
+      },
+      'uncaughtException',
+    );
   });
 
   it('survives a connection lost while it fetches the array types for a reserved connection', async () => {
@@ -519,16 +668,20 @@ describe('a dependency unavailable', () => {
     // runs on), postgres.js 3.4.9 had no handler on that read's promise, so a connection lost
     // during it was an unhandled rejection, which ends a Node process; and the pool, connecting
     // again, took the waiting reserve() off its queue and never settled it. Both are patched.
-    await onRelayedPool(1, async (relayed, unhandled) => {
-      const cut = proxy.cutOnce('typcategory'); // the text of the array-types query
-      const reserved = await relayed.reserve();
-      await cut;
-      // The pool connected again for the reservation, which works.
-      expect(await reserved`select 1 as one`).toEqual([{ one: 1 }]);
-      reserved.release();
-      await new Promise((r) => setTimeout(r, 50));
-      expect(unhandled).toEqual([]);
-    }, 'unhandledRejection');
+    await onRelayedPool(
+      1,
+      async (relayed, unhandled) => {
+        const cut = proxy.cutOnce('typcategory'); // the text of the array-types query
+        const reserved = await relayed.reserve();
+        await cut;
+        // The pool connected again for the reservation, which works.
+        expect(await reserved`select 1 as one`).toEqual([{ one: 1 }]);
+        reserved.release();
+        await new Promise((r) => setTimeout(r, 50));
+        expect(unhandled).toEqual([]);
+      },
+      'unhandledRejection',
+    );
   });
 
   it('fails Temporal calls fast once one has given up, and lets them through again once the server answers', async () => {
@@ -537,7 +690,11 @@ describe('a dependency unavailable', () => {
     const relay = await startTcpProxy({ host, port: Number(temporalPort) });
     const connection = await Connection.connect(temporalConnectionOptions(`127.0.0.1:${relay.port}`));
     const workflows = createTemporalWorkflowPort(new Client({ connection }), `tq-gate-${Date.now()}`);
-    const signal = () => workflows.signalInvestigationContext('inc_gate_nowhere').then((r) => r, (err: unknown) => err);
+    const signal = () =>
+      workflows.signalInvestigationContext('inc_gate_nowhere').then(
+        (r) => r,
+        (err: unknown) => err,
+      );
     try {
       expect(await signal()).toBe('gone'); // reachable: no such workflow
       await relay.cut();
@@ -565,10 +722,16 @@ describe('a dependency unavailable', () => {
   }, 120_000);
 
   it('says that the workflow engine is what cannot be reached when Temporal is away', async () => {
-    const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Checkout down', description: 'Every payment fails' } });
+    const created = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      body: { title: 'Checkout down', description: 'Every payment fails' },
+    });
     expect(created.status).toBe(201);
     // An api whose port refuses at once, as its gate does while Temporal does not answer.
-    const app = createApp({ ...svc.appDeps, workflows: { ...svc.workflows, setIncidentStatus: () => Promise.reject(new TemporalUnavailableError()) } });
+    const app = createApp({
+      ...svc.appDeps,
+      workflows: { ...svc.workflows, setIncidentStatus: () => Promise.reject(new TemporalUnavailableError()) },
+    });
     const res = await app.request(`/v1/incidents/${created.body.incidentId}`, {
       method: 'PATCH',
       headers: { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json' },
@@ -576,24 +739,44 @@ describe('a dependency unavailable', () => {
     });
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('5');
-    expect(await res.json()).toEqual({ error: 'service_unavailable', message: 'The service cannot reach its workflow engine (Temporal); retry shortly' });
-    const [row] = await direct<{ status: string }[]>`select status from incidents where id = ${created.body.incidentId}`;
+    expect(await res.json()).toEqual({
+      error: 'service_unavailable',
+      message: 'The service cannot reach its workflow engine (Temporal); retry shortly',
+    });
+    const [row] = await direct<
+      { status: string }[]
+    >`select status from incidents where id = ${created.body.incidentId}`;
     expect(row!.status).toBe('open');
     // Told apart from the database: a driver's connection error is not Temporal's.
     expect(isWorkflowEngineUnavailable(new TemporalUnavailableError())).toBe(true);
     expect(isWorkflowEngineUnavailable(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).toBe(false);
-    expect(isWorkflowEngineUnavailable(Object.assign(new Error('Failed'), { name: 'ServiceError', cause: Object.assign(new Error('14'), { code: 14 }) }))).toBe(true);
-    expect(isWorkflowEngineUnavailable(Object.assign(new Error('Failed'), { name: 'ServiceError', cause: Object.assign(new Error('5'), { code: 5 }) }))).toBe(false);
+    expect(
+      isWorkflowEngineUnavailable(
+        Object.assign(new Error('Failed'), {
+          name: 'ServiceError',
+          cause: Object.assign(new Error('14'), { code: 14 }),
+        }),
+      ),
+    ).toBe(true);
+    expect(
+      isWorkflowEngineUnavailable(
+        Object.assign(new Error('Failed'), { name: 'ServiceError', cause: Object.assign(new Error('5'), { code: 5 }) }),
+      ),
+    ).toBe(false);
   });
 
   it('tells outages from faults by the driver error, also when drizzle wraps it', async () => {
     const pgError = (code: string) => Object.assign(new Error('server said no'), { name: 'PostgresError', code });
-    for (const code of ['08006', '08001', '53300', '53100', '57P01', '57P02', '57P03']) expect(isDependencyUnavailable(pgError(code))).toBe(true);
-    for (const code of ['23505', '40001', '57014', '42P01', '22P02']) expect(isDependencyUnavailable(pgError(code))).toBe(false);
+    for (const code of ['08006', '08001', '53300', '53100', '57P01', '57P02', '57P03'])
+      expect(isDependencyUnavailable(pgError(code))).toBe(true);
+    for (const code of ['23505', '40001', '57014', '42P01', '22P02'])
+      expect(isDependencyUnavailable(pgError(code))).toBe(false);
     for (const code of ['ECONNREFUSED', 'ECONNRESET', 'CONNECTION_CLOSED', 'CONNECT_TIMEOUT']) {
       expect(isDependencyUnavailable(Object.assign(new Error(code), { code }))).toBe(true);
     }
-    const wrapped = Object.assign(new Error('Failed query: select 1'), { cause: Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }) });
+    const wrapped = Object.assign(new Error('Failed query: select 1'), {
+      cause: Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }),
+    });
     expect(isDependencyUnavailable(wrapped)).toBe(true);
     // A SQLSTATE-looking code on something other than a server error is not an outage.
     expect(isDependencyUnavailable(Object.assign(new Error('x'), { code: '08006' }))).toBe(false);
@@ -602,14 +785,23 @@ describe('a dependency unavailable', () => {
 
     // The Temporal client's own error for a server that does not answer (a real client to a
     // port nobody listens on, with a short deadline instead of its 20 s of retries).
-    const connection = Connection.lazy(temporalConnectionOptions(`127.0.0.1:${await freePort()}`, { connectTimeout: 300 }));
+    const connection = Connection.lazy(
+      temporalConnectionOptions(`127.0.0.1:${await freePort()}`, { connectTimeout: 300 }),
+    );
     const temporal = await connection
       .withDeadline(Date.now() + 800, () => new Client({ connection }).workflow.getHandle('inc_nowhere').describe())
-      .then(() => undefined, (err: unknown) => err);
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
     await connection.close().catch(() => undefined);
     expect((temporal as Error).name).toBe('ServiceError');
     expect(isDependencyUnavailable(temporal)).toBe(true);
-    const grpc = (code: number) => Object.assign(new Error('Failed'), { name: 'ServiceError', cause: Object.assign(new Error(`${code}`), { code }) });
+    const grpc = (code: number) =>
+      Object.assign(new Error('Failed'), {
+        name: 'ServiceError',
+        cause: Object.assign(new Error(`${code}`), { code }),
+      });
     expect(isDependencyUnavailable(grpc(14))).toBe(true);
     expect(isDependencyUnavailable(grpc(5))).toBe(false); // NOT_FOUND is an answer
   });

@@ -62,7 +62,12 @@ describe('GET /docs', () => {
     const res = await fetch(`${svc.baseUrl}/docs`);
     const csp = res.headers.get('content-security-policy');
     expect(csp).toBeTruthy();
-    const directives = new Map(csp!.split(';').map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name!, values]));
+    const directives = new Map(
+      csp!
+        .split(';')
+        .map((d) => d.trim().split(/\s+/))
+        .map(([name, ...values]) => [name!, values]),
+    );
     expect(directives.get('default-src')).toEqual(["'none'"]);
     expect(directives.get('script-src')).toEqual(["'self'"]);
     expect(directives.get('frame-ancestors')).toEqual(["'none'"]);
@@ -72,7 +77,10 @@ describe('GET /docs', () => {
 
   it('sends the 1.7 MB bundle gzipped to a client that takes gzip, and answers a revalidation with 304', async () => {
     const html = await (await fetch(`${svc.baseUrl}/docs`)).text();
-    const bundle = new URL(assetUrls(html).find((a) => /swagger-ui-bundle\.js$/.test(a))!, `${svc.baseUrl}/docs`);
+    const bundle = new URL(
+      assetUrls(html).find((a) => /swagger-ui-bundle\.js$/.test(a))!,
+      `${svc.baseUrl}/docs`,
+    );
     const gzipped = await fetch(bundle, { headers: { 'accept-encoding': 'gzip' } });
     expect(gzipped.headers.get('content-encoding')).toBe('gzip');
     expect(gzipped.headers.get('cache-control')).toContain('immutable');
@@ -83,7 +91,12 @@ describe('GET /docs', () => {
   });
 
   it('serves only the files it names: another name, or a path out of the folder, is 404', async () => {
-    for (const path of ['/docs/assets/nope.js', '/docs/assets/5.0.0/swagger-ui.css', '/docs/assets/%2e%2e/package.json', '/docs/assets/']) {
+    for (const path of [
+      '/docs/assets/nope.js',
+      '/docs/assets/5.0.0/swagger-ui.css',
+      '/docs/assets/%2e%2e/package.json',
+      '/docs/assets/',
+    ]) {
       const res = await svc.api('GET', path);
       expect(res.status, path).toBe(404);
       expect(res.body.error, path).toBe('not_found');

@@ -20,7 +20,9 @@ function listen(handlerMs: number | null): Promise<{ server: ServerType; port: n
     return c.json({ ok: true }, 202);
   });
   return new Promise((resolve) => {
-    const server = drainable(serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, (info) => resolve({ server, port: info.port })));
+    const server = drainable(
+      serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, (info) => resolve({ server, port: info.port })),
+    );
   });
 }
 
@@ -28,10 +30,20 @@ type Outcome = { status: number; connection: string | undefined } | { error: str
 
 function post(agent: Agent, port: number): Promise<Outcome> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/work', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': 2 } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/work',
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': 2 },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }));
+      },
+    );
     req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? err.message }));
     req.end('{}');
   });
@@ -67,7 +79,12 @@ describe('an api stopping under keep-alive load', () => {
 
     // It stopped well before its bound: nothing had to be cut off.
     expect(took).toBeLessThan(5_000);
-    const answered = outcomes.filter((o): o is { status: number; connection: string | undefined; sentBefore: boolean; answeredWhileDraining: boolean } => 'status' in o);
+    const answered = outcomes.filter(
+      (
+        o,
+      ): o is { status: number; connection: string | undefined; sentBefore: boolean; answeredWhileDraining: boolean } =>
+        'status' in o,
+    );
     expect(answered.length).toBeGreaterThanOrEqual(16);
     expect(answered.every((o) => o.status === 202)).toBe(true);
     // Every request in flight when the drain began was answered; those whose answer was not yet
@@ -108,9 +125,16 @@ describe('the Temporal runtime of the service', () => {
       const after = ['SIGINT', 'SIGTERM'].map((s) => process.listenerCount(s));
       console.log(JSON.stringify({ before, after }));
       process.exit(0);`;
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: projectRoot, encoding: 'utf8', timeout: 60_000 });
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: projectRoot,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(run.status, run.stderr).toBe(0);
-    const { before, after } = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { before: number[]; after: number[] };
+    const { before, after } = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as {
+      before: number[];
+      after: number[];
+    };
     expect(after).toEqual(before);
   });
 });

@@ -3,7 +3,13 @@ import jwt from 'jsonwebtoken';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditLog } from '../../src/db/schema/audit.js';
 import { serviceEdges, services } from '../../src/db/schema/topology.js';
-import { startTestService, TEST_JWT_SECRET, TOKEN_AUDIENCE, TOKEN_ISSUER, type TestService } from '../helpers/service.js';
+import {
+  startTestService,
+  TEST_JWT_SECRET,
+  TOKEN_AUDIENCE,
+  TOKEN_ISSUER,
+  type TestService,
+} from '../helpers/service.js';
 
 let svc: TestService;
 
@@ -13,7 +19,15 @@ beforeAll(async () => {
 afterAll(() => svc?.stop());
 
 type Tenant = Awaited<ReturnType<TestService['newTenant']>>;
-type Node = { serviceId: string; name: string; type: string; team: string | null; criticality: number; createdAt: string; updatedAt: string };
+type Node = {
+  serviceId: string;
+  name: string;
+  type: string;
+  team: string | null;
+  criticality: number;
+  createdAt: string;
+  updatedAt: string;
+};
 
 async function createNode(token: string, name: string, extra: Record<string, unknown> = {}): Promise<Node> {
   const res = await svc.api('POST', '/v1/graph/nodes', { token, body: { name, type: 'api', ...extra } });
@@ -28,10 +42,17 @@ async function createEdge(token: string, sourceServiceId: string, targetServiceI
 }
 
 /** Nodes by name (criticality per name, default 5) and `dependent → dependency` edges. */
-async function buildGraph(tenant: Tenant, names: string[], edges: Array<[string, string]>, criticality: Record<string, number> = {}) {
+async function buildGraph(
+  tenant: Tenant,
+  names: string[],
+  edges: Array<[string, string]>,
+  criticality: Record<string, number> = {},
+) {
   const ids: Record<string, string> = {};
   for (const name of names) {
-    ids[name] = (await createNode(tenant.member, name, criticality[name] ? { criticality: criticality[name] } : {})).serviceId;
+    ids[name] = (
+      await createNode(tenant.member, name, criticality[name] ? { criticality: criticality[name] } : {})
+    ).serviceId;
   }
   for (const [source, target] of edges) await createEdge(tenant.member, ids[source]!, ids[target]!);
   return ids;
@@ -40,7 +61,11 @@ async function buildGraph(tenant: Tenant, names: string[], edges: Array<[string,
 async function blast(tenant: Tenant, serviceId: string) {
   const res = await svc.api('GET', `/v1/graph/blast-radius/${serviceId}`, { token: tenant.member });
   expect(res.status).toBe(200);
-  return res.body as { serviceId: string; affectedServices: Array<{ serviceId: string; name: string; hops: number; impact: string }>; totalAffected: number };
+  return res.body as {
+    serviceId: string;
+    affectedServices: Array<{ serviceId: string; name: string; hops: number; impact: string }>;
+    totalAffected: number;
+  };
 }
 
 /** `[name, hops, impact]` of each affected service, in the answer's order. */
@@ -59,13 +84,20 @@ function tokenWithRoles(tenantId: string, roles: string[]): string {
 }
 
 async function auditFor(targetId: string) {
-  return svc.database.db.select().from(auditLog).where(eq(auditLog.targetId, targetId)).orderBy(auditLog.occurredAt, auditLog.id);
+  return svc.database.db
+    .select()
+    .from(auditLog)
+    .where(eq(auditLog.targetId, targetId))
+    .orderBy(auditLog.occurredAt, auditLog.id);
 }
 
 describe('service nodes', () => {
   it('creates a node per the interface: defaults, trimmed name, stored row and audit row', async () => {
     const tenant = await svc.newTenant();
-    const res = await svc.api('POST', '/v1/graph/nodes', { token: tenant.member, body: { name: '  checkout-api  ', type: 'api' } });
+    const res = await svc.api('POST', '/v1/graph/nodes', {
+      token: tenant.member,
+      body: { name: '  checkout-api  ', type: 'api' },
+    });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       serviceId: expect.stringMatching(/^svc_[0-9a-z]{26}$/),
@@ -77,7 +109,13 @@ describe('service nodes', () => {
       updatedAt: res.body.createdAt,
     });
     const [row] = await svc.database.db.select().from(services).where(eq(services.id, res.body.serviceId));
-    expect(row).toMatchObject({ tenantId: tenant.tenantId, name: 'checkout-api', type: 'api', team: null, criticality: 5 });
+    expect(row).toMatchObject({
+      tenantId: tenant.tenantId,
+      name: 'checkout-api',
+      type: 'api',
+      team: null,
+      criticality: 5,
+    });
     expect(row!.createdAt.toISOString()).toBe(res.body.createdAt);
     const [audit] = await auditFor(res.body.serviceId);
     expect(audit).toMatchObject({
@@ -95,15 +133,30 @@ describe('service nodes', () => {
     });
     expect(full.status).toBe(201);
     expect(full.body).toMatchObject({ name: 'orders-db', type: 'database', team: 'payments', criticality: 9 });
-    const explicitNull = await svc.api('POST', '/v1/graph/nodes', { token: tenant.member, body: { name: 'q', type: 'queue', team: null } });
+    const explicitNull = await svc.api('POST', '/v1/graph/nodes', {
+      token: tenant.member,
+      body: { name: 'q', type: 'queue', team: null },
+    });
     expect(explicitNull.status).toBe(201);
     expect(explicitNull.body.team).toBeNull();
     for (const type of ['worker', 'cache']) {
-      expect((await svc.api('POST', '/v1/graph/nodes', { token: tenant.member, body: { name: type, type } })).status).toBe(201);
+      expect(
+        (await svc.api('POST', '/v1/graph/nodes', { token: tenant.member, body: { name: type, type } })).status,
+      ).toBe(201);
     }
-    const longest = await svc.api('POST', '/v1/graph/nodes', { token: tenant.member, body: { name: 'n'.repeat(200), type: 'api', criticality: 1 } });
+    const longest = await svc.api('POST', '/v1/graph/nodes', {
+      token: tenant.member,
+      body: { name: 'n'.repeat(200), type: 'api', criticality: 1 },
+    });
     expect(longest.status).toBe(201);
-    expect((await svc.api('POST', '/v1/graph/nodes', { token: tenant.member, body: { name: 'ten', type: 'api', criticality: 10 } })).status).toBe(201);
+    expect(
+      (
+        await svc.api('POST', '/v1/graph/nodes', {
+          token: tenant.member,
+          body: { name: 'ten', type: 'api', criticality: 10 },
+        })
+      ).status,
+    ).toBe(201);
   });
 
   it('rejects every invalid body with 400 validation_error and stores nothing', async () => {
@@ -138,10 +191,17 @@ describe('service nodes', () => {
       expect(res.body.error).toBe('validation_error');
       expect(typeof res.body.message).toBe('string');
     }
-    const malformed = await svc.api('POST', '/v1/graph/nodes', { token: tenant.member, rawBody: '{"name":', headers: { 'content-type': 'application/json' } });
+    const malformed = await svc.api('POST', '/v1/graph/nodes', {
+      token: tenant.member,
+      rawBody: '{"name":',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(malformed.status).toBe(400);
     expect(malformed.body.error).toBe('validation_error');
-    const named = await svc.api('POST', '/v1/graph/nodes', { token: tenant.member, body: { name: 'x', type: 'lambda', criticality: 11 } });
+    const named = await svc.api('POST', '/v1/graph/nodes', {
+      token: tenant.member,
+      body: { name: 'x', type: 'lambda', criticality: 11 },
+    });
     expect(named.body.details.map((d: { path: string }) => d.path).sort()).toEqual(['criticality', 'type']);
     expect(await svc.database.db.select().from(services).where(eq(services.tenantId, tenant.tenantId))).toEqual([]);
   });
@@ -155,17 +215,26 @@ describe('service nodes', () => {
       expect(again.body).toEqual({ error: 'conflict', message: 'A service named "payments" already exists' });
     }
     const racing = await Promise.all(
-      Array.from({ length: 6 }, () => svc.api('POST', '/v1/graph/nodes', { token: tenant.member, body: { name: 'racy', type: 'api' } })),
+      Array.from({ length: 6 }, () =>
+        svc.api('POST', '/v1/graph/nodes', { token: tenant.member, body: { name: 'racy', type: 'api' } }),
+      ),
     );
     expect(racing.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
     const rows = await svc.database.db.select().from(services).where(eq(services.tenantId, tenant.tenantId));
     expect(rows.map((r) => r.name).sort()).toEqual(['payments', 'racy']);
     expect(rows.find((r) => r.name === 'payments')!.id).toBe(first.serviceId);
-    const audits = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'service.created'))).orderBy(auditLog.seq);
+    const audits = await svc.database.db
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'service.created')))
+      .orderBy(auditLog.seq);
     expect(audits).toHaveLength(2);
 
     const other = await svc.newTenant();
-    expect((await svc.api('POST', '/v1/graph/nodes', { token: other.member, body: { name: 'payments', type: 'api' } })).status).toBe(201);
+    expect(
+      (await svc.api('POST', '/v1/graph/nodes', { token: other.member, body: { name: 'payments', type: 'api' } }))
+        .status,
+    ).toBe(201);
   });
 
   it("gets one node; an unknown or another tenant's node is 404 not_found; an over-long id is 400", async () => {
@@ -192,14 +261,23 @@ describe('service nodes', () => {
   it('updates team, criticality and type (only those), with an audit row of the changes', async () => {
     const tenant = await svc.newTenant();
     const node = await createNode(tenant.member, 'ledger', { team: 'finance' });
-    const patched = await svc.api('PATCH', `/v1/graph/nodes/${node.serviceId}`, { token: tenant.member, body: { criticality: 9, type: 'worker' } });
+    const patched = await svc.api('PATCH', `/v1/graph/nodes/${node.serviceId}`, {
+      token: tenant.member,
+      body: { criticality: 9, type: 'worker' },
+    });
     expect(patched.status).toBe(200);
     expect(patched.body).toEqual({ ...node, criticality: 9, type: 'worker', updatedAt: expect.any(String) });
     expect(Date.parse(patched.body.updatedAt)).toBeGreaterThanOrEqual(Date.parse(node.updatedAt));
-    const cleared = await svc.api('PATCH', `/v1/graph/nodes/${node.serviceId}`, { token: tenant.admin, body: { team: null } });
+    const cleared = await svc.api('PATCH', `/v1/graph/nodes/${node.serviceId}`, {
+      token: tenant.admin,
+      body: { team: null },
+    });
     expect(cleared.status).toBe(200);
     expect(cleared.body).toMatchObject({ team: null, criticality: 9, type: 'worker', name: 'ledger' });
-    const renamed = await svc.api('PATCH', `/v1/graph/nodes/${node.serviceId}`, { token: tenant.admin, body: { team: '  core  ' } });
+    const renamed = await svc.api('PATCH', `/v1/graph/nodes/${node.serviceId}`, {
+      token: tenant.admin,
+      body: { team: '  core  ' },
+    });
     expect(renamed.body.team).toBe('core');
     const [row] = await svc.database.db.select().from(services).where(eq(services.id, node.serviceId));
     expect(row).toMatchObject({ name: 'ledger', team: 'core', criticality: 9, type: 'worker' });
@@ -254,12 +332,16 @@ describe('service nodes', () => {
   it('deletes a node with 204, removing every edge to or from it, and answers 404 after', async () => {
     const tenant = await svc.newTenant();
     const other = await svc.newTenant();
-    const ids = await buildGraph(tenant, ['api', 'db', 'worker', 'cache'], [
-      ['api', 'db'],
-      ['worker', 'db'],
-      ['db', 'cache'],
-      ['api', 'cache'],
-    ]);
+    const ids = await buildGraph(
+      tenant,
+      ['api', 'db', 'worker', 'cache'],
+      [
+        ['api', 'db'],
+        ['worker', 'db'],
+        ['db', 'cache'],
+        ['api', 'cache'],
+      ],
+    );
     expect((await svc.api('DELETE', `/v1/graph/nodes/${ids.db}`, { token: other.admin })).status).toBe(404);
     const removed = await svc.api('DELETE', `/v1/graph/nodes/${ids.db}`, { token: tenant.member });
     expect(removed.status).toBe(204);
@@ -268,7 +350,11 @@ describe('service nodes', () => {
     const edges = await svc.database.db.select().from(serviceEdges).where(eq(serviceEdges.tenantId, tenant.tenantId));
     expect(edges.map((e) => [e.sourceServiceId, e.targetServiceId])).toEqual([[ids.api, ids.cache]]);
     const deleted = (await auditFor(ids.db!)).find((a) => a.action === 'service.deleted');
-    expect(deleted).toMatchObject({ action: 'service.deleted', targetType: 'service', details: { name: 'db', edgesRemoved: 3 } });
+    expect(deleted).toMatchObject({
+      action: 'service.deleted',
+      targetType: 'service',
+      details: { name: 'db', edgesRemoved: 3 },
+    });
     const listed = await svc.api('GET', `/v1/graph/edges`, { token: tenant.member });
     expect(listed.body.total).toBe(1);
     const again = await svc.api('DELETE', `/v1/graph/nodes/${ids.db}`, { token: tenant.member });
@@ -276,7 +362,10 @@ describe('service nodes', () => {
     expect(again.body.error).toBe('not_found');
     expect((await svc.api('GET', `/v1/graph/nodes/${ids.db}`, { token: tenant.member })).status).toBe(404);
     // The name is free again.
-    expect((await svc.api('POST', '/v1/graph/nodes', { token: tenant.member, body: { name: 'db', type: 'database' } })).status).toBe(201);
+    expect(
+      (await svc.api('POST', '/v1/graph/nodes', { token: tenant.member, body: { name: 'db', type: 'database' } }))
+        .status,
+    ).toBe(201);
   });
 
   it('lists nodes newest first with a cursor, total across pages, and type and team filters', async () => {
@@ -307,7 +396,15 @@ describe('service nodes', () => {
 
     const all = await svc.api('GET', '/v1/graph/nodes', { token: tenant.admin });
     expect(all.body).toMatchObject({ total: 5, nextCursor: null });
-    expect(Object.keys(all.body.items[0]).sort()).toEqual(['createdAt', 'criticality', 'name', 'serviceId', 'team', 'type', 'updatedAt']);
+    expect(Object.keys(all.body.items[0]).sort()).toEqual([
+      'createdAt',
+      'criticality',
+      'name',
+      'serviceId',
+      'team',
+      'type',
+      'updatedAt',
+    ]);
     const apis = await svc.api('GET', '/v1/graph/nodes?type=api', { token: tenant.member });
     expect(apis.body.items.map((n: Node) => n.name)).toEqual(['n5', 'n3', 'n1']);
     expect(apis.body.total).toBe(3);
@@ -316,10 +413,22 @@ describe('service nodes', () => {
     expect(coreDatabases.body.items.map((n: Node) => n.name)).toEqual(['n2']);
     const filteredPage = await svc.api('GET', '/v1/graph/nodes?team=core&limit=1', { token: tenant.member });
     expect(filteredPage.body.total).toBe(3);
-    const filteredNext = await svc.api('GET', `/v1/graph/nodes?team=core&limit=5&cursor=${filteredPage.body.nextCursor}`, { token: tenant.member });
+    const filteredNext = await svc.api(
+      'GET',
+      `/v1/graph/nodes?team=core&limit=5&cursor=${filteredPage.body.nextCursor}`,
+      { token: tenant.member },
+    );
     expect(filteredNext.body.items.map((n: Node) => n.name)).toEqual(['n2', 'n1']);
 
-    for (const query of ['limit=0', 'limit=201', 'limit=x', 'type=lambda', 'cursor=not-a-cursor', `team=${'t'.repeat(101)}`, `cursor=${'c'.repeat(513)}`]) {
+    for (const query of [
+      'limit=0',
+      'limit=201',
+      'limit=x',
+      'type=lambda',
+      'cursor=not-a-cursor',
+      `team=${'t'.repeat(101)}`,
+      `cursor=${'c'.repeat(513)}`,
+    ]) {
       const res = await svc.api('GET', `/v1/graph/nodes?${query}`, { token: tenant.member });
       expect(res.status, query).toBe(400);
       expect(res.body.error).toBe('validation_error');
@@ -332,7 +441,10 @@ describe('dependency edges', () => {
   it('creates an edge (source depends on target) with its row and audit row', async () => {
     const tenant = await svc.newTenant();
     const ids = await buildGraph(tenant, ['web', 'db'], []);
-    const res = await svc.api('POST', '/v1/graph/edges', { token: tenant.member, body: { sourceServiceId: ids.web, targetServiceId: ids.db } });
+    const res = await svc.api('POST', '/v1/graph/edges', {
+      token: tenant.member,
+      body: { sourceServiceId: ids.web, targetServiceId: ids.db },
+    });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
       edgeId: expect.stringMatching(/^edg_[0-9a-z]{26}$/),
@@ -351,7 +463,14 @@ describe('dependency edges', () => {
       details: { sourceServiceId: ids.web, targetServiceId: ids.db },
     });
     // The reverse edge is another edge: cycles are allowed.
-    expect((await svc.api('POST', '/v1/graph/edges', { token: tenant.admin, body: { sourceServiceId: ids.db, targetServiceId: ids.web } })).status).toBe(201);
+    expect(
+      (
+        await svc.api('POST', '/v1/graph/edges', {
+          token: tenant.admin,
+          body: { sourceServiceId: ids.db, targetServiceId: ids.web },
+        })
+      ).status,
+    ).toBe(201);
   });
 
   it('rejects invalid bodies and self-edges with 400, duplicates with 409, unknown or foreign ends with 404 naming which', async () => {
@@ -372,11 +491,20 @@ describe('dependency edges', () => {
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error).toBe('validation_error');
     }
-    const self = await svc.api('POST', '/v1/graph/edges', { token: tenant.member, body: { sourceServiceId: ids.a, targetServiceId: ids.a } });
+    const self = await svc.api('POST', '/v1/graph/edges', {
+      token: tenant.member,
+      body: { sourceServiceId: ids.a, targetServiceId: ids.a },
+    });
     expect(self.status).toBe(400);
-    expect(self.body).toMatchObject({ error: 'validation_error', details: [{ path: 'targetServiceId', message: 'A service cannot depend on itself' }] });
+    expect(self.body).toMatchObject({
+      error: 'validation_error',
+      details: [{ path: 'targetServiceId', message: 'A service cannot depend on itself' }],
+    });
 
-    const duplicate = await svc.api('POST', '/v1/graph/edges', { token: tenant.admin, body: { sourceServiceId: ids.a, targetServiceId: ids.b } });
+    const duplicate = await svc.api('POST', '/v1/graph/edges', {
+      token: tenant.admin,
+      body: { sourceServiceId: ids.a, targetServiceId: ids.b },
+    });
     expect(duplicate.status).toBe(409);
     expect(duplicate.body).toEqual({ error: 'conflict', message: 'This edge already exists' });
 
@@ -404,25 +532,37 @@ describe('dependency edges', () => {
   it('lists edges newest first with a cursor and a filter on either end; another tenant sees none of them', async () => {
     const tenant = await svc.newTenant();
     const other = await svc.newTenant();
-    const ids = await buildGraph(tenant, ['a', 'b', 'c', 'd'], [
-      ['a', 'b'],
-      ['b', 'c'],
-      ['c', 'd'],
-      ['d', 'b'],
-    ]);
+    const ids = await buildGraph(
+      tenant,
+      ['a', 'b', 'c', 'd'],
+      [
+        ['a', 'b'],
+        ['b', 'c'],
+        ['c', 'd'],
+        ['d', 'b'],
+      ],
+    );
     const name = Object.fromEntries(Object.entries(ids).map(([k, v]) => [v, k]));
-    const pair = (e: { sourceServiceId: string; targetServiceId: string }) => `${name[e.sourceServiceId]}→${name[e.targetServiceId]}`;
+    const pair = (e: { sourceServiceId: string; targetServiceId: string }) =>
+      `${name[e.sourceServiceId]}→${name[e.targetServiceId]}`;
     const first = await svc.api('GET', '/v1/graph/edges?limit=3', { token: tenant.member });
     expect(first.status).toBe(200);
     expect(first.body.total).toBe(4);
     expect(first.body.items.map(pair)).toEqual(['d→b', 'c→d', 'b→c']);
-    const second = await svc.api('GET', `/v1/graph/edges?limit=3&cursor=${first.body.nextCursor}`, { token: tenant.member });
+    const second = await svc.api('GET', `/v1/graph/edges?limit=3&cursor=${first.body.nextCursor}`, {
+      token: tenant.member,
+    });
     expect(second.body).toMatchObject({ total: 4, nextCursor: null });
     expect(second.body.items.map(pair)).toEqual(['a→b']);
     const aroundB = await svc.api('GET', `/v1/graph/edges?serviceId=${ids.b}`, { token: tenant.member });
     expect(aroundB.body.items.map(pair)).toEqual(['d→b', 'b→c', 'a→b']);
     expect(aroundB.body.total).toBe(3);
-    expect(Object.keys(aroundB.body.items[0]).sort()).toEqual(['createdAt', 'edgeId', 'sourceServiceId', 'targetServiceId']);
+    expect(Object.keys(aroundB.body.items[0]).sort()).toEqual([
+      'createdAt',
+      'edgeId',
+      'sourceServiceId',
+      'targetServiceId',
+    ]);
 
     const theirs = await svc.api('GET', '/v1/graph/edges', { token: other.member });
     expect(theirs.body).toEqual({ items: [], total: 0, nextCursor: null });
@@ -462,7 +602,10 @@ describe('dependency edges', () => {
     expect((await svc.api('DELETE', `/v1/graph/edges/${edgeId}`, { token: tenant.member })).status).toBe(404);
     expect((await svc.api('DELETE', `/v1/graph/edges/${'e'.repeat(65)}`, { token: tenant.member })).status).toBe(400);
     // The nodes stay.
-    const nodes = await svc.database.db.select().from(services).where(or(eq(services.id, ids.a!), eq(services.id, ids.b!)));
+    const nodes = await svc.database.db
+      .select()
+      .from(services)
+      .where(or(eq(services.id, ids.a!), eq(services.id, ids.b!)));
     expect(nodes).toHaveLength(2);
   });
 });
@@ -494,7 +637,9 @@ describe('roles', () => {
     }
     // Nothing changed.
     expect(await svc.database.db.select().from(services).where(eq(services.tenantId, tenant.tenantId))).toHaveLength(2);
-    expect(await svc.database.db.select().from(serviceEdges).where(eq(serviceEdges.tenantId, tenant.tenantId))).toHaveLength(1);
+    expect(
+      await svc.database.db.select().from(serviceEdges).where(eq(serviceEdges.tenantId, tenant.tenantId)),
+    ).toHaveLength(1);
 
     const expected = [201, 200, 200, 200, 204, 201, 200, 204, 200];
     for (const token of [tenant.member, tenant.admin]) {
@@ -524,11 +669,16 @@ describe('blast radius', () => {
   it('follows a chain a←b←c←d with hops 1, 2, 3 and the impact of each', async () => {
     const tenant = await svc.newTenant();
     // b depends on a, c on b, d on c: a failure of a reaches b, then c, then d.
-    const ids = await buildGraph(tenant, ['a', 'b', 'c', 'd'], [
-      ['b', 'a'],
-      ['c', 'b'],
-      ['d', 'c'],
-    ], { a: 10, b: 1, c: 1, d: 4 });
+    const ids = await buildGraph(
+      tenant,
+      ['a', 'b', 'c', 'd'],
+      [
+        ['b', 'a'],
+        ['c', 'b'],
+        ['d', 'c'],
+      ],
+      { a: 10, b: 1, c: 1, d: 4 },
+    );
     const result = await blast(tenant, ids.a!);
     expect(result).toEqual({
       serviceId: ids.a,
@@ -547,13 +697,18 @@ describe('blast radius', () => {
   it('gives the shortest distance in a diamond with paths of different lengths, and lists each service once', async () => {
     const tenant = await svc.newTenant();
     // top → left → db and top → right → mid → db: top is 2 hops from db, not 3.
-    const ids = await buildGraph(tenant, ['db', 'left', 'mid', 'right', 'top'], [
-      ['left', 'db'],
-      ['mid', 'db'],
-      ['right', 'mid'],
-      ['top', 'left'],
-      ['top', 'right'],
-    ], { db: 1, left: 1, mid: 1, right: 1, top: 1 });
+    const ids = await buildGraph(
+      tenant,
+      ['db', 'left', 'mid', 'right', 'top'],
+      [
+        ['left', 'db'],
+        ['mid', 'db'],
+        ['right', 'mid'],
+        ['top', 'left'],
+        ['top', 'right'],
+      ],
+      { db: 1, left: 1, mid: 1, right: 1, top: 1 },
+    );
     const result = await blast(tenant, ids.db!);
     expect(summary(result)).toEqual([
       ['left', 1, 'high'],
@@ -575,12 +730,17 @@ describe('blast radius', () => {
 
   it('terminates on a cycle a→b→c→a, listing each service once and never the failed service itself', async () => {
     const tenant = await svc.newTenant();
-    const ids = await buildGraph(tenant, ['a', 'b', 'c', 'tail'], [
-      ['a', 'b'],
-      ['b', 'c'],
-      ['c', 'a'],
-      ['tail', 'b'],
-    ], { a: 1, b: 1, c: 1, tail: 1 });
+    const ids = await buildGraph(
+      tenant,
+      ['a', 'b', 'c', 'tail'],
+      [
+        ['a', 'b'],
+        ['b', 'c'],
+        ['c', 'a'],
+        ['tail', 'b'],
+      ],
+      { a: 1, b: 1, c: 1, tail: 1 },
+    );
     // Who depends on a: c (1 hop); on c: b (2 hops); on b: a (the failed service) and tail (3 hops).
     expect(await blast(tenant, ids.a!)).toEqual({
       serviceId: ids.a,
@@ -650,10 +810,14 @@ describe('blast radius', () => {
     const other = await svc.newTenant();
     const ids = await buildGraph(tenant, ['db', 'api'], [['api', 'db']]);
     // The other tenant has the same names, its own graph around them.
-    const theirs = await buildGraph(other, ['db', 'api', 'extra'], [
-      ['api', 'db'],
-      ['extra', 'db'],
-    ]);
+    const theirs = await buildGraph(
+      other,
+      ['db', 'api', 'extra'],
+      [
+        ['api', 'db'],
+        ['extra', 'db'],
+      ],
+    );
     for (const [token, id] of [
       [tenant.member, 'svc_nope'],
       [other.member, ids.db],
@@ -674,10 +838,14 @@ describe('blast radius', () => {
 
   it('forgets a deleted service and the paths through it', async () => {
     const tenant = await svc.newTenant();
-    const ids = await buildGraph(tenant, ['db', 'api', 'web'], [
-      ['api', 'db'],
-      ['web', 'api'],
-    ]);
+    const ids = await buildGraph(
+      tenant,
+      ['db', 'api', 'web'],
+      [
+        ['api', 'db'],
+        ['web', 'api'],
+      ],
+    );
     expect(summary(await blast(tenant, ids.db!))).toEqual([
       ['api', 1, 'high'],
       ['web', 2, 'medium'],
@@ -688,10 +856,14 @@ describe('blast radius', () => {
 
   it('never answers from a cached graph that changed: api edits and direct writes alike', async () => {
     const tenant = await svc.newTenant();
-    const ids = await buildGraph(tenant, ['db', 'api', 'web', 'batch'], [
-      ['api', 'db'],
-      ['web', 'api'],
-    ]);
+    const ids = await buildGraph(
+      tenant,
+      ['db', 'api', 'web', 'batch'],
+      [
+        ['api', 'db'],
+        ['web', 'api'],
+      ],
+    );
     const first = summary(await blast(tenant, ids.db!));
     expect(first).toEqual([
       ['api', 1, 'high'],
@@ -705,8 +877,17 @@ describe('blast radius', () => {
     expect((await svc.api('DELETE', `/v1/graph/edges/${edge}`, { token: tenant.member })).status).toBe(204);
     expect(summary(await blast(tenant, ids.db!))).toEqual(first);
     // A write that bypasses the api (a migration, an operator's SQL) is seen too.
-    await svc.database.db.insert(serviceEdges).values({ id: `edg_direct_${Date.now()}`, tenantId: tenant.tenantId, sourceServiceId: ids.batch!, targetServiceId: ids.db! });
-    expect(summary(await blast(tenant, ids.db!))).toEqual([['api', 1, 'high'], ['batch', 1, 'high'], ['web', 2, 'medium']]);
+    await svc.database.db.insert(serviceEdges).values({
+      id: `edg_direct_${Date.now()}`,
+      tenantId: tenant.tenantId,
+      sourceServiceId: ids.batch!,
+      targetServiceId: ids.db!,
+    });
+    expect(summary(await blast(tenant, ids.db!))).toEqual([
+      ['api', 1, 'high'],
+      ['batch', 1, 'high'],
+      ['web', 2, 'medium'],
+    ]);
     await svc.database.db.update(services).set({ name: 'api-renamed' }).where(eq(services.id, ids.api!));
     expect(summary(await blast(tenant, ids.db!))[0]).toEqual(['api-renamed', 1, 'high']);
     // Another tenant's changes leave this tenant's answers alone, and are not mixed in.

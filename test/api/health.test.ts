@@ -46,10 +46,11 @@ describe('health probes', () => {
   it('reports a worker killed with SIGKILL missing within 75 s, and a live one present across its long polls', async () => {
     const lines: string[] = [];
     worker = await startWorkerProcess(svc, {}, lines);
-    const workerCheck = async () => (await svc.api('GET', '/health/detailed')).body.checks.worker as { ok: boolean; pollers: number; error?: string };
+    const workerCheck = async () =>
+      (await svc.api('GET', '/health/detailed')).body.checks.worker as { ok: boolean; pollers: number; error?: string };
     await eventually(async () => (await workerCheck()).ok, 15_000);
     // An idle worker polls once a minute or so: it must not look gone between two polls.
-    for (const until = Date.now() + 65_000; Date.now() < until; ) {
+    for (const until = Date.now() + 65_000; Date.now() < until;) {
       expect(await workerCheck()).toMatchObject({ ok: true, pollers: 1 });
       await new Promise((r) => setTimeout(r, 5_000));
     }
@@ -63,12 +64,20 @@ describe('health probes', () => {
     }, 75_000);
     expect(Date.now() - killedAt).toBeLessThanOrEqual(75_000);
     expect(missing.body.status).toBe('degraded');
-    expect(missing.body.checks.worker).toMatchObject({ ok: false, pollers: 0, error: expect.stringMatching(/no worker has polled task queue .* in the last 70 s/) });
+    expect(missing.body.checks.worker).toMatchObject({
+      ok: false,
+      pollers: 0,
+      error: expect.stringMatching(/no worker has polled task queue .* in the last 70 s/),
+    });
     expect(missing.body.checks.postgres.ok).toBe(true);
   }, 200_000);
 
   it('gives /health and /health/detailed the X-RateLimit headers, counted in this process and not in PostgreSQL', async () => {
-    const answers = [await svc.api('GET', '/health'), await svc.api('GET', '/health'), await svc.api('GET', '/health/detailed')];
+    const answers = [
+      await svc.api('GET', '/health'),
+      await svc.api('GET', '/health'),
+      await svc.api('GET', '/health/detailed'),
+    ];
     const now = Math.floor(Date.now() / 1000);
     for (const res of answers) {
       const { limit, remaining, reset } = window(res);
@@ -87,7 +96,11 @@ describe('health probes', () => {
     expect(counted[0]!.n).toBe(0);
     const doc = (await svc.api('GET', '/openapi.json')).body;
     for (const path of ['/health', '/health/detailed']) {
-      expect(Object.keys(doc.paths[path].get.responses['200'].headers)).toEqual(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']);
+      expect(Object.keys(doc.paths[path].get.responses['200'].headers)).toEqual([
+        'X-RateLimit-Limit',
+        'X-RateLimit-Remaining',
+        'X-RateLimit-Reset',
+      ]);
     }
   });
 

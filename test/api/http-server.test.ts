@@ -14,14 +14,28 @@ const BODY_DEADLINE_MS = 1500;
 
 describe('HTTP server settings', () => {
   it('default to keep-alive above a load balancer idle timeout, headers above keep-alive, a body deadline and a cap', () => {
-    expect(loadConfig({}).http).toEqual({ keepAliveTimeoutMs: 65_000, headersTimeoutMs: 66_000, requestTimeoutMs: 60_000, maxConnections: 10_000 });
-    expect(loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '90000', HTTP_HEADERS_TIMEOUT_MS: '91000', HTTP_REQUEST_TIMEOUT_MS: '5000', HTTP_MAX_CONNECTIONS: '50' }).http).toEqual({
+    expect(loadConfig({}).http).toEqual({
+      keepAliveTimeoutMs: 65_000,
+      headersTimeoutMs: 66_000,
+      requestTimeoutMs: 60_000,
+      maxConnections: 10_000,
+    });
+    expect(
+      loadConfig({
+        HTTP_KEEP_ALIVE_TIMEOUT_MS: '90000',
+        HTTP_HEADERS_TIMEOUT_MS: '91000',
+        HTTP_REQUEST_TIMEOUT_MS: '5000',
+        HTTP_MAX_CONNECTIONS: '50',
+      }).http,
+    ).toEqual({
       keepAliveTimeoutMs: 90_000,
       headersTimeoutMs: 91_000,
       requestTimeoutMs: 5_000,
       maxConnections: 50,
     });
-    expect(() => loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '70000' })).toThrow(/HTTP_HEADERS_TIMEOUT_MS: must be more than HTTP_KEEP_ALIVE_TIMEOUT_MS/);
+    expect(() => loadConfig({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '70000' })).toThrow(
+      /HTTP_HEADERS_TIMEOUT_MS: must be more than HTTP_KEEP_ALIVE_TIMEOUT_MS/,
+    );
     expect(() => loadConfig({ HTTP_MAX_CONNECTIONS: '0' })).toThrow(ConfigError);
   });
 });
@@ -37,7 +51,11 @@ describe('HTTP server', () => {
   };
 
   beforeAll(async () => {
-    svc = await startTestService({ withoutWorker: true, http: { requestTimeoutMs: BODY_DEADLINE_MS }, stream: { heartbeatMs: 300 } });
+    svc = await startTestService({
+      withoutWorker: true,
+      http: { requestTimeoutMs: BODY_DEADLINE_MS },
+      stream: { heartbeatMs: 300 },
+    });
     tenant = await svc.newTenant();
   });
   afterAll(async () => {
@@ -61,13 +79,19 @@ describe('HTTP server', () => {
     const connection = await raw();
     const sent = performance.now();
     connection.write(
-      requestHead('POST', '/v1/incidents/chat', { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }) +
-        body.slice(0, 20),
+      requestHead('POST', '/v1/incidents/chat', {
+        authorization: `Bearer ${tenant.member}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      }) + body.slice(0, 20),
     );
     const answer = await connection.answer(BODY_DEADLINE_MS + 5_000);
     const waitedMs = performance.now() - sent;
     expect(answer.status).toBe(408);
-    expect(JSON.parse(answer.body)).toEqual({ error: 'request_timeout', message: 'The request body did not arrive within 1.5 s of its headers' });
+    expect(JSON.parse(answer.body)).toEqual({
+      error: 'request_timeout',
+      message: 'The request body did not arrive within 1.5 s of its headers',
+    });
     expect(answer.headers.connection).toBe('close');
     expect(answer.headers['x-ratelimit-limit']).toMatch(/^\d+$/);
     expect(waitedMs).toBeGreaterThanOrEqual(BODY_DEADLINE_MS - 50);
@@ -83,7 +107,11 @@ describe('HTTP server', () => {
     const connection = await raw();
     const sent = performance.now();
     connection.write(
-      requestHead('POST', `/v1/webhooks/${tenant.tenantId}/generic`, { authorization: `Bearer ${key.key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }),
+      requestHead('POST', `/v1/webhooks/${tenant.tenantId}/generic`, {
+        authorization: `Bearer ${key.key}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      }),
     );
     let at = 0;
     const trickle = setInterval(() => {
@@ -106,7 +134,13 @@ describe('HTTP server', () => {
   it('takes a body sent in pieces that arrives whole within the deadline', async () => {
     const body = JSON.stringify({ title: 'Pieces', description: 'Sent in three pieces, in time' });
     const connection = await raw();
-    connection.write(requestHead('POST', '/v1/incidents/chat', { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }));
+    connection.write(
+      requestHead('POST', '/v1/incidents/chat', {
+        authorization: `Bearer ${tenant.member}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+      }),
+    );
     for (const piece of [body.slice(0, 10), body.slice(10, 30), body.slice(30)]) {
       await new Promise((r) => setTimeout(r, 300));
       connection.write(piece);
@@ -119,9 +153,13 @@ describe('HTTP server', () => {
   it('keeps an event stream open past the body deadline', async () => {
     const chunks: string[] = [];
     let ended = false;
-    const req = http.get(`${svc.baseUrl}/v1/notifications/stream`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${tenant.member}` } });
+    const req = http.get(`${svc.baseUrl}/v1/notifications/stream`, {
+      headers: { accept: 'text/event-stream', authorization: `Bearer ${tenant.member}` },
+    });
     try {
-      const res = await new Promise<http.IncomingMessage>((resolve, reject) => req.once('response', resolve).once('error', reject));
+      const res = await new Promise<http.IncomingMessage>((resolve, reject) =>
+        req.once('response', resolve).once('error', reject),
+      );
       expect(res.statusCode).toBe(200);
       expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
       res.setEncoding('utf8');

@@ -4,7 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRoles } from '../../src/analysis/types.js';
 import { events } from '../../src/db/schema/events.js';
 import { incidents } from '../../src/db/schema/incidents.js';
-import { evidenceItems, investigationContext, investigations, triageResults } from '../../src/db/schema/investigation.js';
+import {
+  evidenceItems,
+  investigationContext,
+  investigations,
+  triageResults,
+} from '../../src/db/schema/investigation.js';
 import { usageCounters } from '../../src/db/schema/limits.js';
 import { usagePeriod } from '../../src/domain/plans.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
@@ -24,7 +29,11 @@ afterAll(() => svc?.stop());
 async function manualIncident(token = tenant.member) {
   const res = await svc.api('POST', '/v1/incidents/chat', {
     token,
-    body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since the 03:10 deploy', service: 'checkout-api' },
+    body: {
+      title: 'Checkout errors',
+      description: 'Checkout answers 502 errors since the 03:10 deploy',
+      service: 'checkout-api',
+    },
   });
   expect(res.status).toBe(201);
   return res.body.incidentId as string;
@@ -56,15 +65,20 @@ describe('POST /v1/investigation/', () => {
     expect(done.body.confidence).toBeGreaterThanOrEqual(0);
     expect(done.body.confidence).toBeLessThanOrEqual(1);
     // One finding per agent, and the synthesis with its ranked and discarded hypotheses.
-    expect(done.body.evidence.map((e: { agentRole: string }) => e.agentRole).sort()).toEqual([...agentRoles, 'synthesis'].sort());
+    expect(done.body.evidence.map((e: { agentRole: string }) => e.agentRole).sort()).toEqual(
+      [...agentRoles, 'synthesis'].sort(),
+    );
     expect(done.body.recommendedActions.length).toBeGreaterThan(0);
 
     const [incident] = await svc.database.db.select().from(incidents).where(eq(incidents.id, id));
     // Then a remediation is proposed for approval (issue 6).
-    expect(incident).toMatchObject({ rootCause: done.body.rootCause, recommendedActions: done.body.recommendedActions });
+    expect(incident).toMatchObject({
+      rootCause: done.body.rootCause,
+      recommendedActions: done.body.recommendedActions,
+    });
     expect(incident!.status).toMatch(/^(investigating|awaiting_approval)$/);
     expect(incident!.assignedAgents.sort()).toEqual([...agentRoles].sort());
-    expect((await svc.database.db.select().from(triageResults).where(eq(triageResults.incidentId, id)))).toHaveLength(1);
+    expect(await svc.database.db.select().from(triageResults).where(eq(triageResults.incidentId, id))).toHaveLength(1);
     const types = await eventTypes(id);
     expect(types.indexOf('triage.completed')).toBeGreaterThan(-1);
     expect(types.indexOf('investigation.started')).toBeLessThan(types.indexOf('investigation.completed'));
@@ -94,20 +108,33 @@ describe('POST /v1/investigation/', () => {
     await svc.database.db
       .insert(usageCounters)
       .values({ tenantId: starter.tenantId, period: usagePeriod(new Date()), metric: 'investigations', count: 15 })
-      .onConflictDoUpdate({ target: [usageCounters.tenantId, usageCounters.period, usageCounters.metric], set: { count: 15 } });
+      .onConflictDoUpdate({
+        target: [usageCounters.tenantId, usageCounters.period, usageCounters.metric],
+        set: { count: 15 },
+      });
     const over = await svc.api('POST', '/v1/investigation/', { token: starter.member, body: { incidentId: id } });
     expect(over.status).toBe(429);
     expect(over.body.error).toBe('quota_exceeded');
-    expect(await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id))).toHaveLength(0);
+    expect(await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id))).toHaveLength(
+      0,
+    );
     // The refused run left nothing: no start event, no audit row, the counter where it was.
     expect(await eventTypes(id)).not.toContain('investigation.started');
-    const audits = await svc.api('GET', `/v1/audit?incidentId=${id}&action=investigation.started`, { token: starter.admin });
+    const audits = await svc.api('GET', `/v1/audit?incidentId=${id}&action=investigation.started`, {
+      token: starter.admin,
+    });
     expect(audits.status).toBe(200);
     expect(audits.body.items).toEqual([]);
-    const [counter] = await svc.database.db.select().from(usageCounters).where(and(eq(usageCounters.tenantId, starter.tenantId), eq(usageCounters.metric, 'investigations')));
+    const [counter] = await svc.database.db
+      .select()
+      .from(usageCounters)
+      .where(and(eq(usageCounters.tenantId, starter.tenantId), eq(usageCounters.metric, 'investigations')));
     expect(counter!.count).toBe(15);
 
-    const unknown = await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: 'inc_missing' } });
+    const unknown = await svc.api('POST', '/v1/investigation/', {
+      token: tenant.member,
+      body: { incidentId: 'inc_missing' },
+    });
     expect(unknown.status).toBe(404);
     expect(unknown.body.error).toBe('incident_not_found');
     const foreign = await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: id } });
@@ -120,7 +147,10 @@ describe('POST /v1/investigation/', () => {
     expect((await svc.api('POST', '/v1/investigation/', { body: { incidentId: id } })).status).toBe(401);
     const closedId = await manualIncident();
     await svc.api('PATCH', `/v1/incidents/${closedId}`, { token: tenant.member, body: { status: 'closed' } });
-    const closed = await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: closedId } });
+    const closed = await svc.api('POST', '/v1/investigation/', {
+      token: tenant.member,
+      body: { incidentId: closedId },
+    });
     expect(closed.status).toBe(409);
   });
 
@@ -130,23 +160,43 @@ describe('POST /v1/investigation/', () => {
       .insert(usageCounters)
       .values({ tenantId: starter.tenantId, period: usagePeriod(new Date()), metric: 'investigations', count: 15 });
     const key = await createKey(svc, starter.admin);
-    const res = await postWebhook(svc, starter.tenantId, 'generic', { name: 'CartErrors', severity: 'high', service: 'cart-api', summary: '5xx above 10%' }, { key: key.key });
+    const res = await postWebhook(
+      svc,
+      starter.tenantId,
+      'generic',
+      { name: 'CartErrors', severity: 'high', service: 'cart-api', summary: '5xx above 10%' },
+      { key: key.key },
+    );
     expect(res.status).toBe(202);
     const id = res.body.incidentIds[0] as string;
     const failed = await eventually(async () => {
-      const [row] = await svc.database.db.select().from(events).where(and(eq(events.incidentId, id), eq(events.type, 'investigation.failed')));
+      const [row] = await svc.database.db
+        .select()
+        .from(events)
+        .where(and(eq(events.incidentId, id), eq(events.type, 'investigation.failed')));
       return row;
     }, 30_000);
     expect(failed.payload).toMatchObject({ incidentId: id, run: null, reason: 'quota_exceeded' });
     expect(await eventTypes(id)).not.toContain('investigation.started');
-    expect(await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id))).toHaveLength(0);
-    const [counter] = await svc.database.db.select().from(usageCounters).where(and(eq(usageCounters.tenantId, starter.tenantId), eq(usageCounters.metric, 'investigations')));
+    expect(await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id))).toHaveLength(
+      0,
+    );
+    const [counter] = await svc.database.db
+      .select()
+      .from(usageCounters)
+      .where(and(eq(usageCounters.tenantId, starter.tenantId), eq(usageCounters.metric, 'investigations')));
     expect(counter!.count).toBe(15);
   });
 
   it('investigates automated incidents on their own', async () => {
     const key = await createKey(svc, tenant.admin);
-    const res = await postWebhook(svc, tenant.tenantId, 'generic', { name: 'CheckoutErrors', severity: 'high', service: 'checkout-api', summary: '5xx above 10%' }, { key: key.key });
+    const res = await postWebhook(
+      svc,
+      tenant.tenantId,
+      'generic',
+      { name: 'CheckoutErrors', severity: 'high', service: 'checkout-api', summary: '5xx above 10%' },
+      { key: key.key },
+    );
     const id = res.body.incidentIds[0];
     const done = await completed(id);
     expect(done.body.rootCause).toEqual(expect.any(String));
@@ -161,12 +211,20 @@ describe('POST /v1/investigation/{incidentId}/context', () => {
     const id = await manualIncident();
     await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: id } });
     await completed(id);
-    const res = await svc.api('POST', `/v1/investigation/${id}/context`, { token: tenant.member, body: { content: 'We rotated the database password at 03:05' } });
+    const res = await svc.api('POST', `/v1/investigation/${id}/context`, {
+      token: tenant.member,
+      body: { content: 'We rotated the database password at 03:05' },
+    });
     expect(res.status).toBe(202);
     expect(res.body).toMatchObject({ incidentId: id, sequence: 1, resynthesis: true });
     await completed(id, 2);
-    const stored = await svc.database.db.select().from(investigationContext).where(eq(investigationContext.incidentId, id));
-    expect(stored).toMatchObject([{ seq: 1, content: 'We rotated the database password at 03:05', actorId: 'user-member' }]);
+    const stored = await svc.database.db
+      .select()
+      .from(investigationContext)
+      .where(eq(investigationContext.incidentId, id));
+    expect(stored).toMatchObject([
+      { seq: 1, content: 'We rotated the database password at 03:05', actorId: 'user-member' },
+    ]);
     expect((await eventTypes(id)).filter((t) => t === 'investigation.completed').length).toBe(2);
   });
 
@@ -174,13 +232,21 @@ describe('POST /v1/investigation/{incidentId}/context', () => {
     const id = await manualIncident();
     await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: id } });
     await completed(id);
-    expect((await svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'closed' } })).status).toBe(200);
+    expect(
+      (await svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'closed' } })).status,
+    ).toBe(200);
     await svc.client.workflow.getHandle(id).result();
     const reopened = await svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'open' } });
     expect(reopened.status).toBe(200);
-    const res = await svc.api('POST', `/v1/investigation/${id}/context`, { token: tenant.member, body: { content: 'The orders-db failover started at 03:02' } });
+    const res = await svc.api('POST', `/v1/investigation/${id}/context`, {
+      token: tenant.member,
+      body: { content: 'The orders-db failover started at 03:02' },
+    });
     expect(res.body).toMatchObject({ incidentId: id, sequence: 1, resynthesis: true });
-    await eventually(async () => (await eventTypes(id)).filter((t) => t === 'investigation.completed').length === 2, 30_000);
+    await eventually(
+      async () => (await eventTypes(id)).filter((t) => t === 'investigation.completed').length === 2,
+      30_000,
+    );
     const state = await svc.client.workflow.getHandle(id).query(getStateQuery);
     expect(state).toMatchObject({ investigationRun: 1, investigationStatus: 'completed', syntheses: 1 });
     const [row] = await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id));
@@ -189,15 +255,27 @@ describe('POST /v1/investigation/{incidentId}/context', () => {
 
   it('validates the content and the incident', async () => {
     const id = await manualIncident();
-    for (const body of [{}, { content: '' }, { content: '   ' }, { content: '\u200b \u200d' }, { content: 'x'.repeat(4001) }]) {
+    for (const body of [
+      {},
+      { content: '' },
+      { content: '   ' },
+      { content: '\u200b \u200d' },
+      { content: 'x'.repeat(4001) },
+    ]) {
       const res = await svc.api('POST', `/v1/investigation/${id}/context`, { token: tenant.member, body });
       expect(res.status).toBe(400);
       expect(res.body.error).toBe('validation_error');
     }
-    const unknown = await svc.api('POST', '/v1/investigation/inc_missing/context', { token: tenant.member, body: { content: 'hello' } });
+    const unknown = await svc.api('POST', '/v1/investigation/inc_missing/context', {
+      token: tenant.member,
+      body: { content: 'hello' },
+    });
     expect(unknown.status).toBe(404);
     // Context before any investigation is kept for the one that comes.
-    const early = await svc.api('POST', `/v1/investigation/${id}/context`, { token: tenant.member, body: { content: 'Payments were slow first' } });
+    const early = await svc.api('POST', `/v1/investigation/${id}/context`, {
+      token: tenant.member,
+      body: { content: 'Payments were slow first' },
+    });
     expect(early.status).toBe(202);
     expect(early.body).toMatchObject({ sequence: 1, resynthesis: false });
   });
@@ -231,13 +309,25 @@ describe('GET /v1/investigation/{incidentId} of a failed investigation', () => {
           Context.current().heartbeat();
           await Context.current().sleep(100);
         }
-        throw ApplicationFailure.nonRetryable('the model provider answered 503 Service Unavailable', 'ModelUnavailable');
+        throw ApplicationFailure.nonRetryable(
+          'the model provider answered 503 Service Unavailable',
+          'ModelUnavailable',
+        );
       },
     });
     try {
-      const created = await own.api('POST', '/v1/incidents/chat', { token: t.member, body: { title: 'Cart errors', description: 'Cart answers 502 errors since the 04:10 deploy', service: 'cart-api' } });
+      const created = await own.api('POST', '/v1/incidents/chat', {
+        token: t.member,
+        body: {
+          title: 'Cart errors',
+          description: 'Cart answers 502 errors since the 04:10 deploy',
+          service: 'cart-api',
+        },
+      });
       const id = created.body.incidentId as string;
-      expect((await own.api('POST', '/v1/investigation/', { token: t.member, body: { incidentId: id } })).status).toBe(202);
+      expect((await own.api('POST', '/v1/investigation/', { token: t.member, body: { incidentId: id } })).status).toBe(
+        202,
+      );
       await eventually(async () => reached, 30_000);
       const running = await own.api('GET', `/v1/investigation/${id}`, { token: t.member });
       expect(running.status).toBe(200);
@@ -262,7 +352,10 @@ describe('GET /v1/investigation/{incidentId} of a failed investigation', () => {
       const [row] = await own.database.db.select().from(investigations).where(eq(investigations.incidentId, id));
       expect(row).toMatchObject({ status: 'failed', rootCause: null, confidence: 0, run: 1 });
       expect(row!.failure).toContain('the model provider answered 503 Service Unavailable');
-      const [event] = await own.database.db.select().from(events).where(and(eq(events.incidentId, id), eq(events.type, 'investigation.failed')));
+      const [event] = await own.database.db
+        .select()
+        .from(events)
+        .where(and(eq(events.incidentId, id), eq(events.type, 'investigation.failed')));
       expect(event!.payload).toMatchObject({ incidentId: id, run: 1, reason: row!.failure });
     } finally {
       await worker.stop();

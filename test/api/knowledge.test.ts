@@ -28,7 +28,10 @@ let serial = 0;
 const freshService = () => `svc-${Date.now().toString(36)}-${++serial}`;
 
 async function manualIncident(service: string, token = tenant.member): Promise<string> {
-  const res = await svc.api('POST', '/v1/incidents/chat', { token, body: { title: `${service} errors`, description: `${service} answers 502 errors to most requests`, service } });
+  const res = await svc.api('POST', '/v1/incidents/chat', {
+    token,
+    body: { title: `${service} errors`, description: `${service} answers 502 errors to most requests`, service },
+  });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body.incidentId as string;
 }
@@ -46,10 +49,21 @@ async function concluded(incidentId: string, tenantId: string, kind: string, sta
       recommendedActions: ['Restart pgbouncer', 'Raise max_connections'],
       hypotheses: [
         { kind, statement, subject: 'orders-db', score: 0.8, status: 'kept', reason: 'highest', evidenceIds: [] },
-        { kind: 'traffic_spike', statement: 'Traffic', subject: 'x', score: 0.3, status: 'discarded', reason: 'weak', evidenceIds: [] },
+        {
+          kind: 'traffic_spike',
+          statement: 'Traffic',
+          subject: 'x',
+          score: 0.3,
+          status: 'discarded',
+          reason: 'weak',
+          evidenceIds: [],
+        },
       ],
     });
-  await db().update(incidents).set({ rootCause: `${statement}. Evidence: …`, recommendedActions: ['Restart pgbouncer', 'Raise max_connections'] }).where(eq(incidents.id, incidentId));
+  await db()
+    .update(incidents)
+    .set({ rootCause: `${statement}. Evidence: …`, recommendedActions: ['Restart pgbouncer', 'Raise max_connections'] })
+    .where(eq(incidents.id, incidentId));
 }
 
 async function resolve(incidentId: string, token = tenant.member) {
@@ -57,7 +71,17 @@ async function resolve(incidentId: string, token = tenant.member) {
   expect(res.status, JSON.stringify(res.body)).toBe(200);
 }
 
-async function insertPattern(tenantId: string, over: { service?: string; category?: PatternCategory; confirms?: number; rejects?: number; occurrences?: number; createdAt?: Date } = {}) {
+async function insertPattern(
+  tenantId: string,
+  over: {
+    service?: string;
+    category?: PatternCategory;
+    confirms?: number;
+    rejects?: number;
+    occurrences?: number;
+    createdAt?: Date;
+  } = {},
+) {
   const service = over.service ?? freshService();
   const category = over.category ?? 'connection_pool';
   const confirms = over.confirms ?? 0;
@@ -88,8 +112,15 @@ async function insertPattern(tenantId: string, over: { service?: string; categor
 
 const patternRow = async (id: string) => (await db().select().from(patterns).where(eq(patterns.id, id)))[0]!;
 const eventsOf = async (tenantId: string, type: string) =>
-  (await db().select().from(events).where(and(eq(events.tenantId, tenantId), eq(events.type, type))).orderBy(events.seq)).map((e) => e.payload);
-const feedbackPost = (body: unknown, token = tenant.member) => svc.api('POST', '/v1/knowledge/feedback', { token, body });
+  (
+    await db()
+      .select()
+      .from(events)
+      .where(and(eq(events.tenantId, tenantId), eq(events.type, type)))
+      .orderBy(events.seq)
+  ).map((e) => e.payload);
+const feedbackPost = (body: unknown, token = tenant.member) =>
+  svc.api('POST', '/v1/knowledge/feedback', { token, body });
 
 describe('GET /v1/knowledge', () => {
   it('lists the tenant’s patterns newest first, filtered, with count and cursor', async () => {
@@ -97,7 +128,9 @@ describe('GET /v1/knowledge', () => {
     const base = Date.now() - 60_000;
     const rows = [];
     for (let i = 0; i < 5; i++) {
-      rows.push(await insertPattern(t.tenantId, { createdAt: new Date(base + i * 1000), confirms: i * 4, occurrences: i + 2 }));
+      rows.push(
+        await insertPattern(t.tenantId, { createdAt: new Date(base + i * 1000), confirms: i * 4, occurrences: i + 2 }),
+      );
     }
     await insertPattern(other.tenantId); // never visible to t
 
@@ -122,7 +155,11 @@ describe('GET /v1/knowledge', () => {
     const second = await svc.api('GET', `/v1/knowledge?limit=2&cursor=${first.body.cursor}`, { token: t.admin });
     const third = await svc.api('GET', `/v1/knowledge?limit=2&cursor=${second.body.cursor}`, { token: t.admin });
     expect(third.body.cursor).toBeNull();
-    expect([...first.body.patterns, ...second.body.patterns, ...third.body.patterns].map((p: { patternId: string }) => p.patternId)).toEqual(rows.map((r) => r.id).reverse());
+    expect(
+      [...first.body.patterns, ...second.body.patterns, ...third.body.patterns].map(
+        (p: { patternId: string }) => p.patternId,
+      ),
+    ).toEqual(rows.map((r) => r.id).reverse());
 
     const stable = await svc.api('GET', '/v1/knowledge?status=stable', { token: t.member });
     expect(stable.body.patterns.map((p: { patternId: string }) => p.patternId)).toEqual([rows[4]!.id, rows[3]!.id]);
@@ -132,11 +169,27 @@ describe('GET /v1/knowledge', () => {
     expect(min.body.count).toBe(2);
     expect((await svc.api('GET', '/v1/knowledge?minConfidence=0', { token: t.member })).body.count).toBe(5);
     expect((await svc.api('GET', '/v1/knowledge?minConfidence=1', { token: t.member })).body.count).toBe(0);
-    expect((await svc.api('GET', '/v1/knowledge?status=emerging&minConfidence=0.5&limit=100', { token: t.member })).body.count).toBe(3);
+    expect(
+      (await svc.api('GET', '/v1/knowledge?status=emerging&minConfidence=0.5&limit=100', { token: t.member })).body
+        .count,
+    ).toBe(3);
   });
 
   it('answers 400 validation_error for bad parameters and 401 without a token', async () => {
-    for (const query of ['status=closed', 'minConfidence=1.01', 'minConfidence=-0.1', 'minConfidence=abc', 'minConfidence=', 'minConfidence=0x1', 'minConfidence=1e-1', 'minConfidence=Infinity', 'limit=0', 'limit=101', 'limit=x', 'cursor=nope']) {
+    for (const query of [
+      'status=closed',
+      'minConfidence=1.01',
+      'minConfidence=-0.1',
+      'minConfidence=abc',
+      'minConfidence=',
+      'minConfidence=0x1',
+      'minConfidence=1e-1',
+      'minConfidence=Infinity',
+      'limit=0',
+      'limit=101',
+      'limit=x',
+      'cursor=nope',
+    ]) {
       const res = await svc.api('GET', `/v1/knowledge?${query}`, { token: tenant.member });
       expect(res.status, query).toBe(400);
       expect(res.body.error, query).toBe('validation_error');
@@ -152,7 +205,10 @@ describe('learning when an incident is resolved', () => {
     await concluded(a, tenant.tenantId, 'connection_pool', `The orders-db connection pool of ${service} is exhausted`);
     await resolve(a);
 
-    const [created] = await db().select().from(patterns).where(and(eq(patterns.tenantId, tenant.tenantId), eq(patterns.service, service)));
+    const [created] = await db()
+      .select()
+      .from(patterns)
+      .where(and(eq(patterns.tenantId, tenant.tenantId), eq(patterns.service, service)));
     expect(created).toMatchObject({
       title: `Connection pool exhaustion on ${service}`,
       category: 'connection_pool',
@@ -163,8 +219,14 @@ describe('learning when an incident is resolved', () => {
       rootCause: `The orders-db connection pool of ${service} is exhausted`,
       fix: ['Restart pgbouncer', 'Raise max_connections'],
     });
-    expect(await eventsOf(tenant.tenantId, 'knowledge.pattern_created')).toContainEqual(expect.objectContaining({ patternId: created!.id, source: 'resolution', incidentId: a }));
-    const [audit] = await db().select().from(auditLog).where(and(eq(auditLog.targetId, created!.id), eq(auditLog.action, 'knowledge.pattern_created'))).orderBy(auditLog.seq);
+    expect(await eventsOf(tenant.tenantId, 'knowledge.pattern_created')).toContainEqual(
+      expect.objectContaining({ patternId: created!.id, source: 'resolution', incidentId: a }),
+    );
+    const [audit] = await db()
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.targetId, created!.id), eq(auditLog.action, 'knowledge.pattern_created')))
+      .orderBy(auditLog.seq);
     expect(audit).toMatchObject({ actorType: 'system', workflowId: a, incidentId: a });
 
     // A similar incident resolves: the same pattern, one more occurrence.
@@ -172,22 +234,34 @@ describe('learning when an incident is resolved', () => {
     await concluded(b, tenant.tenantId, 'connection_pool', 'Pool exhausted again');
     await resolve(b);
     // Reopened and resolved again: still counted once.
-    const reopened = await svc.api('PATCH', `/v1/incidents/${b}`, { token: tenant.member, body: { status: 'investigating' } });
+    const reopened = await svc.api('PATCH', `/v1/incidents/${b}`, {
+      token: tenant.member,
+      body: { status: 'investigating' },
+    });
     expect(reopened.status).toBe(200);
     expect(reopened.body.status).toBe('investigating');
     await resolve(b);
-    expect((await db().select().from(events).where(and(eq(events.incidentId, b), eq(events.type, 'incident.resolved'))))).toHaveLength(2);
+    expect(
+      await db()
+        .select()
+        .from(events)
+        .where(and(eq(events.incidentId, b), eq(events.type, 'incident.resolved'))),
+    ).toHaveLength(2);
     const after = await patternRow(created!.id);
     expect(after.occurrences).toBe(2);
     expect(after.lastSeenAt.getTime()).toBeGreaterThan(created!.lastSeenAt.getTime());
-    expect(await db().select().from(patternOccurrences).where(eq(patternOccurrences.patternId, created!.id))).toHaveLength(2);
-    expect((await db().select().from(patterns).where(eq(patterns.service, service)))).toHaveLength(1);
+    expect(
+      await db().select().from(patternOccurrences).where(eq(patternOccurrences.patternId, created!.id)),
+    ).toHaveLength(2);
+    expect(await db().select().from(patterns).where(eq(patterns.service, service))).toHaveLength(1);
 
     // Another cause on the same service is another pattern.
     const c = await manualIncident(service);
     await concluded(c, tenant.tenantId, 'dns_failure', 'DNS lookups fail');
     await resolve(c);
-    expect((await db().select().from(patterns).where(eq(patterns.service, service))).map((p) => p.category).sort()).toEqual(['connection_pool', 'dns_failure']);
+    expect(
+      (await db().select().from(patterns).where(eq(patterns.service, service))).map((p) => p.category).sort(),
+    ).toEqual(['connection_pool', 'dns_failure']);
   });
 
   it('learns nothing without a root cause (no investigation, or an undetermined one)', async () => {
@@ -207,8 +281,14 @@ describe('learning when an incident is resolved', () => {
     const id = await manualIncident(service);
     await concluded(id, tenant.tenantId, 'connection_pool', 'Pool exhausted');
     await resolve(id);
-    expect(await patternRow(pattern.id)).toMatchObject({ occurrences: 5, status: 'stable', confidence: patternConfidence(10, 0) });
-    expect(await eventsOf(tenant.tenantId, 'knowledge.pattern_promoted')).toContainEqual(expect.objectContaining({ patternId: pattern.id, occurrences: 5, status: 'stable' }));
+    expect(await patternRow(pattern.id)).toMatchObject({
+      occurrences: 5,
+      status: 'stable',
+      confidence: patternConfidence(10, 0),
+    });
+    expect(await eventsOf(tenant.tenantId, 'knowledge.pattern_promoted')).toContainEqual(
+      expect.objectContaining({ patternId: pattern.id, occurrences: 5, status: 'stable' }),
+    );
   });
 });
 
@@ -220,7 +300,14 @@ describe('POST /v1/knowledge/feedback', () => {
 
     const confirm = await feedbackPost({ incidentId: id, patternId: pattern.id, type: 'confirm_rca' });
     expect(confirm.status).toBe(201);
-    expect(confirm.body).toMatchObject({ feedbackId: expect.stringMatching(/^fbk_/), incidentId: id, patternId: pattern.id, type: 'confirm_rca', updatedConfidence: patternConfidence(1, 0), createdAt: expect.any(String) });
+    expect(confirm.body).toMatchObject({
+      feedbackId: expect.stringMatching(/^fbk_/),
+      incidentId: id,
+      patternId: pattern.id,
+      type: 'confirm_rca',
+      updatedConfidence: patternConfidence(1, 0),
+      createdAt: expect.any(String),
+    });
     const again = await feedbackPost({ incidentId: id, patternId: pattern.id, type: 'confirm_rca' });
     expect(again.status).toBe(201);
     expect(again.body.feedbackId).toBe(confirm.body.feedbackId);
@@ -229,13 +316,25 @@ describe('POST /v1/knowledge/feedback', () => {
     const admin = await feedbackPost({ incidentId: id, patternId: pattern.id, type: 'confirm_rca' }, tenant.admin);
     expect(admin.body.updatedConfidence).toBe(patternConfidence(2, 0));
 
-    const changed = await feedbackPost({ incidentId: id, patternId: pattern.id, type: 'reject_rca', comment: 'Not the pool this time' });
+    const changed = await feedbackPost({
+      incidentId: id,
+      patternId: pattern.id,
+      type: 'reject_rca',
+      comment: 'Not the pool this time',
+    });
     expect(changed.status).toBe(201);
-    expect(changed.body).toMatchObject({ feedbackId: confirm.body.feedbackId, type: 'reject_rca', updatedConfidence: patternConfidence(1, 1), comment: 'Not the pool this time' });
+    expect(changed.body).toMatchObject({
+      feedbackId: confirm.body.feedbackId,
+      type: 'reject_rca',
+      updatedConfidence: patternConfidence(1, 1),
+      comment: 'Not the pool this time',
+    });
     expect(await patternRow(pattern.id)).toMatchObject({ confirms: 1, rejects: 1, confidence: 0.5 });
     expect(await db().select().from(feedback).where(eq(feedback.incidentId, id))).toHaveLength(2);
 
-    const received = (await eventsOf(tenant.tenantId, 'knowledge.feedback_received')).filter((p) => p.incidentId === id);
+    const received = (await eventsOf(tenant.tenantId, 'knowledge.feedback_received')).filter(
+      (p) => p.incidentId === id,
+    );
     expect(received.map((p) => [p.type, p.previousType])).toEqual([
       ['confirm_rca', null],
       ['confirm_rca', null],
@@ -266,14 +365,20 @@ describe('POST /v1/knowledge/feedback', () => {
     const confirm = await feedbackPost({ incidentId: id, patternId: pattern.id, type: 'confirm_rca' });
     expect(confirm.body.updatedConfidence).toBe(0.85);
     expect(await patternRow(pattern.id)).toMatchObject({ status: 'stable', confidence: 0.85 });
-    expect(await eventsOf(tenant.tenantId, 'knowledge.pattern_promoted')).toContainEqual(expect.objectContaining({ patternId: pattern.id, confidence: 0.85 }));
+    expect(await eventsOf(tenant.tenantId, 'knowledge.pattern_promoted')).toContainEqual(
+      expect.objectContaining({ patternId: pattern.id, confidence: 0.85 }),
+    );
     const listed = await svc.api('GET', '/v1/knowledge?status=stable&minConfidence=0.85', { token: tenant.member });
     expect(listed.body.patterns.map((p: { patternId: string }) => p.patternId)).toContain(pattern.id);
 
     const reject = await feedbackPost({ incidentId: id, patternId: pattern.id, type: 'reject_rca' });
     expect(reject.body.updatedConfidence).toBe(patternConfidence(15, 3));
     expect((await patternRow(pattern.id)).status).toBe('emerging');
-    const [demoted] = await db().select().from(auditLog).where(and(eq(auditLog.targetId, pattern.id), eq(auditLog.action, 'knowledge.pattern_demoted'))).orderBy(auditLog.seq);
+    const [demoted] = await db()
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.targetId, pattern.id), eq(auditLog.action, 'knowledge.pattern_demoted')))
+      .orderBy(auditLog.seq);
     expect(demoted).toMatchObject({ actorType: 'user', actorId: 'user-member' });
   });
 
@@ -301,12 +406,17 @@ describe('POST /v1/knowledge/feedback', () => {
     const id = await manualIncident(service);
     await concluded(id, tenant.tenantId, 'bad_deploy', 'Deployment 42 broke it');
     for (const comment of [undefined, '', '   ', '\u200b\u200c']) {
-      const res = await feedbackPost({ incidentId: id, type: 'correct_rca', ...(comment !== undefined ? { comment } : {}) });
+      const res = await feedbackPost({
+        incidentId: id,
+        type: 'correct_rca',
+        ...(comment !== undefined ? { comment } : {}),
+      });
       expect(res.status).toBe(400);
       expect(res.body.error).toBe('comment_required');
     }
 
-    const comment = 'The orders-db connection pool was exhausted by a leaked cursor; restart pgbouncer and kill the idle connections';
+    const comment =
+      'The orders-db connection pool was exhausted by a leaked cursor; restart pgbouncer and kill the idle connections';
     const res = await feedbackPost({ incidentId: id, type: 'correct_rca', comment });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ type: 'correct_rca', patternId: null, updatedConfidence: null, comment });
@@ -322,20 +432,37 @@ describe('POST /v1/knowledge/feedback', () => {
     const [incident] = await db().select().from(incidents).where(eq(incidents.id, id));
     expect(incident!.rootCause).toBe(comment);
     const revisions = await db().select().from(rootCauseRevisions).where(eq(rootCauseRevisions.incidentId, id));
-    expect(revisions).toMatchObject([{ previousRootCause: 'Deployment 42 broke it. Evidence: …', rootCause: comment, source: 'feedback', actorId: 'user-member' }]);
+    expect(revisions).toMatchObject([
+      {
+        previousRootCause: 'Deployment 42 broke it. Evidence: …',
+        rootCause: comment,
+        source: 'feedback',
+        actorId: 'user-member',
+      },
+    ]);
     const patternId = res.body.correctedPattern.patternId as string;
-    expect(await eventsOf(tenant.tenantId, 'knowledge.pattern_created')).toContainEqual(expect.objectContaining({ patternId, source: 'correction' }));
-    expect(await eventsOf(tenant.tenantId, 'knowledge.feedback_received')).toContainEqual(expect.objectContaining({ incidentId: id, type: 'correct_rca', correctedPatternId: patternId }));
+    expect(await eventsOf(tenant.tenantId, 'knowledge.pattern_created')).toContainEqual(
+      expect.objectContaining({ patternId, source: 'correction' }),
+    );
+    expect(await eventsOf(tenant.tenantId, 'knowledge.feedback_received')).toContainEqual(
+      expect.objectContaining({ incidentId: id, type: 'correct_rca', correctedPatternId: patternId }),
+    );
 
     // The same correction again changes nothing.
     const again = await feedbackPost({ incidentId: id, type: 'correct_rca', comment });
-    expect(again.body).toMatchObject({ feedbackId: res.body.feedbackId, correctedPattern: { patternId, confidence: patternConfidence(1, 0) } });
+    expect(again.body).toMatchObject({
+      feedbackId: res.body.feedbackId,
+      correctedPattern: { patternId, confidence: patternConfidence(1, 0) },
+    });
     expect(await db().select().from(rootCauseRevisions).where(eq(rootCauseRevisions.incidentId, id))).toHaveLength(1);
 
     // Resolving counts no second occurrence; a correction of the matched pattern by another user rejects it.
     await resolve(id);
     expect(await patternRow(patternId)).toMatchObject({ occurrences: 1, confirms: 1 });
-    const other = await feedbackPost({ incidentId: id, type: 'correct_rca', comment: 'Actually the DNS resolvers failed' }, tenant.admin);
+    const other = await feedbackPost(
+      { incidentId: id, type: 'correct_rca', comment: 'Actually the DNS resolvers failed' },
+      tenant.admin,
+    );
     expect(other.body).toMatchObject({ patternId, updatedConfidence: patternConfidence(1, 1) });
     expect(other.body.correctedPattern).toMatchObject({ category: 'dns_failure', confidence: patternConfidence(1, 0) });
   });
@@ -366,7 +493,14 @@ describe('POST /v1/knowledge/feedback', () => {
 
   it('answers 400 validation_error, 404 not_found (another tenant’s too) and 401', async () => {
     const id = await manualIncident(freshService());
-    for (const body of [{}, { incidentId: id }, { type: 'confirm_rca' }, { incidentId: id, type: 'approve' }, { incidentId: id, type: 'confirm_rca', extra: 1 }, { incidentId: '', type: 'confirm_rca' }]) {
+    for (const body of [
+      {},
+      { incidentId: id },
+      { type: 'confirm_rca' },
+      { incidentId: id, type: 'approve' },
+      { incidentId: id, type: 'confirm_rca', extra: 1 },
+      { incidentId: '', type: 'confirm_rca' },
+    ]) {
       const res = await feedbackPost(body);
       expect(res.status, JSON.stringify(body)).toBe(400);
       expect(res.body.error).toBe('validation_error');
@@ -379,9 +513,13 @@ describe('POST /v1/knowledge/feedback', () => {
     expect(unknownPattern.body.error).toBe('not_found');
 
     const foreignPattern = await insertPattern(other.tenantId);
-    expect((await feedbackPost({ incidentId: id, patternId: foreignPattern.id, type: 'confirm_rca' })).status).toBe(404);
+    expect((await feedbackPost({ incidentId: id, patternId: foreignPattern.id, type: 'confirm_rca' })).status).toBe(
+      404,
+    );
     expect((await feedbackPost({ incidentId: id, type: 'reject_rca' }, other.member)).status).toBe(404);
     expect((await patternRow(foreignPattern.id)).confirms).toBe(0);
-    expect((await svc.api('POST', '/v1/knowledge/feedback', { body: { incidentId: id, type: 'confirm_rca' } })).status).toBe(401);
+    expect(
+      (await svc.api('POST', '/v1/knowledge/feedback', { body: { incidentId: id, type: 'confirm_rca' } })).status,
+    ).toBe(401);
   });
 });

@@ -22,7 +22,13 @@ beforeAll(async () => {
 afterAll(() => svc?.stop());
 
 /** n notifications for a user, one second apart, oldest first; returns their ids oldest first. */
-async function seed(tenant: string, userId: string, n: number, type = 'incident.created', start = Date.UTC(2025, 0, 1)) {
+async function seed(
+  tenant: string,
+  userId: string,
+  n: number,
+  type = 'incident.created',
+  start = Date.UTC(2025, 0, 1),
+) {
   const rows = Array.from({ length: n }, (_, i) => ({
     id: newId('ntf'),
     tenantId: tenant,
@@ -75,14 +81,20 @@ describe('GET /v1/notifications', () => {
     expect(third.body.nextCursor).toBeNull();
     expect(first.body.unreadCount).toBe(7);
 
-    expect((await svc.api('POST', '/v1/notifications/read', { token, body: { notificationIds: [ids[0], ids[1]] } })).status).toBe(204);
+    expect(
+      (await svc.api('POST', '/v1/notifications/read', { token, body: { notificationIds: [ids[0], ids[1]] } })).status,
+    ).toBe(204);
     const read = await list(token, '?read=true');
     expect(read.body.items.map((i: { notificationId: string; read: boolean }) => [i.notificationId, i.read])).toEqual([
       [ids[1], true],
       [ids[0], true],
     ]);
     const unread = await list(token, '?read=false&type=triage.completed');
-    expect(unread.body.items.map((i: { notificationId: string }) => i.notificationId)).toEqual([ids[4], ids[3], ids[2]]);
+    expect(unread.body.items.map((i: { notificationId: string }) => i.notificationId)).toEqual([
+      ids[4],
+      ids[3],
+      ids[2],
+    ]);
     expect(unread.body.unreadCount).toBe(5);
   });
 
@@ -93,7 +105,9 @@ describe('GET /v1/notifications', () => {
       expect(res.body.error).toBe('validation_error');
     }
     expect((await svc.api('GET', '/v1/notifications')).status).toBe(401);
-    expect((await svc.api('GET', '/v1/notifications', { token: svc.token(tenantId, 'viewer' as never) })).status).toBe(403);
+    expect((await svc.api('GET', '/v1/notifications', { token: svc.token(tenantId, 'viewer' as never) })).status).toBe(
+      403,
+    );
   });
 
   it('gives approval requests written without a title one from their type', async () => {
@@ -103,11 +117,22 @@ describe('GET /v1/notifications', () => {
       userId: 'approver',
       type: 'approval.requested',
       incidentId: 'inc_a',
-      payload: { incidentId: 'inc_a', remediationId: 'rem_a', approvalId: 'apr_a', deadline: '2025-01-01T00:30:00.000Z' },
+      payload: {
+        incidentId: 'inc_a',
+        remediationId: 'rem_a',
+        approvalId: 'apr_a',
+        deadline: '2025-01-01T00:30:00.000Z',
+      },
       idempotencyKey: newId('ntf'),
     });
     const res = await list(svc.token(tenantId, 'admin', { sub: 'approver' }));
-    expect(res.body.items[0]).toMatchObject({ type: 'approval.requested', title: 'Approval requested', approvalId: 'apr_a', remediationId: 'rem_a', incidentId: 'inc_a' });
+    expect(res.body.items[0]).toMatchObject({
+      type: 'approval.requested',
+      title: 'Approval requested',
+      approvalId: 'apr_a',
+      remediationId: 'rem_a',
+      incidentId: 'inc_a',
+    });
     expect(res.body.items[0].body).toContain('awaits approval');
   });
 });
@@ -119,7 +144,14 @@ describe('POST /v1/notifications/read', () => {
     const otherIds = await seed(other.tenantId, 'carol', 1);
     const carol = svc.token(tenantId, 'member', { sub: 'carol' });
     // Someone else's ids are silently ignored.
-    expect((await svc.api('POST', '/v1/notifications/read', { token: carol, body: { notificationIds: [...daveIds, ...otherIds] } })).status).toBe(204);
+    expect(
+      (
+        await svc.api('POST', '/v1/notifications/read', {
+          token: carol,
+          body: { notificationIds: [...daveIds, ...otherIds] },
+        })
+      ).status,
+    ).toBe(204);
     expect((await list(svc.token(tenantId, 'member', { sub: 'dave' }))).body.unreadCount).toBe(2);
     expect((await list(carol)).body.unreadCount).toBe(3);
     expect((await svc.api('POST', '/v1/notifications/read', { token: carol, body: { all: true } })).status).toBe(204);
@@ -152,35 +184,86 @@ describe('POST /v1/notifications/read', () => {
       expect(res.body.error).toBe('validation_error');
     }
     expect((await svc.api('POST', '/v1/notifications/read', { body: { all: true } })).status).toBe(401);
-    expect((await svc.api('POST', '/v1/notifications/read', { token: other.admin, body: { notificationIds: Array.from({ length: 200 }, (_, i) => `ntf_${i}`) } })).status).toBe(204);
+    expect(
+      (
+        await svc.api('POST', '/v1/notifications/read', {
+          token: other.admin,
+          body: { notificationIds: Array.from({ length: 200 }, (_, i) => `ntf_${i}`) },
+        })
+      ).status,
+    ).toBe(204);
   });
 });
 
 describe('retention', () => {
   const day = 24 * 60 * 60 * 1000;
-  const ids = (token: string) => list(token).then((r) => ({ ids: r.body.items.map((i: { notificationId: string }) => i.notificationId), unread: r.body.unreadCount }));
+  const ids = (token: string) =>
+    list(token).then((r) => ({
+      ids: r.body.items.map((i: { notificationId: string }) => i.notificationId),
+      unread: r.body.unreadCount,
+    }));
   const stored = async (wanted: string[]) =>
-    (await svc.database.db.select({ id: notifications.id }).from(notifications).where(inArray(notifications.id, wanted))).map((r) => r.id).sort();
+    (
+      await svc.database.db
+        .select({ id: notifications.id })
+        .from(notifications)
+        .where(inArray(notifications.id, wanted))
+    )
+      .map((r) => r.id)
+      .sort();
 
   it('deletes notifications past 30 days, read or not, oldest first in chunks; younger ones stay', async () => {
     const token = svc.token(tenantId, 'member', { sub: 'returning' });
-    const [oldRead, oldUnread] = await seed(tenantId, 'returning', 2, 'incident.created', Date.now() - NOTIFICATION_RETENTION_MS - day);
-    const [young] = await seed(tenantId, 'returning', 1, 'incident.resolved', Date.now() - NOTIFICATION_RETENTION_MS + day);
-    const elsewhere = await seed(other.tenantId, 'returning', 1, 'incident.created', Date.now() - NOTIFICATION_RETENTION_MS - day);
-    expect((await svc.api('POST', '/v1/notifications/read', { token, body: { notificationIds: [oldRead] } })).status).toBe(204);
+    const [oldRead, oldUnread] = await seed(
+      tenantId,
+      'returning',
+      2,
+      'incident.created',
+      Date.now() - NOTIFICATION_RETENTION_MS - day,
+    );
+    const [young] = await seed(
+      tenantId,
+      'returning',
+      1,
+      'incident.resolved',
+      Date.now() - NOTIFICATION_RETENTION_MS + day,
+    );
+    const elsewhere = await seed(
+      other.tenantId,
+      'returning',
+      1,
+      'incident.created',
+      Date.now() - NOTIFICATION_RETENTION_MS - day,
+    );
+    expect(
+      (await svc.api('POST', '/v1/notifications/read', { token, body: { notificationIds: [oldRead] } })).status,
+    ).toBe(204);
     expect(await ids(token)).toEqual({ ids: [young, oldUnread, oldRead], unread: 2 });
 
     // Stopped after its first statement of one row: only the oldest of all went.
     let statements = 0;
-    expect(await purgeNotifications(svc.database.sql, NOTIFICATION_RETENTION_MS, { chunkSize: 1, shouldStop: () => statements++ > 0 })).toBe(1);
-    expect(await purgeNotifications(svc.database.sql, NOTIFICATION_RETENTION_MS, { chunkSize: 1 })).toBeGreaterThanOrEqual(2);
+    expect(
+      await purgeNotifications(svc.database.sql, NOTIFICATION_RETENTION_MS, {
+        chunkSize: 1,
+        shouldStop: () => statements++ > 0,
+      }),
+    ).toBe(1);
+    expect(
+      await purgeNotifications(svc.database.sql, NOTIFICATION_RETENTION_MS, { chunkSize: 1 }),
+    ).toBeGreaterThanOrEqual(2);
     expect(await stored([oldRead!, oldUnread!, young!, ...elsewhere])).toEqual([young]);
     expect(await ids(token)).toEqual({ ids: [young], unread: 1 });
     expect(await purgeNotifications(svc.database.sql)).toBe(0);
   });
 
   it('is run by the dispatcher housekeeping', async () => {
-    const [old] = await seed(tenantId, 'housekept', 1, 'incident.created', Date.now() - NOTIFICATION_RETENTION_MS - day);
+    const [old] = await seed(
+      tenantId,
+      'housekept',
+      1,
+      'incident.created',
+      Date.now() - NOTIFICATION_RETENTION_MS - day,
+    );
     const [young] = await seed(tenantId, 'housekept', 1, 'incident.created', Date.now() - day);
     await housekeepUntil(svc, async () => (await stored([old!, young!])).length === 1);
     expect(await stored([old!, young!])).toEqual([young]);

@@ -19,7 +19,11 @@ async function addService(tenantId: string, name: string, team: string | null, c
 }
 
 async function createdEvent(incidentId: string) {
-  const [row] = await svc.database.db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, 'incident.created'))).orderBy(events.seq);
+  const [row] = await svc.database.db
+    .select()
+    .from(events)
+    .where(and(eq(events.incidentId, incidentId), eq(events.type, 'incident.created')))
+    .orderBy(events.seq);
   return row!.payload;
 }
 
@@ -38,12 +42,28 @@ describe('incident ownership from the topology graph', () => {
     await addService(other.tenantId, 'payments-api', 'intruders', 10);
     const res = await svc.api('POST', '/v1/incidents/chat', {
       token: tenant.member,
-      body: { title: 'Card payments failing', description: 'Authorisations time out since 03:10', service: 'payments-api' },
+      body: {
+        title: 'Card payments failing',
+        description: 'Authorisations time out since 03:10',
+        service: 'payments-api',
+      },
     });
     expect(res.status).toBe(201);
     const got = await svc.api('GET', `/v1/incidents/${res.body.incidentId}`, { token: tenant.member });
-    expect(got.body).toMatchObject({ service: 'payments-api', serviceId, ownerTeam: 'payments', immediateAttention: true, occurrenceCount: 1 });
-    expect(await createdEvent(res.body.incidentId)).toMatchObject({ service: 'payments-api', serviceId, ownerTeam: 'payments', immediateAttention: true, criticality: 9 });
+    expect(got.body).toMatchObject({
+      service: 'payments-api',
+      serviceId,
+      ownerTeam: 'payments',
+      immediateAttention: true,
+      occurrenceCount: 1,
+    });
+    expect(await createdEvent(res.body.incidentId)).toMatchObject({
+      service: 'payments-api',
+      serviceId,
+      ownerTeam: 'payments',
+      immediateAttention: true,
+      criticality: 9,
+    });
   });
 
   it('leaves the owner empty when no service node has that name, or none is named', async () => {
@@ -51,16 +71,30 @@ describe('incident ownership from the topology graph', () => {
       token: tenant.member,
       body: { title: 'Unknown service down', description: 'Nobody registered this one', service: 'ghost-service' },
     });
-    const none = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'No service', description: 'Something is off somewhere' } });
-    expect((await svc.api('GET', `/v1/incidents/${named.body.incidentId}`, { token: tenant.member })).body).toMatchObject({
+    const none = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      body: { title: 'No service', description: 'Something is off somewhere' },
+    });
+    expect(
+      (await svc.api('GET', `/v1/incidents/${named.body.incidentId}`, { token: tenant.member })).body,
+    ).toMatchObject({
       service: 'ghost-service',
       serviceId: null,
       ownerTeam: null,
       immediateAttention: false,
     });
-    expect((await svc.api('GET', `/v1/incidents/${none.body.incidentId}`, { token: tenant.member })).body).toMatchObject({ service: null, ownerTeam: null });
-    expect(await createdEvent(named.body.incidentId)).toMatchObject({ service: 'ghost-service', ownerTeam: null, immediateAttention: false });
-    const bad = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'x', description: 'long enough text', service: 'y'.repeat(201) } });
+    expect(
+      (await svc.api('GET', `/v1/incidents/${none.body.incidentId}`, { token: tenant.member })).body,
+    ).toMatchObject({ service: null, ownerTeam: null });
+    expect(await createdEvent(named.body.incidentId)).toMatchObject({
+      service: 'ghost-service',
+      ownerTeam: null,
+      immediateAttention: false,
+    });
+    const bad = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      body: { title: 'x', description: 'long enough text', service: 'y'.repeat(201) },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toBe('validation_error');
   });
@@ -86,14 +120,32 @@ describe('incident ownership from the topology graph', () => {
     expect(res.status).toBe(202);
     expect(res.body.incidentIds).toHaveLength(4);
     const rows = await Promise.all(
-      res.body.incidentIds.map(async (id: string) => (await svc.database.db.select().from(incidents).where(eq(incidents.id, id)))[0]!),
+      res.body.incidentIds.map(
+        async (id: string) => (await svc.database.db.select().from(incidents).where(eq(incidents.id, id)))[0]!,
+      ),
     );
     const byService = new Map(rows.map((r) => [r.service, r]));
-    expect(byService.get('search-worker')).toMatchObject({ serviceId: coreId, ownerTeam: 'discovery', immediateAttention: false });
+    expect(byService.get('search-worker')).toMatchObject({
+      serviceId: coreId,
+      ownerTeam: 'discovery',
+      immediateAttention: false,
+    });
     expect(byService.get('orders-db')).toMatchObject({ serviceId: dbId, ownerTeam: 'data', immediateAttention: true });
     expect(byService.get('no-team')).toMatchObject({ ownerTeam: null, immediateAttention: true });
-    expect(byService.get('unregistered')).toMatchObject({ serviceId: null, ownerTeam: null, immediateAttention: false });
-    expect(await createdEvent(byService.get('orders-db')!.id)).toMatchObject({ ownerTeam: 'data', immediateAttention: true, criticality: 8, provider: 'generic' });
-    expect(await createdEvent(byService.get('search-worker')!.id)).toMatchObject({ ownerTeam: 'discovery', immediateAttention: false });
+    expect(byService.get('unregistered')).toMatchObject({
+      serviceId: null,
+      ownerTeam: null,
+      immediateAttention: false,
+    });
+    expect(await createdEvent(byService.get('orders-db')!.id)).toMatchObject({
+      ownerTeam: 'data',
+      immediateAttention: true,
+      criticality: 8,
+      provider: 'generic',
+    });
+    expect(await createdEvent(byService.get('search-worker')!.id)).toMatchObject({
+      ownerTeam: 'discovery',
+      immediateAttention: false,
+    });
   });
 });

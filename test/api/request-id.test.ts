@@ -25,7 +25,10 @@ const requestLines = () => logLines.map((l) => JSON.parse(l) as RequestLine).fil
 describe('request ids', () => {
   it("keeps the service's own id in the audit log, the response and the logs; a caller's id is logged beside it", async () => {
     const { tenantId, member } = await svc.newTenant();
-    const res = await svc.api('POST', '/v1/notifications/stream-token', { token: member, headers: { 'x-request-id': 'my-id' } });
+    const res = await svc.api('POST', '/v1/notifications/stream-token', {
+      token: member,
+      headers: { 'x-request-id': 'my-id' },
+    });
     expect(res.status).toBe(201);
     const serviceId = res.headers.get('x-request-id');
     expect(serviceId).toMatch(/^req_[0-9a-z]{26}$/);
@@ -37,7 +40,11 @@ describe('request ids', () => {
     expect(row!.requestId).toBe(serviceId);
 
     const line = requestLines().find((l) => l.requestId === serviceId);
-    expect(line).toMatchObject({ requestId: serviceId, clientRequestId: 'my-id', path: '/v1/notifications/stream-token' });
+    expect(line).toMatchObject({
+      requestId: serviceId,
+      clientRequestId: 'my-id',
+      path: '/v1/notifications/stream-token',
+    });
     expect(requestLines().some((l) => l.requestId === 'my-id')).toBe(false);
   });
 

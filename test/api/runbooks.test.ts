@@ -18,7 +18,8 @@ const postgresRunbook = {
   title: 'Postgres connection exhaustion',
   service: 'orders-db',
   tags: ['postgres', 'connections'],
-  content: '# Postgres connection exhaustion\n\n1. Check `pg_stat_activity` for idle sessions\n2. Restart the pgbouncer pool\n3. Scale checkout-api down to 4 replicas\n',
+  content:
+    '# Postgres connection exhaustion\n\n1. Check `pg_stat_activity` for idle sessions\n2. Restart the pgbouncer pool\n3. Scale checkout-api down to 4 replicas\n',
 };
 
 async function createRunbook(token: string, body: Record<string, unknown> = postgresRunbook) {
@@ -28,7 +29,11 @@ async function createRunbook(token: string, body: Record<string, unknown> = post
 }
 
 async function auditRows(targetId: string) {
-  return svc.database.db.select().from(auditLog).where(eq(auditLog.targetId, targetId)).orderBy(asc(auditLog.occurredAt), asc(auditLog.id));
+  return svc.database.db
+    .select()
+    .from(auditLog)
+    .where(eq(auditLog.targetId, targetId))
+    .orderBy(asc(auditLog.occurredAt), asc(auditLog.id));
 }
 
 const ids = (body: { items: Array<{ runbookId: string }> }) => body.items.map((r) => r.runbookId);
@@ -37,7 +42,11 @@ describe('runbooks: create and read', () => {
   it('creates a runbook with its parsed steps, stores it and audits it in the same transaction', async () => {
     const res = await svc.api('POST', '/v1/runbooks', {
       token: tenant.member,
-      body: { ...postgresRunbook, title: '  Postgres connection exhaustion  ', tags: ['Postgres', ' connections', 'postgres'] },
+      body: {
+        ...postgresRunbook,
+        title: '  Postgres connection exhaustion  ',
+        tags: ['Postgres', ' connections', 'postgres'],
+      },
     });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
@@ -100,7 +109,11 @@ describe('runbooks: create and read', () => {
     const [row] = await svc.database.db.select().from(runbooks).where(eq(runbooks.id, minimal.runbookId));
     expect(row).toMatchObject({ service: null, tags: [] });
     // An explicit null means "no service", as it does in a PATCH.
-    const explicit = await createRunbook(tenant.member, { title: 'For no service', service: null, content: 'Call the database team.' });
+    const explicit = await createRunbook(tenant.member, {
+      title: 'For no service',
+      service: null,
+      content: 'Call the database team.',
+    });
     expect(explicit).toMatchObject({ service: null });
     const [stored] = await svc.database.db.select().from(runbooks).where(eq(runbooks.id, explicit.runbookId));
     expect(stored!.service).toBeNull();
@@ -114,7 +127,11 @@ describe('runbooks: create and read', () => {
   });
 
   it.each([
-    ['## Step headings', '## Step 1: Find the clients\n- run the query\n## Step 2 — Restart pgbouncer\n', ['Find the clients', 'Restart pgbouncer']],
+    [
+      '## Step headings',
+      '## Step 1: Find the clients\n- run the query\n## Step 2 — Restart pgbouncer\n',
+      ['Find the clients', 'Restart pgbouncer'],
+    ],
     ['checkboxes', 'Notes first.\n\n- [ ] Drain the node\n- [x] Cordon it\n', ['Drain the node', 'Cordon it']],
     ['plain bullets', '* Free space on /var\n* Rotate the logs\n', ['Free space on /var', 'Rotate the logs']],
     ['numbered items over bullets', '- symptom\n1. act\n2. verify\n', ['act', 'verify']],
@@ -161,7 +178,10 @@ describe('runbooks: validation', () => {
 
   it('rejects unknown fields, a body that is not an object and malformed JSON, storing nothing', async () => {
     const fresh = await svc.newTenant();
-    const unknown = await svc.api('POST', '/v1/runbooks', { token: fresh.member, body: { ...valid, severity: 'high' } });
+    const unknown = await svc.api('POST', '/v1/runbooks', {
+      token: fresh.member,
+      body: { ...valid, severity: 'high' },
+    });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error).toBe('validation_error');
     expect(unknown.body.message).toContain('severity');
@@ -235,7 +255,8 @@ describe('runbooks: list', () => {
   it('pages newest first with a cursor, with the total across pages and no content', async () => {
     const fresh = await svc.newTenant();
     const created = [];
-    for (let i = 0; i < 5; i++) created.push(await createRunbook(fresh.member, { title: `Runbook ${i}`, content: `1. step ${i}` }));
+    for (let i = 0; i < 5; i++)
+      created.push(await createRunbook(fresh.member, { title: `Runbook ${i}`, content: `1. step ${i}` }));
     const newestFirst = [...created]
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.runbookId.localeCompare(a.runbookId))
       .map((r) => r.runbookId);
@@ -245,11 +266,22 @@ describe('runbooks: list', () => {
     expect(first.body.total).toBe(5);
     expect(ids(first.body)).toEqual(newestFirst.slice(0, 2));
     expect(first.body.nextCursor).toEqual(expect.any(String));
-    expect(Object.keys(first.body.items[0]).sort()).toEqual(['createdAt', 'runbookId', 'service', 'tags', 'title', 'updatedAt']);
-    const second = await svc.api('GET', `/v1/runbooks?limit=2&cursor=${first.body.nextCursor}`, { token: fresh.member });
+    expect(Object.keys(first.body.items[0]).sort()).toEqual([
+      'createdAt',
+      'runbookId',
+      'service',
+      'tags',
+      'title',
+      'updatedAt',
+    ]);
+    const second = await svc.api('GET', `/v1/runbooks?limit=2&cursor=${first.body.nextCursor}`, {
+      token: fresh.member,
+    });
     expect(ids(second.body)).toEqual(newestFirst.slice(2, 4));
     expect(second.body.total).toBe(5);
-    const third = await svc.api('GET', `/v1/runbooks?limit=2&cursor=${second.body.nextCursor}`, { token: fresh.member });
+    const third = await svc.api('GET', `/v1/runbooks?limit=2&cursor=${second.body.nextCursor}`, {
+      token: fresh.member,
+    });
     expect(ids(third.body)).toEqual(newestFirst.slice(4));
     expect(third.body.nextCursor).toBeNull();
 
@@ -263,8 +295,17 @@ describe('runbooks: list', () => {
   it('filters by exact service, by tag and by text in title or content, case-insensitively, with matching totals', async () => {
     const fresh = await svc.newTenant();
     const pg = await createRunbook(fresh.member, postgresRunbook);
-    const disk = await createRunbook(fresh.member, { title: 'Disk full on orders-db', service: 'orders-db', tags: ['disk'], content: '- Free space on /var' });
-    const cert = await createRunbook(fresh.member, { title: 'Expired certificate', tags: ['tls', 'postgres'], content: '1. Renew with cert-manager\n2. Roll the ingress 100%_done' });
+    const disk = await createRunbook(fresh.member, {
+      title: 'Disk full on orders-db',
+      service: 'orders-db',
+      tags: ['disk'],
+      content: '- Free space on /var',
+    });
+    const cert = await createRunbook(fresh.member, {
+      title: 'Expired certificate',
+      tags: ['tls', 'postgres'],
+      content: '1. Renew with cert-manager\n2. Roll the ingress 100%_done',
+    });
 
     const list = async (query: string) => {
       const res = await svc.api('GET', `/v1/runbooks?${query}`, { token: fresh.member });
@@ -290,7 +331,9 @@ describe('runbooks: list', () => {
     const paged = await svc.api('GET', '/v1/runbooks?tag=postgres&limit=1', { token: fresh.member });
     expect(paged.body.items).toHaveLength(1);
     expect(paged.body.total).toBe(2);
-    const rest = await svc.api('GET', `/v1/runbooks?tag=postgres&limit=1&cursor=${paged.body.nextCursor}`, { token: fresh.member });
+    const rest = await svc.api('GET', `/v1/runbooks?tag=postgres&limit=1&cursor=${paged.body.nextCursor}`, {
+      token: fresh.member,
+    });
     expect([...ids(paged.body), ...ids(rest.body)].sort()).toEqual([pg.runbookId, cert.runbookId].sort());
     expect(rest.body.nextCursor).toBeNull();
   });
@@ -302,7 +345,12 @@ describe('runbooks: change and remove', () => {
     await new Promise((resolve) => setTimeout(resolve, 5));
     const res = await svc.api('PATCH', `/v1/runbooks/${created.runbookId}`, {
       token: tenant.member,
-      body: { title: ' Pool exhaustion ', service: null, tags: ['Pool', 'pool', 'db'], content: '## Step 1: Kill idle sessions\n## Step 2: Raise max_connections\n' },
+      body: {
+        title: ' Pool exhaustion ',
+        service: null,
+        tags: ['Pool', 'pool', 'db'],
+        content: '## Step 1: Kill idle sessions\n## Step 2: Raise max_connections\n',
+      },
     });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -322,7 +370,9 @@ describe('runbooks: change and remove', () => {
     const [row] = await svc.database.db.select().from(runbooks).where(eq(runbooks.id, created.runbookId));
     expect(row).toMatchObject({ title: 'Pool exhaustion', service: null, tags: ['pool', 'db'] });
     expect(row!.updatedAt.toISOString()).toBe(res.body.updatedAt);
-    expect((await svc.api('GET', `/v1/runbooks/${created.runbookId}`, { token: tenant.member })).body).toEqual(res.body);
+    expect((await svc.api('GET', `/v1/runbooks/${created.runbookId}`, { token: tenant.member })).body).toEqual(
+      res.body,
+    );
 
     const audit = await auditRows(created.runbookId);
     expect(audit.map((a) => a.action)).toEqual(['runbook.created', 'runbook.updated']);
@@ -337,10 +387,22 @@ describe('runbooks: change and remove', () => {
 
   it('changes only the fields given', async () => {
     const created = await createRunbook(tenant.member);
-    const res = await svc.api('PATCH', `/v1/runbooks/${created.runbookId}`, { token: tenant.admin, body: { tags: [] } });
+    const res = await svc.api('PATCH', `/v1/runbooks/${created.runbookId}`, {
+      token: tenant.admin,
+      body: { tags: [] },
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ title: created.title, service: 'orders-db', tags: [], content: postgresRunbook.content, steps: created.steps });
-    const service = await svc.api('PATCH', `/v1/runbooks/${created.runbookId}`, { token: tenant.member, body: { service: 'payments-db' } });
+    expect(res.body).toMatchObject({
+      title: created.title,
+      service: 'orders-db',
+      tags: [],
+      content: postgresRunbook.content,
+      steps: created.steps,
+    });
+    const service = await svc.api('PATCH', `/v1/runbooks/${created.runbookId}`, {
+      token: tenant.member,
+      body: { service: 'payments-db' },
+    });
     expect(service.body).toMatchObject({ service: 'payments-db', tags: [], title: created.title });
     expect((await auditRows(created.runbookId)).map((a) => a.details)).toEqual([
       expect.anything(),
@@ -368,7 +430,10 @@ describe('runbooks: change and remove', () => {
       details: { title: postgresRunbook.title, service: 'orders-db' },
     });
     for (const method of ['GET', 'PATCH', 'DELETE']) {
-      const res = await svc.api(method, `/v1/runbooks/${created.runbookId}`, { token: tenant.admin, ...(method === 'PATCH' ? { body: { title: 'x' } } : {}) });
+      const res = await svc.api(method, `/v1/runbooks/${created.runbookId}`, {
+        token: tenant.admin,
+        ...(method === 'PATCH' ? { body: { title: 'x' } } : {}),
+      });
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ error: 'not_found', message: 'No runbook has that identifier' });
     }
@@ -400,7 +465,10 @@ describe('runbooks: access', () => {
     const created = await createRunbook(tenant.member);
     expect((await svc.api('GET', '/v1/runbooks', { token: tenant.member })).status).toBe(200);
     expect((await svc.api('GET', `/v1/runbooks/${created.runbookId}`, { token: tenant.member })).status).toBe(200);
-    expect((await svc.api('PATCH', `/v1/runbooks/${created.runbookId}`, { token: tenant.member, body: { title: 'x' } })).status).toBe(200);
+    expect(
+      (await svc.api('PATCH', `/v1/runbooks/${created.runbookId}`, { token: tenant.member, body: { title: 'x' } }))
+        .status,
+    ).toBe(200);
     expect((await svc.api('DELETE', `/v1/runbooks/${created.runbookId}`, { token: tenant.member })).status).toBe(403);
     expect((await svc.api('POST', '/v1/runbooks', { token: tenant.admin, body: postgresRunbook })).status).toBe(201);
     expect((await svc.api('DELETE', `/v1/runbooks/${created.runbookId}`, { token: tenant.admin })).status).toBe(204);
@@ -408,14 +476,23 @@ describe('runbooks: access', () => {
 
   it("answers 404 not_found for an unknown id and for another tenant's runbook, which it never lists nor changes", async () => {
     for (const method of ['GET', 'PATCH', 'DELETE']) {
-      const res = await svc.api(method, '/v1/runbooks/rbk_nope', { token: tenant.admin, ...(method === 'PATCH' ? { body: { title: 'x' } } : {}) });
+      const res = await svc.api(method, '/v1/runbooks/rbk_nope', {
+        token: tenant.admin,
+        ...(method === 'PATCH' ? { body: { title: 'x' } } : {}),
+      });
       expect(res.status).toBe(404);
       expect(res.body.error).toBe('not_found');
     }
     const other = await svc.newTenant();
-    const theirs = await createRunbook(other.member, { ...postgresRunbook, title: 'Theirs: postgres connection exhaustion' });
+    const theirs = await createRunbook(other.member, {
+      ...postgresRunbook,
+      title: 'Theirs: postgres connection exhaustion',
+    });
     for (const method of ['GET', 'PATCH', 'DELETE']) {
-      const res = await svc.api(method, `/v1/runbooks/${theirs.runbookId}`, { token: tenant.admin, ...(method === 'PATCH' ? { body: { title: 'mine now' } } : {}) });
+      const res = await svc.api(method, `/v1/runbooks/${theirs.runbookId}`, {
+        token: tenant.admin,
+        ...(method === 'PATCH' ? { body: { title: 'mine now' } } : {}),
+      });
       expect(res.status).toBe(404);
       expect(res.body).toEqual({ error: 'not_found', message: 'No runbook has that identifier' });
     }
@@ -436,11 +513,21 @@ describe('runbooks: OpenAPI', () => {
     const doc = (await svc.api('GET', '/openapi.json')).body;
     expect(Object.keys(doc.paths['/v1/runbooks']).sort()).toEqual(['get', 'post']);
     expect(Object.keys(doc.paths['/v1/runbooks/{runbookId}']).sort()).toEqual(['delete', 'get', 'patch']);
-    expect(doc.components.schemas.CreateRunbook).toMatchObject({ required: ['title', 'content'], additionalProperties: false });
+    expect(doc.components.schemas.CreateRunbook).toMatchObject({
+      required: ['title', 'content'],
+      additionalProperties: false,
+    });
     expect(doc.components.schemas.UpdateRunbook).toMatchObject({ additionalProperties: false });
-    expect(Object.keys(doc.components.schemas.Runbook.properties).sort()).toEqual(
-      ['content', 'createdAt', 'runbookId', 'service', 'steps', 'tags', 'title', 'updatedAt'],
-    );
+    expect(Object.keys(doc.components.schemas.Runbook.properties).sort()).toEqual([
+      'content',
+      'createdAt',
+      'runbookId',
+      'service',
+      'steps',
+      'tags',
+      'title',
+      'updatedAt',
+    ]);
     expect(Object.keys(doc.components.schemas.RunbookList.properties).sort()).toEqual(['items', 'nextCursor', 'total']);
   });
 });
@@ -453,21 +540,35 @@ describe('findRunbooksFor', () => {
     matching = await svc.newTenant();
     const specs: Record<string, Record<string, unknown>> = {
       postgres: postgresRunbook,
-      rollback: { title: 'Checkout API rollback', service: 'checkout-api', tags: ['deploy'], content: '1. Roll back the last release\n2. Watch the error rate' },
+      rollback: {
+        title: 'Checkout API rollback',
+        service: 'checkout-api',
+        tags: ['deploy'],
+        content: '1. Roll back the last release\n2. Watch the error rate',
+      },
       cache: { title: 'Cache failure', service: 'Checkout-API', content: '- Flush the cache' },
       disk: { title: 'Disk full', tags: ['disk'], content: '- Free space on /var\n- Check the spool directory' },
       regex: { title: 'Upstream a.b* config', content: '- Reload c++ (native) workers' },
     };
-    for (const [name, body] of Object.entries(specs)) created[name] = (await createRunbook(matching.member, body)).runbookId;
+    for (const [name, body] of Object.entries(specs))
+      created[name] = (await createRunbook(matching.member, body)).runbookId;
     const other = await svc.newTenant();
-    await createRunbook(other.member, { title: 'Postgres deploy rollback', service: 'checkout-api', tags: ['postgres', 'deploy'], content: '1. postgres deploy' });
+    await createRunbook(other.member, {
+      title: 'Postgres deploy rollback',
+      service: 'checkout-api',
+      tags: ['postgres', 'deploy'],
+      content: '1. postgres deploy',
+    });
   });
 
   const find = (incident: { service?: string | null; keywords: string[] }, limit?: number) =>
     findRunbooksFor(svc.database.db, matching.tenantId, incident, limit);
 
   it('ranks service matches and keyword hits, best first, with the parsed steps and what matched', async () => {
-    const found = await find({ service: 'checkout-api', keywords: ['Postgres', 'connection', 'deploy', 'pgbouncer', 'pool', 'x'] });
+    const found = await find({
+      service: 'checkout-api',
+      keywords: ['Postgres', 'connection', 'deploy', 'pgbouncer', 'pool', 'x'],
+    });
     expect(found.map((r) => r.runbookId)).toEqual([created.postgres, created.rollback, created.cache]);
     expect(found[0]).toMatchObject({
       title: 'Postgres connection exhaustion',
@@ -492,17 +593,26 @@ describe('findRunbooksFor', () => {
     const before = await find({ service: 'checkout-api', keywords: [] });
     expect(before.map((r) => r.score)).toEqual([3, 3]);
     const older = before[1]!.runbookId;
-    await svc.api('PATCH', `/v1/runbooks/${older}`, { token: matching.member, body: { tags: older === created.rollback ? ['deploy'] : [] } });
+    await svc.api('PATCH', `/v1/runbooks/${older}`, {
+      token: matching.member,
+      body: { tags: older === created.rollback ? ['deploy'] : [] },
+    });
     const after = await find({ service: 'checkout-api', keywords: [] });
     expect(after.map((r) => r.runbookId)).toEqual([older, before[0]!.runbookId]);
   });
 
   it('matches keywords at the start of words, in title, tags or content, and takes punctuation literally', async () => {
     expect((await find({ keywords: ['spool'] })).map((r) => r.runbookId)).toEqual([created.disk]);
-    expect(await find({ keywords: ['pool'] })).toEqual([expect.objectContaining({ runbookId: created.postgres, score: 1 })]);
+    expect(await find({ keywords: ['pool'] })).toEqual([
+      expect.objectContaining({ runbookId: created.postgres, score: 1 }),
+    ]);
     expect(await find({ keywords: ['ool', 'ollback'] })).toEqual([]);
-    expect(await find({ keywords: ['DISK'] })).toEqual([expect.objectContaining({ runbookId: created.disk, score: 2 })]);
-    expect(await find({ keywords: ['a.b*'] })).toEqual([expect.objectContaining({ runbookId: created.regex, score: 2 })]);
+    expect(await find({ keywords: ['DISK'] })).toEqual([
+      expect.objectContaining({ runbookId: created.disk, score: 2 }),
+    ]);
+    expect(await find({ keywords: ['a.b*'] })).toEqual([
+      expect.objectContaining({ runbookId: created.regex, score: 2 }),
+    ]);
     expect(await find({ keywords: ['axb'] })).toEqual([]);
     expect(await find({ keywords: ['c++', '(native)'] })).toEqual([
       expect.objectContaining({ runbookId: created.regex, score: 2, matchedKeywords: ['c++', '(native)'] }),
@@ -521,7 +631,10 @@ describe('findRunbooksFor', () => {
 
   it("never finds another tenant's runbooks", async () => {
     const found = await find({ service: 'checkout-api', keywords: ['postgres', 'deploy', 'rollback'] }, 50);
-    const mine = await svc.database.db.select({ id: runbooks.id }).from(runbooks).where(and(eq(runbooks.tenantId, matching.tenantId)));
+    const mine = await svc.database.db
+      .select({ id: runbooks.id })
+      .from(runbooks)
+      .where(and(eq(runbooks.tenantId, matching.tenantId)));
     expect(found.length).toBeGreaterThan(0);
     for (const r of found) expect(mine.map((m) => m.id)).toContain(r.runbookId);
     expect(found.map((r) => r.title)).not.toContain('Postgres deploy rollback');

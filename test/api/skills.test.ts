@@ -35,7 +35,11 @@ afterAll(async () => {
 
 const base = (tenantId: string) => `/api/v1/tenants/${tenantId}/skills`;
 
-async function call<T = any>(method: string, path: string, options: { token?: string; body?: unknown } = {}): Promise<ApiResponse<T>> {
+async function call<T = any>(
+  method: string,
+  path: string,
+  options: { token?: string; body?: unknown } = {},
+): Promise<ApiResponse<T>> {
   const res = await svc.api<T>(method, path, options);
   responses.push(typeof res.body === 'string' ? res.body : JSON.stringify(res.body));
   return res;
@@ -81,10 +85,26 @@ describe('POST /api/v1/tenants/{tenantId}/skills', () => {
     expect(JSON.stringify(row)).not.toContain('sk-live');
     // The stored value opens with the key, for this tenant, skill and header only.
     const cipher = createSkillCipher(TEST_SKILL_KEY);
-    expect(cipher.decrypt(config.headers.Authorization!, { tenantId: tenant.tenantId, skillId: row!.id, header: 'Authorization' })).toBe(SECRET);
-    expect(() => cipher.decrypt(config.headers.Authorization!, { tenantId: tenant.tenantId, skillId: 'skl_other', header: 'Authorization' })).toThrow();
+    expect(
+      cipher.decrypt(config.headers.Authorization!, {
+        tenantId: tenant.tenantId,
+        skillId: row!.id,
+        header: 'Authorization',
+      }),
+    ).toBe(SECRET);
+    expect(() =>
+      cipher.decrypt(config.headers.Authorization!, {
+        tenantId: tenant.tenantId,
+        skillId: 'skl_other',
+        header: 'Authorization',
+      }),
+    ).toThrow();
 
-    const audit = await svc.database.db.select().from(auditLog).where(eq(auditLog.targetId, res.body.skillId)).orderBy(auditLog.seq);
+    const audit = await svc.database.db
+      .select()
+      .from(auditLog)
+      .where(eq(auditLog.targetId, res.body.skillId))
+      .orderBy(auditLog.seq);
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({
       action: 'skill.created',
@@ -97,11 +117,19 @@ describe('POST /api/v1/tenants/{tenantId}/skills', () => {
   it('creates an integration skill and a disabled skill', async () => {
     const integration = await call('POST', base(tenant.tenantId), {
       token: tenant.admin,
-      body: { name: uniqueName('ticket'), description: 'Opens a ticket', type: 'integration', config: { action: 'create_issue', provider: 'jira' } },
+      body: {
+        name: uniqueName('ticket'),
+        description: 'Opens a ticket',
+        type: 'integration',
+        config: { action: 'create_issue', provider: 'jira' },
+      },
     });
     expect(integration.status).toBe(201);
     expect(integration.body.type).toBe('integration');
-    const disabled = await call('POST', base(tenant.tenantId), { token: tenant.admin, body: httpSkill({ enabled: false }) });
+    const disabled = await call('POST', base(tenant.tenantId), {
+      token: tenant.admin,
+      body: httpSkill({ enabled: false }),
+    });
     expect(disabled.body.enabled).toBe(false);
   });
 
@@ -117,44 +145,142 @@ describe('POST /api/v1/tenants/{tenantId}/skills', () => {
     ['description of zero-width characters', { description: '\u200b\u200b' }, /description must not be blank/],
     ['description over 500 characters', { description: 'd'.repeat(501) }, /at most 500/],
     ['type builtin with an http config', { type: 'builtin' }, /config\.action/],
-    ['builtin with an unknown action', { type: 'builtin', config: { action: 'rollback_deployment' }, inputSchema: undefined }, /config\.action: .*blast_radius/],
+    [
+      'builtin with an unknown action',
+      { type: 'builtin', config: { action: 'rollback_deployment' }, inputSchema: undefined },
+      /config\.action: .*blast_radius/,
+    ],
     ['builtin without an action', { type: 'builtin', config: {}, inputSchema: undefined }, /config\.action/],
-    ['builtin config with another field', { type: 'builtin', config: { action: 'search_incidents', url: 'https://x.example' }, inputSchema: undefined }, /config.*url/],
+    [
+      'builtin config with another field',
+      { type: 'builtin', config: { action: 'search_incidents', url: 'https://x.example' }, inputSchema: undefined },
+      /config.*url/,
+    ],
     ['builtin without config', { type: 'builtin', config: undefined, inputSchema: undefined }, /config/],
-    ['builtin with its own inputSchema', { type: 'builtin', config: { action: 'search_incidents' } }, /inputSchema: a builtin skill takes its action's input schema/],
+    [
+      'builtin with its own inputSchema',
+      { type: 'builtin', config: { action: 'search_incidents' } },
+      /inputSchema: a builtin skill takes its action's input schema/,
+    ],
     ['type unknown', { type: 'lambda' }, /type/],
     ['config missing', { config: undefined }, /config/],
     ['url missing', { config: { method: 'GET' } }, /config\.url/],
     ['url not a URL', { config: { url: 'not a url', method: 'GET' } }, /config\.url: url must be an absolute https/],
     ['url with another scheme', { config: { url: 'ftp://files.example.com/x', method: 'GET' } }, /config\.url/],
-    ['url with credentials', { config: { url: 'https://user:pw@api.example.com/x', method: 'GET' } }, /must not carry credentials/],
-    ['url at the metadata address', { config: { url: 'http://169.254.169.254/latest/meta-data', method: 'GET' } }, /169\.254\.169\.254 is a link-local/],
-    ['url at a private address', { config: { url: 'https://10.0.0.1/x', method: 'GET' } }, /10\.0\.0\.1 is a private address/],
+    [
+      'url with credentials',
+      { config: { url: 'https://user:pw@api.example.com/x', method: 'GET' } },
+      /must not carry credentials/,
+    ],
+    [
+      'url at the metadata address',
+      { config: { url: 'http://169.254.169.254/latest/meta-data', method: 'GET' } },
+      /169\.254\.169\.254 is a link-local/,
+    ],
+    [
+      'url at a private address',
+      { config: { url: 'https://10.0.0.1/x', method: 'GET' } },
+      /10\.0\.0\.1 is a private address/,
+    ],
     ['url at IPv6 loopback', { config: { url: 'https://[::1]/x', method: 'GET' } }, /::1 is a loopback address/],
     ['method missing', { config: { url: 'https://api.example.com' } }, /config\.method/],
     ['method unknown', { config: { url: 'https://api.example.com', method: 'TRACE' } }, /config\.method/],
-    ['Host header', { config: { url: 'https://api.example.com', method: 'GET', headers: { Host: 'evil.example' } } }, /Host and hop-by-hop headers/],
-    ['hop-by-hop header', { config: { url: 'https://api.example.com', method: 'GET', headers: { Connection: 'close' } } }, /Host and hop-by-hop headers/],
-    ['Transfer-Encoding header', { config: { url: 'https://api.example.com', method: 'GET', headers: { 'transfer-encoding': 'chunked' } } }, /hop-by-hop/],
-    ['header name with a space', { config: { url: 'https://api.example.com', method: 'GET', headers: { 'X Bad': 'v' } } }, /token characters/],
-    ['header value with a line break', { config: { url: 'https://api.example.com', method: 'GET', headers: { 'X-A': 'v\r\nX-B: injected' } } }, /line breaks/],
-    ['header value too long', { config: { url: 'https://api.example.com', method: 'GET', headers: { 'X-A': 'v'.repeat(4097) } } }, /at most 4096/],
-    ['too many headers', { config: { url: 'https://api.example.com', method: 'GET', headers: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`X-H${i}`, 'v'])) } }, /at most 20 headers/],
-    ['headers repeated in another case', { config: { url: 'https://api.example.com', method: 'GET', headers: { 'X-Key': 'a', 'x-key': 'b' } } }, /unique/],
+    [
+      'Host header',
+      { config: { url: 'https://api.example.com', method: 'GET', headers: { Host: 'evil.example' } } },
+      /Host and hop-by-hop headers/,
+    ],
+    [
+      'hop-by-hop header',
+      { config: { url: 'https://api.example.com', method: 'GET', headers: { Connection: 'close' } } },
+      /Host and hop-by-hop headers/,
+    ],
+    [
+      'Transfer-Encoding header',
+      { config: { url: 'https://api.example.com', method: 'GET', headers: { 'transfer-encoding': 'chunked' } } },
+      /hop-by-hop/,
+    ],
+    [
+      'header name with a space',
+      { config: { url: 'https://api.example.com', method: 'GET', headers: { 'X Bad': 'v' } } },
+      /token characters/,
+    ],
+    [
+      'header value with a line break',
+      { config: { url: 'https://api.example.com', method: 'GET', headers: { 'X-A': 'v\r\nX-B: injected' } } },
+      /line breaks/,
+    ],
+    [
+      'header value too long',
+      { config: { url: 'https://api.example.com', method: 'GET', headers: { 'X-A': 'v'.repeat(4097) } } },
+      /at most 4096/,
+    ],
+    [
+      'too many headers',
+      {
+        config: {
+          url: 'https://api.example.com',
+          method: 'GET',
+          headers: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`X-H${i}`, 'v'])),
+        },
+      },
+      /at most 20 headers/,
+    ],
+    [
+      'headers repeated in another case',
+      { config: { url: 'https://api.example.com', method: 'GET', headers: { 'X-Key': 'a', 'x-key': 'b' } } },
+      /unique/,
+    ],
     ['unknown config field', { config: { url: 'https://api.example.com', method: 'GET', body: 'x' } }, /config/],
     ['integration without action', { type: 'integration', config: { provider: 'jira' } }, /config\.action/],
-    ['integration with an unknown provider', { type: 'integration', config: { action: 'create_issue', provider: 'nope' } }, /config\.provider/],
+    [
+      'integration with an unknown provider',
+      { type: 'integration', config: { action: 'create_issue', provider: 'nope' } },
+      /config\.provider/,
+    ],
     ['inputSchema not valid JSON Schema', { inputSchema: { type: 'objectx' } }, /inputSchema: not a valid JSON Schema/],
-    ['inputSchema with an unknown keyword', { inputSchema: { type: 'object', requried: ['a'] } }, /unknown keyword: "requried"/],
-    ['inputSchema with a remote $ref', { inputSchema: { $ref: 'https://schemas.example.com/x.json' } }, /can't resolve reference/],
-    ['inputSchema of an unsupported draft', { inputSchema: { $schema: 'http://json-schema.org/draft-04/schema#' } }, /draft-07 and 2020-12/],
+    [
+      'inputSchema with an unknown keyword',
+      { inputSchema: { type: 'object', requried: ['a'] } },
+      /unknown keyword: "requried"/,
+    ],
+    [
+      'inputSchema with a remote $ref',
+      { inputSchema: { $ref: 'https://schemas.example.com/x.json' } },
+      /can't resolve reference/,
+    ],
+    [
+      'inputSchema of an unsupported draft',
+      { inputSchema: { $schema: 'http://json-schema.org/draft-04/schema#' } },
+      /draft-07 and 2020-12/,
+    ],
     ['inputSchema not an object', { inputSchema: ['type', 'object'] }, /inputSchema/],
-    ['inputSchema that is a reference to itself', { inputSchema: { $ref: '#' } }, /inputSchema: not a valid JSON Schema: \/ refers to itself \(\$ref\) without reading the input/],
+    [
+      'inputSchema that is a reference to itself',
+      { inputSchema: { $ref: '#' } },
+      /inputSchema: not a valid JSON Schema: \/ refers to itself \(\$ref\) without reading the input/,
+    ],
     ['inputSchema with a self-reference in a branch', { inputSchema: { anyOf: [{ $ref: '#' }] } }, /refers to itself/],
-    ['inputSchema with a reference cycle', { inputSchema: { $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } }, $ref: '#/$defs/a' } }, /refers to itself/],
-    ['inputSchema with uniqueItems and no maxItems', { inputSchema: { type: 'object', properties: { ids: { type: 'array', uniqueItems: true } } } }, /\/properties\/ids uniqueItems needs maxItems of at most 1000/],
-    ['inputSchema with uniqueItems past 1000 items', { inputSchema: { type: 'array', uniqueItems: true, maxItems: 1001 } }, /uniqueItems needs maxItems of at most 1000/],
-    ['inputSchema with a lookahead pattern', { inputSchema: { type: 'string', pattern: '^(?=a)a+$' } }, /pattern "\^\(\?=a\)a\+\$" is not supported \(patterns are matched by RE2/],
+    [
+      'inputSchema with a reference cycle',
+      { inputSchema: { $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } }, $ref: '#/$defs/a' } },
+      /refers to itself/,
+    ],
+    [
+      'inputSchema with uniqueItems and no maxItems',
+      { inputSchema: { type: 'object', properties: { ids: { type: 'array', uniqueItems: true } } } },
+      /\/properties\/ids uniqueItems needs maxItems of at most 1000/,
+    ],
+    [
+      'inputSchema with uniqueItems past 1000 items',
+      { inputSchema: { type: 'array', uniqueItems: true, maxItems: 1001 } },
+      /uniqueItems needs maxItems of at most 1000/,
+    ],
+    [
+      'inputSchema with a lookahead pattern',
+      { inputSchema: { type: 'string', pattern: '^(?=a)a+$' } },
+      /pattern "\^\(\?=a\)a\+\$" is not supported \(patterns are matched by RE2/,
+    ],
     ['enabled not a boolean', { enabled: 'yes' }, /enabled/],
     ['an unknown field', { owner: 'me' }, /owner|unrecognized/i],
   ];
@@ -174,7 +300,10 @@ describe('POST /api/v1/tenants/{tenantId}/skills', () => {
     const res = await call('POST', base(strict.tenantId), { token: strict.admin, body: httpSkill() });
     expect(res.status).toBe(400);
     expect(res.body.message).toMatch(/config\.url: must use https .*allowHttpSkills/);
-    const allowed = await call('PATCH', `/v1/tenants/${strict.tenantId}`, { token: strict.admin, body: { settings: { allowHttpSkills: true } } });
+    const allowed = await call('PATCH', `/v1/tenants/${strict.tenantId}`, {
+      token: strict.admin,
+      body: { settings: { allowHttpSkills: true } },
+    });
     expect(allowed.body.settings.allowHttpSkills).toBe(true);
     expect((await call('POST', base(strict.tenantId), { token: strict.admin, body: httpSkill() })).status).toBe(201);
     const https = await call('POST', base(strict.tenantId), {
@@ -193,13 +322,21 @@ describe('POST /api/v1/tenants/{tenantId}/skills', () => {
 
     const racing = uniqueName('race');
     const results = await Promise.all(
-      Array.from({ length: 5 }, () => call('POST', base(tenant.tenantId), { token: tenant.admin, body: httpSkill({ name: racing }) })),
+      Array.from({ length: 5 }, () =>
+        call('POST', base(tenant.tenantId), { token: tenant.admin, body: httpSkill({ name: racing }) }),
+      ),
     );
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409]);
-    const rows = await svc.database.db.select().from(skills).where(and(eq(skills.tenantId, tenant.tenantId), eq(skills.name, racing)));
+    const rows = await svc.database.db
+      .select()
+      .from(skills)
+      .where(and(eq(skills.tenantId, tenant.tenantId), eq(skills.name, racing)));
     expect(rows).toHaveLength(1);
 
-    const builtin = await call('POST', base(tenant.tenantId), { token: tenant.admin, body: httpSkill({ name: 'blast_radius' }) });
+    const builtin = await call('POST', base(tenant.tenantId), {
+      token: tenant.admin,
+      body: httpSkill({ name: 'blast_radius' }),
+    });
     expect(builtin.status).toBe(409);
     expect(builtin.body.message).toMatch(/builtin/);
     // Another tenant may use the same name.
@@ -213,22 +350,41 @@ describe('plans, roles and tenants', () => {
     const starter = await svc.newTenant({ plan: 'plan_starter', settings: { allowHttpSkills: true } });
     const create = await call('POST', base(starter.tenantId), { token: starter.admin, body: httpSkill() });
     expect(create.status).toBe(403);
-    expect(create.body).toEqual({ error: 'forbidden', message: expect.stringMatching(/The Starter plan does not include custom skills/) });
+    expect(create.body).toEqual({
+      error: 'forbidden',
+      message: expect.stringMatching(/The Starter plan does not include custom skills/),
+    });
     // A skill kept from a former plan cannot be changed or tested either.
     const [kept] = await svc.database.db
       .insert(skills)
-      .values({ id: 'skl_kept_from_pro', tenantId: starter.tenantId, name: 'kept', description: 'd', type: 'http', config: { url: `${server.url}/echo`, method: 'GET' } })
+      .values({
+        id: 'skl_kept_from_pro',
+        tenantId: starter.tenantId,
+        name: 'kept',
+        description: 'd',
+        type: 'http',
+        config: { url: `${server.url}/echo`, method: 'GET' },
+      })
       .returning();
-    const patch = await call('PATCH', `${base(starter.tenantId)}/${kept!.id}`, { token: starter.admin, body: { enabled: false } });
+    const patch = await call('PATCH', `${base(starter.tenantId)}/${kept!.id}`, {
+      token: starter.admin,
+      body: { enabled: false },
+    });
     expect(patch.status).toBe(403);
     expect(patch.body.message).toMatch(/Starter plan/);
-    const test = await call('POST', `${base(starter.tenantId)}/${kept!.id}/test`, { token: starter.admin, body: { input: {} } });
+    const test = await call('POST', `${base(starter.tenantId)}/${kept!.id}/test`, {
+      token: starter.admin,
+      body: { input: {} },
+    });
     expect(test.status).toBe(403);
     expect(test.body.message).toMatch(/Starter plan/);
     // Builtins are every tenant's: listed and testable on Starter.
     const list = await call('GET', base(starter.tenantId), { token: starter.member });
     expect(list.body.items.filter((s: { type: string }) => s.type === 'builtin')).toHaveLength(4);
-    const builtin = await call('POST', `${base(starter.tenantId)}/skl_builtin_runbook_lookup/test`, { token: starter.admin, body: { input: { query: 'disk' } } });
+    const builtin = await call('POST', `${base(starter.tenantId)}/skl_builtin_runbook_lookup/test`, {
+      token: starter.admin,
+      body: { input: { query: 'disk' } },
+    });
     expect(builtin.status).toBe(200);
     expect(builtin.body).toMatchObject({ ok: true, output: { runbooks: [] } });
     // Deleting what is left is allowed.
@@ -289,8 +445,14 @@ describe('plans, roles and tenants', () => {
     }
     // Their skill through my tenant's path, and an unknown id: skill_not_found.
     for (const skillId of [theirs.skillId, 'skl_01unknown']) {
-      for (const [method, body] of [['GET', undefined], ['PATCH', { enabled: false }], ['DELETE', undefined], ['POST', { input: {} }]] as const) {
-        const path = method === 'POST' ? `${base(tenant.tenantId)}/${skillId}/test` : `${base(tenant.tenantId)}/${skillId}`;
+      for (const [method, body] of [
+        ['GET', undefined],
+        ['PATCH', { enabled: false }],
+        ['DELETE', undefined],
+        ['POST', { input: {} }],
+      ] as const) {
+        const path =
+          method === 'POST' ? `${base(tenant.tenantId)}/${skillId}/test` : `${base(tenant.tenantId)}/${skillId}`;
         const res = await call(method, path, { token: tenant.admin, ...(body ? { body } : {}) });
         expect(res.status, `${method} ${path}`).toBe(404);
         expect(res.body.error).toBe('skill_not_found');
@@ -310,7 +472,11 @@ describe('GET list and one', () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const page: ApiResponse = await call('GET', `${base(fresh.tenantId)}?limit=3${cursor ? `&cursor=${cursor}` : ''}`, { token: fresh.member });
+      const page: ApiResponse = await call(
+        'GET',
+        `${base(fresh.tenantId)}?limit=3${cursor ? `&cursor=${cursor}` : ''}`,
+        { token: fresh.member },
+      );
       expect(page.status).toBe(200);
       seen.push(...page.body.items);
       cursor = page.body.nextCursor;
@@ -318,10 +484,22 @@ describe('GET list and one', () => {
     } while (cursor);
     expect(pages).toBe(3);
     expect(seen.map((s) => s.name)).toEqual([
-      'blast_radius', 'recent_deployments', 'runbook_lookup', 'search_incidents', 'fresh_0', 'fresh_1', 'fresh_2',
+      'blast_radius',
+      'recent_deployments',
+      'runbook_lookup',
+      'search_incidents',
+      'fresh_0',
+      'fresh_1',
+      'fresh_2',
     ]);
-    expect(seen.slice(0, 4).every((s) => s.type === 'builtin' && s.enabled && s.skillId.startsWith('skl_builtin_'))).toBe(true);
-    expect(seen[0]).toMatchObject({ tenantId: fresh.tenantId, config: {}, inputSchema: { type: 'object', required: ['serviceId'] } });
+    expect(
+      seen.slice(0, 4).every((s) => s.type === 'builtin' && s.enabled && s.skillId.startsWith('skl_builtin_')),
+    ).toBe(true);
+    expect(seen[0]).toMatchObject({
+      tenantId: fresh.tenantId,
+      config: {},
+      inputSchema: { type: 'object', required: ['serviceId'] },
+    });
     expect(seen[4]).toEqual({
       skillId: created[0]!.skillId,
       tenantId: fresh.tenantId,
@@ -339,12 +517,29 @@ describe('GET list and one', () => {
   });
 
   it('gets one skill with header names only, and a builtin by its id', async () => {
-    const { skillId } = await createSkill(httpSkill({ config: { url: `${server.url}/echo`, method: 'POST', headers: { Authorization: SECRET, 'X-Api-Key': OTHER_SECRET } } }));
+    const { skillId } = await createSkill(
+      httpSkill({
+        config: {
+          url: `${server.url}/echo`,
+          method: 'POST',
+          headers: { Authorization: SECRET, 'X-Api-Key': OTHER_SECRET },
+        },
+      }),
+    );
     const res = await call('GET', `${base(tenant.tenantId)}/${skillId}`, { token: tenant.member });
-    expect(res.body.config).toEqual({ url: `${server.url}/***`, method: 'POST', headerNames: ['Authorization', 'X-Api-Key'] }); // a member's view
+    expect(res.body.config).toEqual({
+      url: `${server.url}/***`,
+      method: 'POST',
+      headerNames: ['Authorization', 'X-Api-Key'],
+    }); // a member's view
     const builtin = await call('GET', `${base(tenant.tenantId)}/skl_builtin_blast_radius`, { token: tenant.member });
     expect(builtin.status).toBe(200);
-    expect(builtin.body).toMatchObject({ name: 'blast_radius', type: 'builtin', enabled: true, description: expect.stringMatching(/depend/) });
+    expect(builtin.body).toMatchObject({
+      name: 'blast_radius',
+      type: 'builtin',
+      enabled: true,
+      description: expect.stringMatching(/depend/),
+    });
   });
   it('shows members an http skill URL with its path and query values masked; admins see it whole', async () => {
     const url = `${server.url}/search?q=errors&api_key=qtok-9f8e7d-query-value#frag`;
@@ -367,11 +562,24 @@ describe('PATCH /api/v1/tenants/{tenantId}/skills/{skillId}', () => {
   it('changes only the sent fields, answers the interface fields, and audits field names only', async () => {
     const created = await createSkill();
     const before = (await svc.database.db.select().from(skills).where(eq(skills.id, created.skillId)))[0]!;
-    const res = await call('PATCH', `${base(tenant.tenantId)}/${created.skillId}`, { token: tenant.admin, body: { enabled: false } });
+    const res = await call('PATCH', `${base(tenant.tenantId)}/${created.skillId}`, {
+      token: tenant.admin,
+      body: { enabled: false },
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ skillId: created.skillId, name: created.name, enabled: false, updatedAt: expect.any(String) });
+    expect(res.body).toEqual({
+      skillId: created.skillId,
+      name: created.name,
+      enabled: false,
+      updatedAt: expect.any(String),
+    });
     const after = (await svc.database.db.select().from(skills).where(eq(skills.id, created.skillId)))[0]!;
-    expect(after).toMatchObject({ description: before.description, config: before.config, inputSchema: before.inputSchema, enabled: false });
+    expect(after).toMatchObject({
+      description: before.description,
+      config: before.config,
+      inputSchema: before.inputSchema,
+      enabled: false,
+    });
     expect(after.updatedAt.getTime()).toBeGreaterThanOrEqual(before.updatedAt.getTime());
 
     const replaced = await call('PATCH', `${base(tenant.tenantId)}/${created.skillId}`, {
@@ -390,7 +598,9 @@ describe('PATCH /api/v1/tenants/{tenantId}/skills/{skillId}', () => {
       inputSchema: null,
       enabled: false,
     });
-    const stored = JSON.stringify((await svc.database.db.select().from(skills).where(eq(skills.id, created.skillId)))[0]);
+    const stored = JSON.stringify(
+      (await svc.database.db.select().from(skills).where(eq(skills.id, created.skillId)))[0],
+    );
     expect(stored).not.toContain(OTHER_SECRET);
     expect(stored).not.toContain('Authorization');
 
@@ -408,7 +618,12 @@ describe('PATCH /api/v1/tenants/{tenantId}/skills/{skillId}', () => {
 
   it('400 for name or type in the body, config that does not fit the type, invalid values, and builtins', async () => {
     const { skillId } = await createSkill();
-    const integration = await createSkill({ name: uniqueName('int'), description: 'd', type: 'integration', config: { action: 'create_issue' } });
+    const integration = await createSkill({
+      name: uniqueName('int'),
+      description: 'd',
+      type: 'integration',
+      config: { action: 'create_issue' },
+    });
     const cases: Array<[string, Record<string, unknown>, RegExp]> = [
       [skillId, { name: 'renamed' }, /name|unrecognized/i],
       [skillId, { type: 'integration' }, /type|unrecognized/i],
@@ -436,15 +651,23 @@ describe('DELETE /api/v1/tenants/{tenantId}/skills/{skillId}', () => {
     const res = await call('DELETE', `${base(tenant.tenantId)}/${skillId}`, { token: tenant.admin });
     expect(res.status).toBe(204);
     expect(res.body).toBe('');
-    expect((await call('GET', `${base(tenant.tenantId)}/${skillId}`, { token: tenant.admin })).body.error).toBe('skill_not_found');
+    expect((await call('GET', `${base(tenant.tenantId)}/${skillId}`, { token: tenant.admin })).body.error).toBe(
+      'skill_not_found',
+    );
     const again = await call('DELETE', `${base(tenant.tenantId)}/${skillId}`, { token: tenant.admin });
     expect(again.status).toBe(404);
     expect(again.body.error).toBe('skill_not_found');
-    const [audit] = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.targetId, skillId), eq(auditLog.action, 'skill.deleted'))).orderBy(auditLog.seq);
+    const [audit] = await svc.database.db
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.targetId, skillId), eq(auditLog.action, 'skill.deleted')))
+      .orderBy(auditLog.seq);
     expect(audit!.details).toEqual({ name });
     // The name is free again.
     await createSkill(httpSkill({ name }));
-    const builtin = await call('DELETE', `${base(tenant.tenantId)}/skl_builtin_search_incidents`, { token: tenant.admin });
+    const builtin = await call('DELETE', `${base(tenant.tenantId)}/skl_builtin_search_incidents`, {
+      token: tenant.admin,
+    });
     expect(builtin.status).toBe(400);
     expect(builtin.body.message).toMatch(/cannot be deleted/);
   });
@@ -454,7 +677,10 @@ describe('POST /api/v1/tenants/{tenantId}/skills/{skillId}/test', () => {
   it('runs the skill once through Temporal: the server sees the decrypted header; 200 with the output', async () => {
     const { skillId } = await createSkill();
     const before = server.hits('/echo').length;
-    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: { customerId: 'c-7' } } });
+    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, {
+      token: tenant.admin,
+      body: { input: { customerId: 'c-7' } },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       skillId,
@@ -470,19 +696,38 @@ describe('POST /api/v1/tenants/{tenantId}/skills/{skillId}/test', () => {
     const description = await svc.client.workflow.getHandle(res.body.invocationId).describe();
     expect(description.type).toBe('skillTestWorkflow');
     expect(description.status.name).toBe('COMPLETED');
-    const [row] = await svc.database.db.select().from(skillInvocations).where(eq(skillInvocations.id, res.body.invocationId));
-    expect(row).toMatchObject({ tenantId: tenant.tenantId, skillId, status: 'succeeded', input: { customerId: 'c-7' } });
+    const [row] = await svc.database.db
+      .select()
+      .from(skillInvocations)
+      .where(eq(skillInvocations.id, res.body.invocationId));
+    expect(row).toMatchObject({
+      tenantId: tenant.tenantId,
+      skillId,
+      status: 'succeeded',
+      input: { customerId: 'c-7' },
+    });
   });
 
   it('answers a failing skill with 200 ok:false and its error: 4xx, timeout, oversized, disabled, refused address', async () => {
     const run = async (config: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
       const { skillId } = await createSkill(httpSkill({ config, inputSchema: undefined, ...extra }));
-      const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: {} } });
+      const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, {
+        token: tenant.admin,
+        body: { input: {} },
+      });
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ skillId, ok: false, invocationId: expect.stringMatching(/^ski_/), durationMs: expect.any(Number) });
+      expect(res.body).toMatchObject({
+        skillId,
+        ok: false,
+        invocationId: expect.stringMatching(/^ski_/),
+        durationMs: expect.any(Number),
+      });
       return res.body.error as { code: string; message: string };
     };
-    expect(await run({ url: `${server.url}/not-found`, method: 'GET' })).toMatchObject({ code: 'http_error', message: expect.stringMatching(/answered 404/) });
+    expect(await run({ url: `${server.url}/not-found`, method: 'GET' })).toMatchObject({
+      code: 'http_error',
+      message: expect.stringMatching(/answered 404/),
+    });
     expect((await run({ url: `${server.url}/hang`, method: 'GET' })).code).toBe('timeout');
     expect((await run({ url: `${server.url}/big`, method: 'GET' })).code).toBe('response_too_large');
     const before = server.received.length;
@@ -493,22 +738,41 @@ describe('POST /api/v1/tenants/{tenantId}/skills/{skillId}/test', () => {
       code: 'ssrf_blocked',
       message: expect.stringMatching(/loopback\.skills\.test resolves to 127\.0\.0\.2, which is a loopback address/),
     });
-    expect(await run({ url: `${server.url}/redirect?to=${encodeURIComponent('http://169.254.169.254/latest/meta-data/')}`, method: 'GET' })).toMatchObject({
+    expect(
+      await run({
+        url: `${server.url}/redirect?to=${encodeURIComponent('http://169.254.169.254/latest/meta-data/')}`,
+        method: 'GET',
+      }),
+    ).toMatchObject({
       code: 'ssrf_blocked',
     });
     expect(server.received.length).toBe(before + 1); // only the redirect reached our server
   });
 
   it('masks a header value the endpoint echoes, in the answer, the stored invocation and the workflow history', async () => {
-    const { skillId } = await createSkill(httpSkill({ config: { url: `${server.url}/echo-500`, method: 'GET', headers: { Authorization: SECRET } }, inputSchema: undefined }));
-    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: {} } });
+    const { skillId } = await createSkill(
+      httpSkill({
+        config: { url: `${server.url}/echo-500`, method: 'GET', headers: { Authorization: SECRET } },
+        inputSchema: undefined,
+      }),
+    );
+    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, {
+      token: tenant.admin,
+      body: { input: {} },
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ ok: false, error: { code: 'http_error', message: expect.stringMatching(/answered 500/), details: { status: 500 } } });
+    expect(res.body).toMatchObject({
+      ok: false,
+      error: { code: 'http_error', message: expect.stringMatching(/answered 500/), details: { status: 500 } },
+    });
     const excerpt = res.body.error.details.body as string;
     expect(excerpt).toContain('"authorization":"[redacted]"');
     expect(excerpt).toContain('"token":"[redacted]"'); // the credential without its scheme
     expect(server.hits('/echo-500').at(-1)!.headers.authorization).toBe(SECRET); // it was sent
-    const [row] = await svc.database.db.select().from(skillInvocations).where(eq(skillInvocations.id, res.body.invocationId));
+    const [row] = await svc.database.db
+      .select()
+      .from(skillInvocations)
+      .where(eq(skillInvocations.id, res.body.invocationId));
     expect(JSON.stringify(row)).toContain('[redacted]');
     expect(JSON.stringify(row)).not.toContain('sk-live');
     const history = JSON.stringify(await svc.client.workflow.getHandle(res.body.invocationId).fetchHistory());
@@ -516,20 +780,31 @@ describe('POST /api/v1/tenants/{tenantId}/skills/{skillId}/test', () => {
   });
 
   it('keeps an answer with text PostgreSQL cannot store, once: each NUL becomes U+FFFD', async () => {
-    const { skillId } = await createSkill(httpSkill({ config: { url: `${server.url}/nul`, method: 'GET' }, inputSchema: undefined }));
+    const { skillId } = await createSkill(
+      httpSkill({ config: { url: `${server.url}/nul`, method: 'GET' }, inputSchema: undefined }),
+    );
     const before = server.hits('/nul').length;
-    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: {} } });
+    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, {
+      token: tenant.admin,
+      body: { input: {} },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ ok: true, output: { status: 'ok', note: 'a\uFFFDb', 'k\uFFFD': 1 } });
     expect(server.hits('/nul').length - before).toBe(1);
-    const [row] = await svc.database.db.select().from(skillInvocations).where(eq(skillInvocations.id, res.body.invocationId));
+    const [row] = await svc.database.db
+      .select()
+      .from(skillInvocations)
+      .where(eq(skillInvocations.id, res.body.invocationId));
     expect(row).toMatchObject({ status: 'succeeded', output: { status: 'ok', note: 'a\uFFFDb', 'k\uFFFD': 1 } });
   });
 
   it('400 validation_error with details for input that does not match the input schema; nothing runs', async () => {
     const { skillId } = await createSkill();
     const before = server.received.length;
-    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: { customerId: 42 } } });
+    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, {
+      token: tenant.admin,
+      body: { input: { customerId: 42 } },
+    });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
       error: 'validation_error',
@@ -539,18 +814,30 @@ describe('POST /api/v1/tenants/{tenantId}/skills/{skillId}/test', () => {
     const missing = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: {} });
     expect(missing.status).toBe(400);
     expect(missing.body.details).toEqual([{ path: 'input', message: "must have required property 'customerId'" }]);
-    const extra = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: {}, dryRun: true } });
+    const extra = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, {
+      token: tenant.admin,
+      body: { input: {}, dryRun: true },
+    });
     expect(extra.status).toBe(400);
     expect(server.received.length).toBe(before);
   });
 
   it('400, not a 500, for a stored input schema that refers to itself (stored before that was refused)', async () => {
     const { skillId } = await createSkill();
-    await svc.database.db.update(skills).set({ inputSchema: { $ref: '#' } }).where(eq(skills.id, skillId));
+    await svc.database.db
+      .update(skills)
+      .set({ inputSchema: { $ref: '#' } })
+      .where(eq(skills.id, skillId));
     const before = server.received.length;
-    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: { a: 1 } } });
+    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, {
+      token: tenant.admin,
+      body: { input: { a: 1 } },
+    });
     expect(res.status).toBe(400);
-    expect(res.body).toMatchObject({ error: 'validation_error', message: expect.stringMatching(/input schema refers to itself/) });
+    expect(res.body).toMatchObject({
+      error: 'validation_error',
+      message: expect.stringMatching(/input schema refers to itself/),
+    });
     expect(server.received.length).toBe(before);
   });
 
@@ -578,35 +865,57 @@ describe('POST /api/v1/tenants/{tenantId}/skills/{skillId}/test', () => {
       { path: `input/x${'a'.repeat(40)}`, message: 'must be number' },
     ]);
     expect(server.received.length).toBe(before);
-    const ok = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: { customerId: 'aaaa' } } });
+    const ok = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, {
+      token: tenant.admin,
+      body: { input: { customerId: 'aaaa' } },
+    });
     expect(ok.body).toMatchObject({ ok: true, output: { query: { customerId: 'aaaa' } } });
     responses.pop(); // the echo carries the header back
   });
 
   it('checks string formats in linear time: a crafted url answers at once, and holds no other tenant back', async () => {
     // ajv-formats' url expression takes quadratic time on this: 13 s for the process, every tenant included.
-    const { skillId } = await createSkill(httpSkill({ inputSchema: { type: 'object', properties: { u: { type: 'string', format: 'url' } } } }));
+    const { skillId } = await createSkill(
+      httpSkill({ inputSchema: { type: 'object', properties: { u: { type: 'string', format: 'url' } } } }),
+    );
     const crafted = `http://${':@'.repeat(60_000)}`;
     const started = performance.now();
-    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: { u: crafted } } });
+    const res = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, {
+      token: tenant.admin,
+      body: { input: { u: crafted } },
+    });
     expect(performance.now() - started).toBeLessThan(5000);
     expect(res.status).toBe(400);
     expect(res.body.details).toEqual([{ path: 'input/u', message: 'must match format "url"' }]);
-    const ok = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, { token: tenant.admin, body: { input: { u: 'https://status.example.com/a?b=c' } } });
+    const ok = await call('POST', `${base(tenant.tenantId)}/${skillId}/test`, {
+      token: tenant.admin,
+      body: { input: { u: 'https://status.example.com/a?b=c' } },
+    });
     expect(ok.body).toMatchObject({ ok: true });
     responses.pop(); // the echo carries the header back
   });
 
   it('runs builtin skills for the tenant', async () => {
-    const res = await call('POST', `${base(tenant.tenantId)}/skl_builtin_search_incidents/test`, { token: tenant.admin, body: { input: { query: 'nothing like it' } } });
+    const res = await call('POST', `${base(tenant.tenantId)}/skl_builtin_search_incidents/test`, {
+      token: tenant.admin,
+      body: { input: { query: 'nothing like it' } },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ ok: true, output: { incidents: [] } });
-    const invalid = await call('POST', `${base(tenant.tenantId)}/skl_builtin_blast_radius/test`, { token: tenant.admin, body: { input: {} } });
+    const invalid = await call('POST', `${base(tenant.tenantId)}/skl_builtin_blast_radius/test`, {
+      token: tenant.admin,
+      body: { input: {} },
+    });
     expect(invalid.status).toBe(400);
-    const unknown = await call('POST', `${base(tenant.tenantId)}/skl_builtin_blast_radius/test`, { token: tenant.admin, body: { input: { serviceId: 'svc_none' } } });
+    const unknown = await call('POST', `${base(tenant.tenantId)}/skl_builtin_blast_radius/test`, {
+      token: tenant.admin,
+      body: { input: { serviceId: 'svc_none' } },
+    });
     expect(unknown.body).toMatchObject({ ok: false, error: { code: 'not_found' } });
     // No body at all: the input is {}.
-    const bare = await call('POST', `${base(tenant.tenantId)}/skl_builtin_recent_deployments/test`, { token: tenant.admin });
+    const bare = await call('POST', `${base(tenant.tenantId)}/skl_builtin_recent_deployments/test`, {
+      token: tenant.admin,
+    });
     expect(bare.status).toBe(200);
     expect(bare.body).toMatchObject({ ok: true, output: { deployments: [], sinceMinutes: 1440 } });
   });
@@ -616,10 +925,20 @@ describe('OpenAPI', () => {
   it('documents the skills endpoints under /api/v1 with their schemas', async () => {
     const doc = (await svc.api('GET', '/openapi.json')).body;
     expect(Object.keys(doc.paths['/api/v1/tenants/{tenantId}/skills']).sort()).toEqual(['get', 'post']);
-    expect(Object.keys(doc.paths['/api/v1/tenants/{tenantId}/skills/{skillId}']).sort()).toEqual(['delete', 'get', 'patch']);
+    expect(Object.keys(doc.paths['/api/v1/tenants/{tenantId}/skills/{skillId}']).sort()).toEqual([
+      'delete',
+      'get',
+      'patch',
+    ]);
     expect(doc.paths['/api/v1/tenants/{tenantId}/skills/{skillId}/test'].post).toBeDefined();
     expect(doc.components.schemas.CreateSkill.properties.name.pattern).toBe('^[a-z][a-z0-9_]{0,63}$');
-    expect(doc.components.schemas.HttpSkillConfig.properties.method.enum).toEqual(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+    expect(doc.components.schemas.HttpSkillConfig.properties.method.enum).toEqual([
+      'GET',
+      'POST',
+      'PUT',
+      'PATCH',
+      'DELETE',
+    ]);
   });
 });
 

@@ -97,7 +97,8 @@ function openStream(baseUrl: string, path: string, headers: Record<string, strin
           await waitUntil(() => messages.length >= count, timeoutMs, `${count} messages (have ${messages.length})`);
           return messages.slice(0, count);
         },
-        waitForComment: (text, timeoutMs = 5000) => waitUntil(() => comments.includes(text), timeoutMs, `comment ${text}`),
+        waitForComment: (text, timeoutMs = 5000) =>
+          waitUntil(() => comments.includes(text), timeoutMs, `comment ${text}`),
         pause: () => res.pause(),
         resume: () => res.resume(),
         close: () => req.destroy(),
@@ -110,7 +111,10 @@ function openStream(baseUrl: string, path: string, headers: Record<string, strin
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Waits for the stream to end, failing after `ms` with what was expected. */
 const endsWithin = (client: SseClient, ms: number) =>
-  Promise.race([client.ended, sleep(ms).then(() => Promise.reject(new Error(`the stream did not end within ${ms} ms`)))]);
+  Promise.race([
+    client.ended,
+    sleep(ms).then(() => Promise.reject(new Error(`the stream did not end within ${ms} ms`))),
+  ]);
 
 describe('GET /v1/notifications/stream', () => {
   let svc: TestService;
@@ -122,16 +126,30 @@ describe('GET /v1/notifications/stream', () => {
   };
   const auth = (token: string) => ({ authorization: `Bearer ${token}` });
 
-  async function append(tenantId: string, type: string, payload: Record<string, unknown> = {}, count = 1): Promise<void> {
+  async function append(
+    tenantId: string,
+    type: string,
+    payload: Record<string, unknown> = {},
+    count = 1,
+  ): Promise<void> {
     await svc.database.db.transaction(async (tx) => {
       for (let i = 0; i < count; i++) {
-        await appendEvent(tx, { tenantId, type, incidentId: 'inc_test', payload: { incidentId: 'inc_test', ...payload }, idempotencyKey: randomUUID() });
+        await appendEvent(tx, {
+          tenantId,
+          type,
+          incidentId: 'inc_test',
+          payload: { incidentId: 'inc_test', ...payload },
+          idempotencyKey: randomUUID(),
+        });
       }
     });
   }
 
   beforeAll(async () => {
-    svc = await startTestService({ withoutWorker: true, stream: { heartbeatMs: 150, maxQueuedMessages: 20, maxQueuedBytes: 256 * 1024, maxStreamsPerUser: 3 } });
+    svc = await startTestService({
+      withoutWorker: true,
+      stream: { heartbeatMs: 150, maxQueuedMessages: 20, maxQueuedBytes: 256 * 1024, maxStreamsPerUser: 3 },
+    });
   });
   afterAll(async () => {
     for (const client of open) client.close();
@@ -146,13 +164,28 @@ describe('GET /v1/notifications/stream', () => {
     await append(tenantId, 'approval.requested', { remediationId: 'rem_1', approvalId: 'apr_1' }, 3);
     await append(tenantId, 'incident.resolved');
     const messages = await client.waitFor(5);
-    expect(messages.map((m) => m.event)).toEqual(['incident.created', 'approval.requested', 'approval.requested', 'approval.requested', 'incident.resolved']);
+    expect(messages.map((m) => m.event)).toEqual([
+      'incident.created',
+      'approval.requested',
+      'approval.requested',
+      'approval.requested',
+      'incident.resolved',
+    ]);
     const ids = messages.map((m) => Number(m.id));
     expect([...ids].sort((a, b) => a - b)).toEqual(ids);
     expect(new Set(ids).size).toBe(5);
-    expect(messages[0]!.data).toMatchObject({ type: 'incident.created', incidentId: 'inc_test', summary: 'Checkout down', remediationId: null });
+    expect(messages[0]!.data).toMatchObject({
+      type: 'incident.created',
+      incidentId: 'inc_test',
+      summary: 'Checkout down',
+      remediationId: null,
+    });
     expect(Date.parse(messages[0]!.data.occurredAt)).not.toBeNaN();
-    expect(messages[1]!.data).toMatchObject({ remediationId: 'rem_1', approvalId: 'apr_1', payload: { remediationId: 'rem_1' } });
+    expect(messages[1]!.data).toMatchObject({
+      remediationId: 'rem_1',
+      approvalId: 'apr_1',
+      payload: { remediationId: 'rem_1' },
+    });
   });
 
   it('resumes with Last-Event-ID: exactly the missed events, then live ones, no duplicate', async () => {
@@ -186,7 +219,9 @@ describe('GET /v1/notifications/stream', () => {
     await sleep(300); // the replay has found nothing to send
     for (let n = 11; n <= 20; n++) await append(tenantId, 'incident.created', { n });
     const got = await client.waitFor(10, 10_000);
-    expect(got.map((m) => [Number(m.id), m.data.payload.n])).toEqual([...Array(10).keys()].map((i) => [11 + i, 11 + i]));
+    expect(got.map((m) => [Number(m.id), m.data.payload.n])).toEqual(
+      [...Array(10).keys()].map((i) => [11 + i, 11 + i]),
+    );
     client.close();
   });
 
@@ -199,7 +234,13 @@ describe('GET /v1/notifications/stream', () => {
     let slowAppended!: () => void;
     const slowHasAppended = new Promise<void>((done) => (slowAppended = done));
     const slow = svc.database.db.transaction(async (tx) => {
-      await appendEvent(tx, { tenantId, type: 'incident.created', incidentId: 'inc_test', payload: { incidentId: 'inc_test', n: 'slow' }, idempotencyKey: randomUUID() });
+      await appendEvent(tx, {
+        tenantId,
+        type: 'incident.created',
+        incidentId: 'inc_test',
+        payload: { incidentId: 'inc_test', n: 'slow' },
+        idempotencyKey: randomUUID(),
+      });
       slowAppended();
       await slowMayCommit;
     });
@@ -216,7 +257,8 @@ describe('GET /v1/notifications/stream', () => {
     const [missed] = await resumed.waitFor(1);
     expect(missed!.data.payload.n).toBe('slow');
     expect(Number(missed!.id)).toBeGreaterThan(Number(fast!.id));
-    const [outbox] = await svc.database.sql`select min(seq)::text as slow_seq, max(seq)::text as fast_seq from events where tenant_id = ${tenantId}`;
+    const [outbox] = await svc.database
+      .sql`select min(seq)::text as slow_seq, max(seq)::text as fast_seq from events where tenant_id = ${tenantId}`;
     expect(Number(outbox!.slow_seq)).toBeLessThan(Number(outbox!.fast_seq)); // inserted first, committed last
   });
 
@@ -232,7 +274,9 @@ describe('GET /v1/notifications/stream', () => {
     await Promise.all(writes);
     await client.waitFor(10);
     await sleep(300);
-    expect(client.messages.map((m) => m.data.payload.n).sort((a: number, b: number) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(client.messages.map((m) => m.data.payload.n).sort((a: number, b: number) => a - b)).toEqual([
+      1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+    ]);
   });
 
   it('never shows one tenant the events of another', async () => {
@@ -252,10 +296,16 @@ describe('GET /v1/notifications/stream', () => {
   it('needs the member or admin role, and carries admin-only events to admins only', async () => {
     const { tenantId, admin, member } = await svc.newTenant();
     const viewer = svc.token(tenantId, 'viewer' as never);
-    for (const [method, path] of [['POST', '/v1/notifications/stream-token'], ['GET', '/v1/notifications/stream']] as const) {
+    for (const [method, path] of [
+      ['POST', '/v1/notifications/stream-token'],
+      ['GET', '/v1/notifications/stream'],
+    ] as const) {
       const refused = await svc.api(method, path, { token: viewer });
       expect(refused.status).toBe(403);
-      expect(refused.body).toMatchObject({ error: 'forbidden', message: 'This operation requires the member or admin role' });
+      expect(refused.body).toMatchObject({
+        error: 'forbidden',
+        message: 'This operation requires the member or admin role',
+      });
     }
     expect(await svc.database.db.select().from(streamTokens).where(eq(streamTokens.tenantId, tenantId))).toEqual([]);
 
@@ -278,11 +328,18 @@ describe('GET /v1/notifications/stream', () => {
 
   it('holds at most maxStreamsPerUser streams open per user: 429 past it, a place again once one closes', async () => {
     const { admin, member } = await svc.newTenant();
-    const clients = [await stream('/v1/notifications/stream', auth(member)), await stream('/v1/notifications/stream', auth(member)), await stream('/v1/notifications/stream', auth(member))];
+    const clients = [
+      await stream('/v1/notifications/stream', auth(member)),
+      await stream('/v1/notifications/stream', auth(member)),
+      await stream('/v1/notifications/stream', auth(member)),
+    ];
     expect(clients.map((c) => c.status)).toEqual([200, 200, 200]);
     const refused = await svc.api('GET', '/v1/notifications/stream', { token: member });
     expect(refused.status).toBe(429);
-    expect(refused.body).toEqual({ error: 'rate_limit_exceeded', message: 'At most 3 event streams may be open at once per user; close one first' });
+    expect(refused.body).toEqual({
+      error: 'rate_limit_exceeded',
+      message: 'At most 3 event streams may be open at once per user; close one first',
+    });
     expect(refused.headers.get('retry-after')).toBe('5');
     // Another user of the tenant has places of their own.
     expect((await stream('/v1/notifications/stream', auth(admin))).status).toBe(200);
@@ -322,7 +379,9 @@ describe('GET /v1/notifications/stream', () => {
     // What a browser's EventSource does on its own after a drop: the same URL, with Last-Event-ID.
     await append(tenantId, 'incident.status_changed', { n: 2 });
     await append(tenantId, 'incident.resolved', { n: 3 });
-    const resumed = await stream(`/v1/notifications/stream?token=${issued.body.token}`, { 'last-event-id': first!.id! });
+    const resumed = await stream(`/v1/notifications/stream?token=${issued.body.token}`, {
+      'last-event-id': first!.id!,
+    });
     expect(resumed.status).toBe(200);
     await resumed.waitFor(2);
     await sleep(200);
@@ -330,8 +389,13 @@ describe('GET /v1/notifications/stream', () => {
     resumed.close();
 
     // Past its expiry it is refused.
-    await svc.database.db.update(streamTokens).set({ expiresAt: sql`now() - interval '1 second'` }).where(eq(streamTokens.tenantId, tenantId));
-    const late = await svc.api('GET', `/v1/notifications/stream?token=${issued.body.token}`, { headers: { 'last-event-id': first!.id! } });
+    await svc.database.db
+      .update(streamTokens)
+      .set({ expiresAt: sql`now() - interval '1 second'` })
+      .where(eq(streamTokens.tenantId, tenantId));
+    const late = await svc.api('GET', `/v1/notifications/stream?token=${issued.body.token}`, {
+      headers: { 'last-event-id': first!.id! },
+    });
     expect(late.status).toBe(401);
     expect(late.body).toEqual({ error: 'unauthorized', message: 'The stream token is unknown or expired' });
 
@@ -348,8 +412,12 @@ describe('GET /v1/notifications/stream', () => {
   it("ends a stream opened with a stream token at the token's expiry, saying so in a final stream.expired event", async () => {
     const { tenantId, member } = await svc.newTenant();
     const issued = await svc.api('POST', '/v1/notifications/stream-token', { token: member });
-    await svc.database.db.update(streamTokens).set({ expiresAt: sql`now() + interval '1500 milliseconds'` }).where(eq(streamTokens.tenantId, tenantId));
-    const expiresAt = (await svc.database.db.select().from(streamTokens).where(eq(streamTokens.tenantId, tenantId)))[0]!.expiresAt;
+    await svc.database.db
+      .update(streamTokens)
+      .set({ expiresAt: sql`now() + interval '1500 milliseconds'` })
+      .where(eq(streamTokens.tenantId, tenantId));
+    const expiresAt = (await svc.database.db.select().from(streamTokens).where(eq(streamTokens.tenantId, tenantId)))[0]!
+      .expiresAt;
     // Only the first events of a types filter: the final event is sent whatever the filter.
     const client = await stream(`/v1/notifications/stream?token=${issued.body.token}&types=incident.created`);
     expect(client.status).toBe(200);
@@ -360,8 +428,15 @@ describe('GET /v1/notifications/stream', () => {
     const endedAt = Date.now();
     expect(endedAt).toBeGreaterThanOrEqual(expiresAt.getTime() - 50);
     expect(endedAt).toBeLessThan(expiresAt.getTime() + 1500);
-    expect(client.messages.map((m) => [m.id, m.event])).toEqual([[client.messages[0]!.id, 'incident.created'], [undefined, 'stream.expired']]);
-    expect(client.messages[1]!.data).toEqual({ type: 'stream.expired', reason: 'token_expired', expiresAt: expiresAt.toISOString() });
+    expect(client.messages.map((m) => [m.id, m.event])).toEqual([
+      [client.messages[0]!.id, 'incident.created'],
+      [undefined, 'stream.expired'],
+    ]);
+    expect(client.messages[1]!.data).toEqual({
+      type: 'stream.expired',
+      reason: 'token_expired',
+      expiresAt: expiresAt.toISOString(),
+    });
     // The subscription went with it.
     await eventually(async () => svc.realtimeHub.size() < subscribed, 5_000);
   });
@@ -369,18 +444,24 @@ describe('GET /v1/notifications/stream', () => {
   it("ends a stream opened with an access token at the token's exp", async () => {
     const { tenantId } = await svc.newTenant();
     const shortLived = svc.token(tenantId, 'member', { ttlSeconds: 2 });
-    const exp = (JSON.parse(Buffer.from(shortLived.split('.')[1]!, 'base64url').toString()) as { exp: number }).exp * 1000;
+    const exp =
+      (JSON.parse(Buffer.from(shortLived.split('.')[1]!, 'base64url').toString()) as { exp: number }).exp * 1000;
     const client = await stream('/v1/notifications/stream', auth(shortLived));
     expect(client.status).toBe(200);
     await endsWithin(client, 5_000);
     expect(Date.now()).toBeGreaterThanOrEqual(exp - 50);
     expect(client.messages.map((m) => m.event)).toEqual(['stream.expired']);
-    expect(client.messages[0]!.data).toEqual({ type: 'stream.expired', reason: 'token_expired', expiresAt: new Date(exp).toISOString() });
+    expect(client.messages[0]!.data).toEqual({
+      type: 'stream.expired',
+      reason: 'token_expired',
+      expiresAt: new Date(exp).toISOString(),
+    });
   });
 
   it('purges expired stream tokens, used or not, and keeps the live ones working', async () => {
     const { tenantId, member } = await svc.newTenant();
-    const issue = async () => (await svc.api('POST', '/v1/notifications/stream-token', { token: member })).body.token as string;
+    const issue = async () =>
+      (await svc.api('POST', '/v1/notifications/stream-token', { token: member })).body.token as string;
     const [used, unused, live] = [await issue(), await issue(), await issue()];
     const hash = (t: string) => createHash('sha256').update(t).digest('hex');
     const client = await stream(`/v1/notifications/stream?token=${used}`);
@@ -506,9 +587,14 @@ describe('GET /v1/notifications/stream', () => {
       await eventually(async () => delivered > 0, 5_000);
       // Events committed while nobody listens, then a new subscriber.
       await append(tenant.tenantId, 'incident.created', { n: 2 }, 3);
-      const [newest] = await svc.database.sql<{ max: string }[]>`select max(stream_seq) as max from events where tenant_id = ${tenant.tenantId}`;
+      const [newest] = await svc.database.sql<
+        { max: string }[]
+      >`select max(stream_seq) as max from events where tenant_id = ${tenant.tenantId}`;
       const received: number[] = [];
-      const second = await hub.subscribe(tenant.tenantId, { deliver: (events) => received.push(...events.map((e) => e.seq)), close: () => undefined });
+      const second = await hub.subscribe(tenant.tenantId, {
+        deliver: (events) => received.push(...events.map((e) => e.seq)),
+        close: () => undefined,
+      });
       expect(second.startSeq).toBe(Number(newest!.max));
       // It then receives only what is committed after it started.
       await append(tenant.tenantId, 'incident.created', { n: 3 });

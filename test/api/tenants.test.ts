@@ -33,7 +33,16 @@ describe('GET /v1/tenants/{tenantId}', () => {
       plan: 'plan_pro',
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
-      settings: { cloudRoleArn: '', cloudExternalId: '', cloudRegion: '', autoRemediation: false, requireWebhookSignature: false, autoResolve: false, approvalTimeoutMinutes: 60, allowHttpSkills: false },
+      settings: {
+        cloudRoleArn: '',
+        cloudExternalId: '',
+        cloudRegion: '',
+        autoRemediation: false,
+        requireWebhookSignature: false,
+        autoResolve: false,
+        approvalTimeoutMinutes: 60,
+        allowHttpSkills: false,
+      },
     });
   });
 
@@ -42,7 +51,10 @@ describe('GET /v1/tenants/{tenantId}', () => {
     const res = await svc.api('GET', `/v1/tenants/${other.tenantId}`, { token: tenant.admin });
     expect(res.status).toBe(404);
     expect(res.body.error).toBe('not_found');
-    const patch = await svc.api('PATCH', `/v1/tenants/${other.tenantId}`, { token: tenant.admin, body: { name: 'stolen' } });
+    const patch = await svc.api('PATCH', `/v1/tenants/${other.tenantId}`, {
+      token: tenant.admin,
+      body: { name: 'stolen' },
+    });
     expect(patch.status).toBe(404);
     const [row] = await svc.database.db.select().from(tenants).where(eq(tenants.id, other.tenantId));
     expect(row!.name).not.toBe('stolen');
@@ -53,7 +65,9 @@ describe('PATCH /v1/tenants/{tenantId}', () => {
   it('merges settings, keeps omitted fields, and audits which fields changed without their values', async () => {
     const first = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, {
       token: tenant.admin,
-      body: { settings: { cloudRoleArn: 'arn:cloud:iam::123456789012:role/incident-reader', cloudRegion: 'eu-west-1' } },
+      body: {
+        settings: { cloudRoleArn: 'arn:cloud:iam::123456789012:role/incident-reader', cloudRegion: 'eu-west-1' },
+      },
     });
     expect(first.status).toBe(200);
     const second = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, {
@@ -84,19 +98,40 @@ describe('PATCH /v1/tenants/{tenantId}', () => {
       body: { settings: { ...again.body.settings, cloudExternalId: '' } },
     });
     expect(echoed.status).toBe(200);
-    expect(echoed.body.settings).toMatchObject({ cloudRoleArn: 'arn:cloud:iam::123456789012:role/incident-reader', cloudExternalId: '', cloudRegion: '' });
+    expect(echoed.body.settings).toMatchObject({
+      cloudRoleArn: 'arn:cloud:iam::123456789012:role/incident-reader',
+      cloudExternalId: '',
+      cloudRegion: '',
+    });
     const [stored] = await svc.database.db.select().from(tenants).where(eq(tenants.id, tenant.tenantId));
     expect(stored!.settings).toMatchObject({ cloudExternalId: null, cloudRegion: null });
 
-    const audit = await svc.database.db.select().from(auditLog).where(eq(auditLog.action, 'tenant.updated')).orderBy(auditLog.seq);
+    const audit = await svc.database.db
+      .select()
+      .from(auditLog)
+      .where(eq(auditLog.action, 'tenant.updated'))
+      .orderBy(auditLog.seq);
     const mine = audit.filter((a) => a.tenantId === tenant.tenantId);
     expect(mine.map((a) => a.details)).toEqual([
       { name: false, settings: ['cloudRoleArn', 'cloudRegion'] },
       { name: true, settings: ['cloudExternalId', 'autoRemediation'] },
       { name: false, settings: ['cloudRegion'] },
-      { name: false, settings: ['cloudRoleArn', 'cloudExternalId', 'cloudRegion', 'autoRemediation', 'requireWebhookSignature', 'autoResolve', 'approvalTimeoutMinutes', 'allowHttpSkills'] },
+      {
+        name: false,
+        settings: [
+          'cloudRoleArn',
+          'cloudExternalId',
+          'cloudRegion',
+          'autoRemediation',
+          'requireWebhookSignature',
+          'autoResolve',
+          'approvalTimeoutMinutes',
+          'allowHttpSkills',
+        ],
+      },
     ]);
-    for (const value of ['ext-42', 'incident-reader', 'eu-west-1', 'Acme Payments EU']) expect(JSON.stringify(mine)).not.toContain(value);
+    for (const value of ['ext-42', 'incident-reader', 'eu-west-1', 'Acme Payments EU'])
+      expect(JSON.stringify(mine)).not.toContain(value);
   });
 
   it.each([
@@ -125,10 +160,54 @@ describe('public catalogue endpoints', () => {
     const res = await svc.api('GET', '/v1/billing/plans');
     expect(res.status).toBe(200);
     expect(res.body.plans).toEqual([
-      { planId: 'plan_starter', name: 'Starter', priceMonthlyUsd: 99, features: { investigationsPerMonth: 15, eventsPerMonth: 500, apiRateLimitPerMinute: 100, customSkills: false, relayAccess: false } },
-      { planId: 'plan_pro', name: 'Pro', priceMonthlyUsd: 349, features: { investigationsPerMonth: 60, eventsPerMonth: 3000, apiRateLimitPerMinute: 500, customSkills: true, relayAccess: true } },
-      { planId: 'plan_business', name: 'Business', priceMonthlyUsd: 899, features: { investigationsPerMonth: 200, eventsPerMonth: 10000, apiRateLimitPerMinute: 2000, customSkills: true, relayAccess: true } },
-      { planId: 'plan_enterprise', name: 'Enterprise', priceMonthlyUsd: null, features: { investigationsPerMonth: 'custom', eventsPerMonth: 'custom', apiRateLimitPerMinute: 2000, customSkills: true, relayAccess: true } },
+      {
+        planId: 'plan_starter',
+        name: 'Starter',
+        priceMonthlyUsd: 99,
+        features: {
+          investigationsPerMonth: 15,
+          eventsPerMonth: 500,
+          apiRateLimitPerMinute: 100,
+          customSkills: false,
+          relayAccess: false,
+        },
+      },
+      {
+        planId: 'plan_pro',
+        name: 'Pro',
+        priceMonthlyUsd: 349,
+        features: {
+          investigationsPerMonth: 60,
+          eventsPerMonth: 3000,
+          apiRateLimitPerMinute: 500,
+          customSkills: true,
+          relayAccess: true,
+        },
+      },
+      {
+        planId: 'plan_business',
+        name: 'Business',
+        priceMonthlyUsd: 899,
+        features: {
+          investigationsPerMonth: 200,
+          eventsPerMonth: 10000,
+          apiRateLimitPerMinute: 2000,
+          customSkills: true,
+          relayAccess: true,
+        },
+      },
+      {
+        planId: 'plan_enterprise',
+        name: 'Enterprise',
+        priceMonthlyUsd: null,
+        features: {
+          investigationsPerMonth: 'custom',
+          eventsPerMonth: 'custom',
+          apiRateLimitPerMinute: 2000,
+          customSkills: true,
+          relayAccess: true,
+        },
+      },
     ]);
   });
 
@@ -138,7 +217,11 @@ describe('public catalogue endpoints', () => {
     expect(all.body.total).toBe(all.body.items.length);
     expect(all.body.total).toBeGreaterThanOrEqual(15);
     const github = all.body.items.find((i: { provider: string }) => i.provider === 'github');
-    expect(github).toMatchObject({ category: 'code', authType: 'oauth2', connectUrl: 'http://api.test/v1/integrations/connect/github' });
+    expect(github).toMatchObject({
+      category: 'code',
+      authType: 'oauth2',
+      connectUrl: 'http://api.test/v1/integrations/connect/github',
+    });
     expect(github.scopes.length).toBeGreaterThan(0);
     const cloud = await svc.api('GET', '/v1/integrations/catalog?category=cloud');
     expect(cloud.body.items.length).toBeGreaterThanOrEqual(3);
@@ -155,7 +238,13 @@ describe('documents, unknown routes and limits', () => {
     expect(doc.status).toBe(200);
     expect(doc.body.openapi).toBe('3.1.0');
     expect(Object.keys(doc.body.paths)).toEqual(
-      expect.arrayContaining(['/v1/incidents/chat', '/v1/incidents', '/v1/incidents/{incidentId}', '/v1/tenants/{tenantId}', '/health/detailed']),
+      expect.arrayContaining([
+        '/v1/incidents/chat',
+        '/v1/incidents',
+        '/v1/incidents/{incidentId}',
+        '/v1/tenants/{tenantId}',
+        '/health/detailed',
+      ]),
     );
     const create = doc.body.components.schemas.CreateIncident;
     expect(create.properties.description).toMatchObject({ minLength: 10, maxLength: 4000 });
@@ -167,7 +256,17 @@ describe('documents, unknown routes and limits', () => {
 
   it('declares what every operation may answer, and real answers match the declared schemas', async () => {
     const doc = (await svc.api('GET', '/openapi.json')).body as {
-      paths: Record<string, Record<string, { parameters?: Array<{ in: string; name: string; schema?: { enum?: string[] } }>; requestBody?: unknown; responses: Record<string, any> }>>;
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            parameters?: Array<{ in: string; name: string; schema?: { enum?: string[] } }>;
+            requestBody?: unknown;
+            responses: Record<string, any>;
+          }
+        >
+      >;
       components: { schemas: Record<string, any>; headers: Record<string, unknown> };
     };
     let operations = 0;
@@ -184,16 +283,28 @@ describe('documents, unknown routes and limits', () => {
         expect(operation.responses['429'], name).toBeDefined();
         expect(operation.responses['503'], name).toBeDefined();
         for (const [status, response] of Object.entries(operation.responses)) {
-          expect(Object.keys(response.headers ?? {}), `${name} ${status}`).toEqual(expect.arrayContaining(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']));
-          if (status === '429' || status === '503') expect(response.headers['Retry-After'], `${name} ${status}`).toBeDefined();
+          expect(Object.keys(response.headers ?? {}), `${name} ${status}`).toEqual(
+            expect.arrayContaining(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']),
+          );
+          if (status === '429' || status === '503')
+            expect(response.headers['Retry-After'], `${name} ${status}`).toBeDefined();
         }
       }
     }
     expect(operations).toBeGreaterThanOrEqual(60);
-    expect(Object.keys(doc.components.headers)).toEqual(expect.arrayContaining(['RateLimitLimit', 'RateLimitRemaining', 'RateLimitReset', 'RetryAfter']));
+    expect(Object.keys(doc.components.headers)).toEqual(
+      expect.arrayContaining(['RateLimitLimit', 'RateLimitRemaining', 'RateLimitReset', 'RetryAfter']),
+    );
     const webhook = doc.paths['/v1/webhooks/{tenantId}/{provider}']!.post!;
     expect(webhook.requestBody).toBeDefined();
-    expect(webhook.parameters!.find((p) => p.name === 'provider')!.schema!.enum).toEqual(['alertmanager', 'grafana', 'datadog', 'sentry', 'github', 'generic']);
+    expect(webhook.parameters!.find((p) => p.name === 'provider')!.schema!.enum).toEqual([
+      'alertmanager',
+      'grafana',
+      'datadog',
+      'sentry',
+      'github',
+      'generic',
+    ]);
     expect(doc.components.schemas.ChatMessageRequest.properties.message.minLength).toBe(1);
     expect(doc.components.schemas.UpdateRunbook.minProperties).toBe(1);
 
@@ -202,18 +313,26 @@ describe('documents, unknown routes and limits', () => {
     ajv.addSchema({ $id: 'https://openapi.test/doc', components: doc.components });
     const validate = (path: string, method: string, status: number, body: unknown) => {
       const schema = doc.paths[path]![method]!.responses[String(status)].content['application/json'].schema;
-      const check = ajv.compile(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"https://openapi.test/doc#/components/')));
+      const check = ajv.compile(
+        JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"https://openapi.test/doc#/components/')),
+      );
       expect(check(body) ? [] : check.errors, `${method} ${path} ${status}`).toEqual([]);
     };
     const from = new Date(Date.now() - 3_600_000).toISOString();
-    const created = await svc.api('POST', '/v1/audit/export', { token: tenant.admin, body: { format: 'ndjson', from, to: new Date().toISOString() } });
+    const created = await svc.api('POST', '/v1/audit/export', {
+      token: tenant.admin,
+      body: { format: 'ndjson', from, to: new Date().toISOString() },
+    });
     expect(created.status).toBe(202);
     validate('/v1/audit/export', 'post', 202, created.body);
     const poll = await svc.api('GET', `/v1/audit/export/${created.body.exportId}`, { token: tenant.admin });
     expect(poll.status).toBe(200);
     expect(poll.body.destination).toBeNull(); // `allOf` with the destination's $ref refused this null
     validate('/v1/audit/export/{exportId}', 'get', 200, poll.body);
-    const incident = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Schema check', description: 'An incident to read back' } });
+    const incident = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      body: { title: 'Schema check', description: 'An incident to read back' },
+    });
     validate('/v1/incidents/chat', 'post', 201, incident.body);
     const read = await svc.api('GET', `/v1/incidents/${incident.body.incidentId}`, { token: tenant.member });
     validate('/v1/incidents/{incidentId}', 'get', 200, read.body);
@@ -241,17 +360,30 @@ describe('documents, unknown routes and limits', () => {
    * arrives before the upload ends, as the server answers early. Without a Content-Length
    * header the body goes chunked.
    */
-  function postChat(chunks: string[], headers: Record<string, string | number> = {}): Promise<{ status: number; body: string; chunked: boolean }> {
+  function postChat(
+    chunks: string[],
+    headers: Record<string, string | number> = {},
+  ): Promise<{ status: number; body: string; chunked: boolean }> {
     return new Promise((resolve, reject) => {
-      const req = request(`${svc.baseUrl}/v1/incidents/chat`, {
-        method: 'POST',
-        agent: false,
-        headers: { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json', ...headers },
-      }, (response) => {
-        let text = '';
-        response.on('data', (chunk: Buffer) => (text += chunk.toString()));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text, chunked: req.getHeader('content-length') === undefined }));
-      });
+      const req = request(
+        `${svc.baseUrl}/v1/incidents/chat`,
+        {
+          method: 'POST',
+          agent: false,
+          headers: { authorization: `Bearer ${tenant.member}`, 'content-type': 'application/json', ...headers },
+        },
+        (response) => {
+          let text = '';
+          response.on('data', (chunk: Buffer) => (text += chunk.toString()));
+          response.on('end', () =>
+            resolve({
+              status: response.statusCode ?? 0,
+              body: text,
+              chunked: req.getHeader('content-length') === undefined,
+            }),
+          );
+        },
+      );
       req.on('error', reject);
       for (const chunk of chunks) req.write(chunk);
       req.end();
@@ -275,7 +407,11 @@ describe('documents, unknown routes and limits', () => {
 
   it('refuses a chunked body (no Content-Length) once it passes 1 MiB, with 413', async () => {
     // 1.25 MiB in 64 KiB chunks.
-    const res = await postChat(['{"title":"x","description":"', ...Array.from({ length: 20 }, () => 'y'.repeat(64 * 1024)), '"}']);
+    const res = await postChat([
+      '{"title":"x","description":"',
+      ...Array.from({ length: 20 }, () => 'y'.repeat(64 * 1024)),
+      '"}',
+    ]);
     expect(res.chunked).toBe(true);
     expect(res.status).toBe(413);
     expect(JSON.parse(res.body)).toEqual(tooLarge);
@@ -329,7 +465,14 @@ describe('GET /v1/tenants/{tenantId}/usage', () => {
   });
 
   it('an enterprise tenant shows the quotas its creation flags set, or the documented defaults', async () => {
-    const custom = await enterprise(['--investigations-per-month', '4000', '--events-per-month', '300000', '--chat-messages-per-month', '900']);
+    const custom = await enterprise([
+      '--investigations-per-month',
+      '4000',
+      '--events-per-month',
+      '300000',
+      '--chat-messages-per-month',
+      '900',
+    ]);
     expect(await usage(custom)).toMatchObject({
       plan: 'plan_enterprise',
       investigations: { limit: 4000, used: 0, remaining: 4000 },
@@ -354,25 +497,53 @@ describe('GET /v1/tenants/{tenantId}/usage', () => {
     const small = await enterprise(['--investigations-per-month', '1', '--events-per-month', '2']);
     const first = await svc.api('POST', '/v1/incidents/chat', { token: small.member, body: incident });
     expect(first.body).toMatchObject({ eventsRemaining: 1, investigationsRemaining: 1 });
-    expect((await svc.api('POST', '/v1/investigation/', { token: small.member, body: { incidentId: first.body.incidentId } })).status).toBe(202);
+    expect(
+      (
+        await svc.api('POST', '/v1/investigation/', {
+          token: small.member,
+          body: { incidentId: first.body.incidentId },
+        })
+      ).status,
+    ).toBe(202);
     const second = await svc.api('POST', '/v1/incidents/chat', { token: small.member, body: incident });
     expect(second.body).toMatchObject({ eventsRemaining: 0, investigationsRemaining: 0 });
-    const refused = await svc.api('POST', '/v1/investigation/', { token: small.member, body: { incidentId: second.body.incidentId } });
+    const refused = await svc.api('POST', '/v1/investigation/', {
+      token: small.member,
+      body: { incidentId: second.body.incidentId },
+    });
     expect(refused.status).toBe(429);
     expect(refused.body).toMatchObject({ error: 'quota_exceeded', message: expect.stringContaining('quota of 1 ') });
     const over = await svc.api('POST', '/v1/incidents/chat', { token: small.member, body: incident });
     expect(over.status).toBe(429);
     expect(over.body).toMatchObject({ error: 'event_quota_exceeded', message: expect.stringContaining('quota of 2 ') });
-    const counters = await svc.database.db.select().from(usageCounters).where(eq(usageCounters.tenantId, small.tenantId));
+    const counters = await svc.database.db
+      .select()
+      .from(usageCounters)
+      .where(eq(usageCounters.tenantId, small.tenantId));
     expect(Object.fromEntries(counters.map((c) => [c.metric, c.count]))).toEqual({ events: 2, investigations: 1 });
 
     // The operator raises them: the next start and the next incident pass.
-    expect(await cli(['tenant', 'quotas', '--tenant', small.tenantId, '--investigations', '2', '--events', '3'])).toMatchObject({
+    expect(
+      await cli(['tenant', 'quotas', '--tenant', small.tenantId, '--investigations', '2', '--events', '3']),
+    ).toMatchObject({
       quotas: { investigationsPerMonth: 2, eventsPerMonth: 3, chatMessagesPerMonth: 20_000 },
     });
-    expect(await usage(small)).toMatchObject({ investigations: { limit: 2, used: 1, remaining: 1 }, events: { limit: 3, used: 2, remaining: 1 } });
-    expect((await svc.api('POST', '/v1/investigation/', { token: small.member, body: { incidentId: second.body.incidentId } })).status).toBe(202);
-    expect((await svc.api('POST', '/v1/incidents/chat', { token: small.member, body: incident })).body).toMatchObject({ eventsRemaining: 0, investigationsRemaining: 0 });
+    expect(await usage(small)).toMatchObject({
+      investigations: { limit: 2, used: 1, remaining: 1 },
+      events: { limit: 3, used: 2, remaining: 1 },
+    });
+    expect(
+      (
+        await svc.api('POST', '/v1/investigation/', {
+          token: small.member,
+          body: { incidentId: second.body.incidentId },
+        })
+      ).status,
+    ).toBe(202);
+    expect((await svc.api('POST', '/v1/incidents/chat', { token: small.member, body: incident })).body).toMatchObject({
+      eventsRemaining: 0,
+      investigationsRemaining: 0,
+    });
   });
 
   it("answers 404 for another tenant's usage and 401 without a token", async () => {

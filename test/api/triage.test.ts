@@ -16,21 +16,36 @@ let tenant: { tenantId: string; admin: string; member: string };
 beforeAll(async () => {
   svc = await startTestService();
   tenant = await svc.newTenant({ plan: 'plan_business' });
-  await svc.database.db.insert(services).values({ id: newId('svc'), tenantId: tenant.tenantId, name: 'payments-api', type: 'api', team: 'payments', criticality: 9 });
+  await svc.database.db.insert(services).values({
+    id: newId('svc'),
+    tenantId: tenant.tenantId,
+    name: 'payments-api',
+    type: 'api',
+    team: 'payments',
+    criticality: 9,
+  });
 });
 afterAll(() => svc?.stop());
 
 async function manualIncident(extra: Record<string, unknown> = {}) {
   const res = await svc.api('POST', '/v1/incidents/chat', {
     token: tenant.member,
-    body: { title: 'Card payments failing', description: 'Authorisations time out with 504 errors since 03:10', ...extra },
+    body: {
+      title: 'Card payments failing',
+      description: 'Authorisations time out with 504 errors since 03:10',
+      ...extra,
+    },
   });
   expect(res.status).toBe(201);
   return res.body.incidentId as string;
 }
 
 async function eventsOf(incidentId: string, type: string) {
-  return svc.database.db.select().from(events).where(and(eq(events.incidentId, incidentId), eq(events.type, type))).orderBy(events.seq);
+  return svc.database.db
+    .select()
+    .from(events)
+    .where(and(eq(events.incidentId, incidentId), eq(events.type, type)))
+    .orderBy(events.seq);
 }
 
 describe('POST /v1/triage/{incidentId}', () => {
@@ -38,7 +53,13 @@ describe('POST /v1/triage/{incidentId}', () => {
     const id = await manualIncident({ service: 'payments-api' });
     const res = await svc.api('POST', `/v1/triage/${id}`, { token: tenant.member });
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual(['confidence', 'incidentId', 'priority', 'suggestedAgents', 'summary']);
+    expect(Object.keys(res.body).sort()).toEqual([
+      'confidence',
+      'incidentId',
+      'priority',
+      'suggestedAgents',
+      'summary',
+    ]);
     expect(res.body).toMatchObject({ incidentId: id, priority: 'high' }); // medium, raised for a 9/10 service
     expect(res.body.summary).toContain('payments-api');
     expect(res.body.suggestedAgents).toEqual(expect.arrayContaining(['alerts', 'logs']));
@@ -47,9 +68,20 @@ describe('POST /v1/triage/{incidentId}', () => {
 
     const [row] = await svc.database.db.select().from(incidents).where(eq(incidents.id, id));
     expect(row).toMatchObject({ severity: 'high', status: 'triaging' });
-    expect((await eventsOf(id, 'incident.severity_changed'))[0]!.payload).toMatchObject({ from: 'medium', to: 'high', reason: 'triage' });
-    expect((await eventsOf(id, 'triage.completed'))[0]!.payload).toMatchObject({ priority: 'high', model: 'builtin-analyzer-1' });
-    const audits = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, id), eq(auditLog.action, 'triage.completed'))).orderBy(auditLog.seq);
+    expect((await eventsOf(id, 'incident.severity_changed'))[0]!.payload).toMatchObject({
+      from: 'medium',
+      to: 'high',
+      reason: 'triage',
+    });
+    expect((await eventsOf(id, 'triage.completed'))[0]!.payload).toMatchObject({
+      priority: 'high',
+      model: 'builtin-analyzer-1',
+    });
+    const audits = await svc.database.db
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.incidentId, id), eq(auditLog.action, 'triage.completed')))
+      .orderBy(auditLog.seq);
     expect(audits).toHaveLength(1);
     expect(audits[0]).toMatchObject({ actorType: 'user', actorId: 'user-member', workflowId: id });
     const state = await svc.client.workflow.getHandle(id).query(getStateQuery);
@@ -72,7 +104,10 @@ describe('POST /v1/triage/{incidentId}', () => {
 
   it('answers 404 incident_not_found for unknown and foreign incidents, 409 for a closed one, 401 without a token', async () => {
     const other = await svc.newTenant();
-    const foreign = await svc.api('POST', '/v1/incidents/chat', { token: other.member, body: { title: 'Theirs', description: 'Not yours to triage' } });
+    const foreign = await svc.api('POST', '/v1/incidents/chat', {
+      token: other.member,
+      body: { title: 'Theirs', description: 'Not yours to triage' },
+    });
     expect(foreign.status).toBe(201);
     for (const path of ['/v1/triage/inc_missing', `/v1/triage/${foreign.body.incidentId}`]) {
       const res = await svc.api('POST', path, { token: tenant.member });
@@ -81,7 +116,9 @@ describe('POST /v1/triage/{incidentId}', () => {
     }
     expect((await svc.api('POST', '/v1/triage/inc_missing')).status).toBe(401);
     const id = await manualIncident();
-    expect((await svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'closed' } })).status).toBe(200);
+    expect(
+      (await svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'closed' } })).status,
+    ).toBe(200);
     const closed = await svc.api('POST', `/v1/triage/${id}`, { token: tenant.member });
     expect(closed.status).toBe(409);
     expect(closed.body.error).toBe('conflict');
@@ -97,16 +134,28 @@ describe('POST /v1/triage/{incidentId}', () => {
 
   it('triages automated incidents on their own right after creation', async () => {
     const key = await createKey(svc, tenant.admin);
-    const res = await postWebhook(svc, tenant.tenantId, 'generic', { name: 'PaymentsErrors', severity: 'high', service: 'payments-api', summary: '5xx above 10%' }, { key: key.key });
+    const res = await postWebhook(
+      svc,
+      tenant.tenantId,
+      'generic',
+      { name: 'PaymentsErrors', severity: 'high', service: 'payments-api', summary: '5xx above 10%' },
+      { key: key.key },
+    );
     const id = res.body.incidentIds[0];
-    const stored = await eventually(async () => (await svc.database.db.select().from(triageResults).where(eq(triageResults.incidentId, id)))[0]);
+    const stored = await eventually(
+      async () => (await svc.database.db.select().from(triageResults).where(eq(triageResults.incidentId, id)))[0],
+    );
     expect(stored).toMatchObject({ priority: 'critical', model: 'builtin-analyzer-1', tokensUsed: 0, costUsd: 0 }); // high, raised for a 9/10 service
     const [row] = await eventually(async () => {
       const rows = await svc.database.db.select().from(incidents).where(eq(incidents.id, id));
       return rows[0]?.status === 'triaging' || rows[0]?.status === 'investigating' ? rows : undefined; // then investigated on its own
     });
     expect(row!.severity).toBe('critical');
-    const audits = await svc.database.db.select().from(auditLog).where(and(eq(auditLog.incidentId, id), eq(auditLog.action, 'triage.completed'))).orderBy(auditLog.seq);
+    const audits = await svc.database.db
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.incidentId, id), eq(auditLog.action, 'triage.completed')))
+      .orderBy(auditLog.seq);
     expect(audits[0]).toMatchObject({ actorType: 'system', actorId: 'auto-triage' });
   });
 });
@@ -129,7 +178,13 @@ describe('GET /v1/triage/{incidentId}/evidence', () => {
     expect(empty.status).toBe(200);
     expect(empty.body).toMatchObject({
       incidentId: id,
-      evidence: { agentRole: 'triage', content: { priority: 'high', confidence: expect.any(Number) }, model: 'builtin-analyzer-1', tokensUsed: 0, costUsd: 0 },
+      evidence: {
+        agentRole: 'triage',
+        content: { priority: 'high', confidence: expect.any(Number) },
+        model: 'builtin-analyzer-1',
+        tokensUsed: 0,
+        costUsd: 0,
+      },
       items: [],
       total: 0,
       nextCursor: null,
@@ -156,8 +211,18 @@ describe('GET /v1/triage/{incidentId}/evidence', () => {
     const first = await svc.api('GET', `/v1/triage/${id}/evidence?limit=2`, { token: tenant.member });
     expect(first.body.total).toBe(5);
     expect(first.body.items.map((i: { summary: string }) => i.summary)).toEqual(['finding 4', 'finding 3']);
-    expect(Object.keys(first.body.items[0]).sort()).toEqual(['evidenceId', 'rawSnippet', 'severity', 'source', 'summary', 'timestamp', 'type']);
-    const second = await svc.api('GET', `/v1/triage/${id}/evidence?limit=2&cursor=${first.body.nextCursor}`, { token: tenant.member });
+    expect(Object.keys(first.body.items[0]).sort()).toEqual([
+      'evidenceId',
+      'rawSnippet',
+      'severity',
+      'source',
+      'summary',
+      'timestamp',
+      'type',
+    ]);
+    const second = await svc.api('GET', `/v1/triage/${id}/evidence?limit=2&cursor=${first.body.nextCursor}`, {
+      token: tenant.member,
+    });
     expect(second.body.items.map((i: { summary: string }) => i.summary)).toEqual(['finding 2', 'finding 1']);
     const logs = await svc.api('GET', `/v1/triage/${id}/evidence?type=log`, { token: tenant.member });
     expect(logs.body).toMatchObject({ total: 3, nextCursor: null });

@@ -10,7 +10,10 @@ beforeAll(async () => {
 });
 afterAll(() => svc?.stop());
 
-type Operation = { requestBody?: { content?: Record<string, unknown> }; parameters?: Array<{ in: string; name: string }> };
+type Operation = {
+  requestBody?: { content?: Record<string, unknown> };
+  parameters?: Array<{ in: string; name: string }>;
+};
 
 const UNKNOWN = 'zz_not_a_field';
 
@@ -20,7 +23,10 @@ function pathValue(name: string): string {
 }
 
 /** Does one of the error's details (or its message) name the unknown field? */
-function namesField(body: { message?: string; details?: Array<{ path: string; message: string }> }, field: string): boolean {
+function namesField(
+  body: { message?: string; details?: Array<{ path: string; message: string }> },
+  field: string,
+): boolean {
   return (body.details ?? []).some((d) => d.path.split('.').includes(field) || d.message.includes(field));
 }
 
@@ -47,8 +53,12 @@ describe('unknown body fields', () => {
   });
 
   it('are declared refused: every object of every JSON request body in the document says additionalProperties false', async () => {
-    const doc = (await svc.api('GET', '/openapi.json')).body as { paths: Record<string, Record<string, any>>; components: { schemas: Record<string, any> } };
-    const resolve = (s: any): any => (typeof s?.$ref === 'string' ? doc.components.schemas[s.$ref.split('/').pop()] : s);
+    const doc = (await svc.api('GET', '/openapi.json')).body as {
+      paths: Record<string, Record<string, any>>;
+      components: { schemas: Record<string, any> };
+    };
+    const resolve = (s: any): any =>
+      typeof s?.$ref === 'string' ? doc.components.schemas[s.$ref.split('/').pop()] : s;
     const open: string[] = [];
     const walk = (schema: any, where: string, seen: Set<unknown>): void => {
       const s = resolve(schema);
@@ -58,7 +68,8 @@ describe('unknown body fields', () => {
         if (s.additionalProperties !== false) open.push(where);
         for (const [key, child] of Object.entries(s.properties)) walk(child, `${where}.${key}`, seen);
       }
-      for (const key of ['anyOf', 'oneOf', 'allOf']) for (const [i, child] of (s[key] ?? []).entries()) walk(child, `${where}|${i}`, seen);
+      for (const key of ['anyOf', 'oneOf', 'allOf'])
+        for (const [i, child] of (s[key] ?? []).entries()) walk(child, `${where}|${i}`, seen);
       if (s.items) walk(s.items, `${where}[]`, seen);
     };
     for (const [path, operations] of Object.entries(doc.paths)) {
@@ -72,16 +83,24 @@ describe('unknown body fields', () => {
   });
 
   it('are refused inside nested objects too, naming where', async () => {
-    const res = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin, body: { settings: { autoResolve: true, [UNKNOWN]: 1 } } });
+    const res = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, {
+      token: tenant.admin,
+      body: { settings: { autoResolve: true, [UNKNOWN]: 1 } },
+    });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('validation_error');
-    expect(res.body.details).toEqual(expect.arrayContaining([expect.objectContaining({ path: expect.stringContaining('settings') })]));
+    expect(res.body.details).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: expect.stringContaining('settings') })]),
+    );
     expect(namesField(res.body, UNKNOWN)).toBe(true);
   });
 
   it('a valid body with one unknown field changes nothing', async () => {
     const before = await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
-    const res = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin, body: { name: 'Renamed', [UNKNOWN]: 1 } });
+    const res = await svc.api('PATCH', `/v1/tenants/${tenant.tenantId}`, {
+      token: tenant.admin,
+      body: { name: 'Renamed', [UNKNOWN]: 1 },
+    });
     expect(res.status).toBe(400);
     const after = await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
     expect(after.body.name).toBe(before.body.name);

@@ -52,10 +52,12 @@ describe('a webhook key is judged from the headers, before the body', () => {
 
   it('answers a bad key on a body of 250,000 labels 401, and stores nothing', async () => {
     const tenant = await svc.newTenant();
-    const labels = Object.fromEntries(Array.from({ length: 250_000 }, (_, i) => [String(i), "v"]));
+    const labels = Object.fromEntries(Array.from({ length: 250_000 }, (_, i) => [String(i), 'v']));
     const res = await postWebhook(svc, tenant.tenantId, 'generic', { name: 'Stall', labels }, { key: bogusKey(2) });
     expect([res.status, res.body.error]).toEqual([401, 'unauthorized']);
-    const rows = await svc.database.db.execute(sql`select count(*)::int as n from ingested_events where tenant_id = ${tenant.tenantId}`);
+    const rows = await svc.database.db.execute(
+      sql`select count(*)::int as n from ingested_events where tenant_id = ${tenant.tenantId}`,
+    );
     expect(rows[0]).toEqual({ n: 0 });
   });
 });
@@ -75,7 +77,7 @@ describe('the work one delivery may cost is bounded', () => {
   };
 
   it('refuses more than 256 labels on one alert, naming the bound and where', async () => {
-    const labels = Object.fromEntries(Array.from({ length: 250_000 }, (_, i) => [String(i), "v"]));
+    const labels = Object.fromEntries(Array.from({ length: 250_000 }, (_, i) => [String(i), 'v']));
     expect(await refusal({ name: 'Stall', labels })).toEqual({
       status: 400,
       error: 'validation_error',
@@ -86,14 +88,25 @@ describe('the work one delivery may cost is bounded', () => {
     const am = JSON.parse(fixture('alertmanager-firing.json'));
     am.alerts[1].annotations = annotations;
     const res = await postWebhook(svc, tenantId, 'alertmanager', am, { key });
-    expect([res.status, res.body.message]).toEqual([400, 'alerts.1.annotations: has more than 256 labels or annotations']);
+    expect([res.status, res.body.message]).toEqual([
+      400,
+      'alerts.1.annotations: has more than 256 labels or annotations',
+    ]);
   });
 
   it('refuses an object of more than 1,000 keys, more than 100,000 keys in all, and a string over 256 KiB', async () => {
     const wide = Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`k${i}`, i]));
-    expect(await refusal({ name: 'Wide', context: { extra: wide } })).toMatchObject({ status: 400, message: 'context.extra: has an object with more than 1000 keys' });
-    const many = Array.from({ length: 101 }, () => Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, 0])));
-    expect(await refusal({ name: 'Many', context: many })).toMatchObject({ status: 400, message: 'The JSON body has more than 100000 keys in all' });
+    expect(await refusal({ name: 'Wide', context: { extra: wide } })).toMatchObject({
+      status: 400,
+      message: 'context.extra: has an object with more than 1000 keys',
+    });
+    const many = Array.from({ length: 101 }, () =>
+      Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, 0])),
+    );
+    expect(await refusal({ name: 'Many', context: many })).toMatchObject({
+      status: 400,
+      message: 'The JSON body has more than 100000 keys in all',
+    });
     expect(await refusal({ name: 'Long', description: 'x'.repeat(256 * 1024 + 1) })).toMatchObject({
       status: 400,
       message: 'description: has a string longer than 262144 characters',
@@ -106,7 +119,10 @@ describe('the work one delivery may cost is bounded', () => {
     am.alerts = Array.from({ length: 300 }, (_, i) => ({
       ...template,
       labels: { ...template.labels, pod: `checkout-7d9f8b6c5-${i}` },
-      annotations: { ...template.annotations, description: `${template.annotations.description} ${'detail '.repeat(60)}` },
+      annotations: {
+        ...template.annotations,
+        description: `${template.annotations.description} ${'detail '.repeat(60)}`,
+      },
       fingerprint: `large-group-${i}`,
     }));
     const body = JSON.stringify(am);
@@ -122,7 +138,11 @@ describe('the work one delivery may cost is bounded', () => {
     // What a parse thread refuses is told as on the api's thread.
     am.alerts[7].labels = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`l${i}`, 'v']));
     const refused = await postWebhook(svc, tenantId, 'alertmanager', am, { key });
-    expect([refused.status, refused.body.error, refused.body.message]).toEqual([400, 'validation_error', 'alerts.7.labels: has more than 256 labels or annotations']);
+    expect([refused.status, refused.body.error, refused.body.message]).toEqual([
+      400,
+      'validation_error',
+      'alerts.7.labels: has more than 256 labels or annotations',
+    ]);
   });
 });
 
@@ -135,15 +155,35 @@ describe('the refused-key guard never refuses a key it has not seen fail', () =>
     const other = await svc.newTenant();
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) {
-      statuses.push((await postWebhook(svc, attacked.tenantId, 'generic', alert(`Flood${i}`), { key: bogusKey(100 + i), headers: from })).status);
+      statuses.push(
+        (
+          await postWebhook(svc, attacked.tenantId, 'generic', alert(`Flood${i}`), {
+            key: bogusKey(100 + i),
+            headers: from,
+          })
+        ).status,
+      );
     }
     expect(statuses).toEqual([401, 401, 401, 401, 429, 429]);
     // Keys created after the flood were never used on this process.
     const [otherKey, attackedKey] = await Promise.all([createKey(svc, other.admin), createKey(svc, attacked.admin)]);
-    expect((await postWebhook(svc, other.tenantId, 'generic', alert('OtherTenant'), { key: otherKey.key, headers: from })).status).toBe(202);
-    expect((await postWebhook(svc, attacked.tenantId, 'generic', alert('SameTenant'), { key: attackedKey.key, headers: from })).status).toBe(202);
+    expect(
+      (await postWebhook(svc, other.tenantId, 'generic', alert('OtherTenant'), { key: otherKey.key, headers: from }))
+        .status,
+    ).toBe(202);
+    expect(
+      (
+        await postWebhook(svc, attacked.tenantId, 'generic', alert('SameTenant'), {
+          key: attackedKey.key,
+          headers: from,
+        })
+      ).status,
+    ).toBe(202);
     // The flood's own keys stay refused, now without a lookup.
-    const again = await postWebhook(svc, attacked.tenantId, 'generic', alert('FloodAgain'), { key: bogusKey(100), headers: from });
+    const again = await postWebhook(svc, attacked.tenantId, 'generic', alert('FloodAgain'), {
+      key: bogusKey(100),
+      headers: from,
+    });
     expect([again.status, again.body.error]).toEqual([429, 'rate_limit_exceeded']);
     expect(Number(again.headers.get('retry-after'))).toBeGreaterThan(0);
 
@@ -158,7 +198,8 @@ describe('the refused-key guard never refuses a key it has not seen fail', () =>
         body: JSON.stringify(alert(name)),
       });
     const floods = [];
-    for (let i = 0; i < 5; i++) floods.push((await deliver(attacked.tenantId, bogusKey(200 + i), `ReplicaFlood${i}`)).status);
+    for (let i = 0; i < 5; i++)
+      floods.push((await deliver(attacked.tenantId, bogusKey(200 + i), `ReplicaFlood${i}`)).status);
     expect(floods).toEqual([401, 401, 401, 401, 429]);
     expect((await deliver(attacked.tenantId, attackedKey.key, 'ReplicaSameTenant')).status).toBe(202);
     await new Promise((resolve) => replica.close(resolve));

@@ -22,14 +22,23 @@ async function incidentsOf(ids: string[]) {
 
 describe('real payloads of every provider, end to end', () => {
   it('alertmanager: two firing alerts open two incidents; the resolved notification attaches to both', async () => {
-    const firing = await postWebhook(svc, tenant.tenantId, 'alertmanager', fixture('alertmanager-firing.json'), { key: key.key, sign: key.signingSecret });
+    const firing = await postWebhook(svc, tenant.tenantId, 'alertmanager', fixture('alertmanager-firing.json'), {
+      key: key.key,
+      sign: key.signingSecret,
+    });
     expect(firing.status).toBe(202);
     expect(firing.body.eventIds).toHaveLength(2);
     expect(firing.body.incidentIds).toHaveLength(2);
     const opened = await incidentsOf(firing.body.incidentIds);
     expect(opened).toHaveLength(2);
-    expect(opened.every((i) => i.source === 'automated' && i.status === 'open' && i.fingerprint?.startsWith('alertmanager:'))).toBe(true);
-    const resolved = await postWebhook(svc, tenant.tenantId, 'alertmanager', fixture('alertmanager-resolved.json'), { key: key.key });
+    expect(
+      opened.every(
+        (i) => i.source === 'automated' && i.status === 'open' && i.fingerprint?.startsWith('alertmanager:'),
+      ),
+    ).toBe(true);
+    const resolved = await postWebhook(svc, tenant.tenantId, 'alertmanager', fixture('alertmanager-resolved.json'), {
+      key: key.key,
+    });
     expect(resolved.status).toBe(202);
     expect(resolved.body.deduplicated).toBe(true);
     expect([...resolved.body.incidentIds].sort()).toEqual([...firing.body.incidentIds].sort());
@@ -47,10 +56,14 @@ describe('real payloads of every provider, end to end', () => {
   });
 
   it('datadog: triggered opens, recovered attaches and records the recovery', async () => {
-    const triggered = await postWebhook(svc, tenant.tenantId, 'datadog', fixture('datadog-triggered.json'), { key: key.key });
+    const triggered = await postWebhook(svc, tenant.tenantId, 'datadog', fixture('datadog-triggered.json'), {
+      key: key.key,
+    });
     expect(triggered.status).toBe(202);
     expect(triggered.body.incidentIds).toHaveLength(1);
-    const recovered = await postWebhook(svc, tenant.tenantId, 'datadog', fixture('datadog-recovered.json'), { key: key.key });
+    const recovered = await postWebhook(svc, tenant.tenantId, 'datadog', fixture('datadog-recovered.json'), {
+      key: key.key,
+    });
     expect(recovered.body).toMatchObject({ incidentIds: triggered.body.incidentIds, deduplicated: true });
     const [incident] = await incidentsOf(triggered.body.incidentIds);
     expect(incident!.recoveredAt).not.toBeNull();
@@ -71,10 +84,17 @@ describe('real payloads of every provider, end to end', () => {
     expect(b!.fingerprint).toMatch(/^sentry:/);
   });
 
-  it('sentry: an issue resolved in Sentry resolves its issue alert\'s incident (autoResolve); other issue actions are ignored', async () => {
+  it("sentry: an issue resolved in Sentry resolves its issue alert's incident (autoResolve); other issue actions are ignored", async () => {
     const auto = await svc.newTenant();
     const autoKey = await createKey(svc, auto.admin);
-    expect((await svc.api('PATCH', `/v1/tenants/${auto.tenantId}`, { token: auto.admin, body: { settings: { autoResolve: true } } })).status).toBe(200);
+    expect(
+      (
+        await svc.api('PATCH', `/v1/tenants/${auto.tenantId}`, {
+          token: auto.admin,
+          body: { settings: { autoResolve: true } },
+        })
+      ).status,
+    ).toBe(200);
     const opened = await postWebhook(svc, auto.tenantId, 'sentry', fixture('sentry-event-alert.json'), {
       key: autoKey.key,
       headers: { 'sentry-hook-resource': 'event_alert' },
@@ -82,19 +102,32 @@ describe('real payloads of every provider, end to end', () => {
     expect(opened.status).toBe(202);
     const [incidentId] = opened.body.incidentIds;
     const resolvedBody = JSON.parse(fixture('sentry-issue-resolved.json'));
-    const assigned = await postWebhook(svc, auto.tenantId, 'sentry', JSON.stringify({ ...resolvedBody, action: 'assigned' }), {
-      key: autoKey.key,
-      headers: { 'sentry-hook-resource': 'issue' },
-    });
+    const assigned = await postWebhook(
+      svc,
+      auto.tenantId,
+      'sentry',
+      JSON.stringify({ ...resolvedBody, action: 'assigned' }),
+      {
+        key: autoKey.key,
+        headers: { 'sentry-hook-resource': 'issue' },
+      },
+    );
     expect(assigned.status).toBe(202);
-    expect(assigned.body).toMatchObject({ eventIds: [], incidentIds: [], ignored: 'sentry issue action assigned is not used' });
+    expect(assigned.body).toMatchObject({
+      eventIds: [],
+      incidentIds: [],
+      ignored: 'sentry issue action assigned is not used',
+    });
     const resolved = await postWebhook(svc, auto.tenantId, 'sentry', fixture('sentry-issue-resolved.json'), {
       key: autoKey.key,
       headers: { 'sentry-hook-resource': 'issue' },
     });
     expect(resolved.status).toBe(202);
     expect(resolved.body).toMatchObject({ incidentIds: [incidentId], deduplicated: true });
-    const [stored] = await svc.database.db.select().from(ingestedEvents).where(inArray(ingestedEvents.id, resolved.body.eventIds));
+    const [stored] = await svc.database.db
+      .select()
+      .from(ingestedEvents)
+      .where(inArray(ingestedEvents.id, resolved.body.eventIds));
     expect(stored).toMatchObject({ status: 'resolved', incidentId });
     const incident = await eventually(async () => {
       const [row] = await incidentsOf([incidentId]);
@@ -108,13 +141,21 @@ describe('real payloads of every provider, end to end', () => {
     const critical = JSON.parse(fixture('sentry-metric-alert-critical.json'));
     critical.data.metric_alert.alert_rule.id = `rule-${Date.now()}`;
     const send = (action: string) =>
-      postWebhook(svc, tenant.tenantId, 'sentry', JSON.stringify({ ...critical, action }), { key: key.key, headers: { 'sentry-hook-resource': 'metric_alert' } });
+      postWebhook(svc, tenant.tenantId, 'sentry', JSON.stringify({ ...critical, action }), {
+        key: key.key,
+        headers: { 'sentry-hook-resource': 'metric_alert' },
+      });
     const fired = await send('critical');
     expect(fired.status).toBe(202);
     expect(fired.body).toMatchObject({ deduplicated: false });
     const [incidentId] = fired.body.incidentIds;
     const [opened] = await incidentsOf([incidentId]);
-    expect(opened).toMatchObject({ source: 'automated', severity: 'critical', service: 'checkout', fingerprint: `sentry:metric:${critical.data.metric_alert.alert_rule.id}` });
+    expect(opened).toMatchObject({
+      source: 'automated',
+      severity: 'critical',
+      service: 'checkout',
+      fingerprint: `sentry:metric:${critical.data.metric_alert.alert_rule.id}`,
+    });
     expect((await send('warning')).body).toMatchObject({ incidentIds: [incidentId], deduplicated: true });
     expect((await send('resolved')).body).toMatchObject({ incidentIds: [incidentId], deduplicated: true });
     const [after] = await incidentsOf([incidentId]);
@@ -141,10 +182,16 @@ describe('real payloads of every provider, end to end', () => {
       .where(inArray(ingestedEvents.id, [...deployment.body.eventIds, ...push.body.eventIds]));
     expect(stored.map((e) => e.kind).sort()).toEqual(['code_change', 'deployment']);
     expect(stored.every((e) => e.incidentId === null && e.deliveredAt !== null)).toBe(true);
-    const ping = await postWebhook(svc, tenant.tenantId, 'github', { zen: 'Keep it logically awesome.', hook_id: 1 }, {
-      key: key.key,
-      headers: { 'x-github-event': 'ping', 'x-github-delivery': 'ping-1' },
-    });
+    const ping = await postWebhook(
+      svc,
+      tenant.tenantId,
+      'github',
+      { zen: 'Keep it logically awesome.', hook_id: 1 },
+      {
+        key: key.key,
+        headers: { 'x-github-event': 'ping', 'x-github-delivery': 'ping-1' },
+      },
+    );
     expect(ping.status).toBe(202);
     expect(ping.body).toMatchObject({ eventIds: [], incidentIds: [], ignored: 'ping' });
     const retried = await postWebhook(svc, tenant.tenantId, 'github', fixture('github-push.json'), {
@@ -172,7 +219,9 @@ describe('real payloads of every provider, end to end', () => {
     });
     for (const row of rows) {
       const description = await svc.client.workflow.getHandle(row.id).describe();
-      expect(description.typedSearchAttributes.getAll().find((p) => p.key.name === 'TenantId')?.value).toBe(tenant.tenantId);
+      expect(description.typedSearchAttributes.getAll().find((p) => p.key.name === 'TenantId')?.value).toBe(
+        tenant.tenantId,
+      );
     }
   });
 });

@@ -66,11 +66,19 @@ describe('signed webhooks (X-Webhook-Timestamp, X-Webhook-Signature)', () => {
   it('refuses a timestamp 6 minutes old, and one 6 minutes ahead, stating the 300 s tolerance', async () => {
     const { tenantId, key } = await tenantWithKey();
     for (const skew of [-360, 360]) {
-      const res = await post(tenantId, 'generic', key.key, body, timestamped(key.signingSecret, body, unixNow() + skew));
+      const res = await post(
+        tenantId,
+        'generic',
+        key.key,
+        body,
+        timestamped(key.signingSecret, body, unixNow() + skew),
+      );
       expect([res.status, res.body.error], String(skew)).toEqual([401, 'unauthorized']);
       expect(res.body.message).toMatch(/X-Webhook-Timestamp .* not within 300 s of the server's time/);
     }
-    expect(await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.tenantId, tenantId))).toHaveLength(0);
+    expect(
+      await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.tenantId, tenantId)),
+    ).toHaveLength(0);
   });
 
   it('refuses a signed request replayed 6 minutes later', async () => {
@@ -90,7 +98,9 @@ describe('signed webhooks (X-Webhook-Timestamp, X-Webhook-Signature)', () => {
 
   it('refuses a body-only signature when the tenant requires signatures, telling the caller to add X-Webhook-Timestamp', async () => {
     const { tenantId, key } = await tenantWithKey(true);
-    const res = await post(tenantId, 'generic', key.key, body, { 'x-webhook-signature': `sha256=${hmacHex(key.signingSecret, body)}` });
+    const res = await post(tenantId, 'generic', key.key, body, {
+      'x-webhook-signature': `sha256=${hmacHex(key.signingSecret, body)}`,
+    });
     expect([res.status, res.body.error]).toEqual([401, 'unauthorized']);
     expect(res.body.message).toContain('add X-Webhook-Timestamp');
     const unsigned = await post(tenantId, 'generic', key.key, body, {});
@@ -99,14 +109,24 @@ describe('signed webhooks (X-Webhook-Timestamp, X-Webhook-Signature)', () => {
 
   it('accepts a body-only signature when the tenant does not require signatures, and refuses a wrong one', async () => {
     const { tenantId, key } = await tenantWithKey(false);
-    expect((await post(tenantId, 'generic', key.key, body, { 'x-webhook-signature': `sha256=${hmacHex(key.signingSecret, body)}` })).status).toBe(202);
-    const wrong = await post(tenantId, 'generic', key.key, body, { 'x-webhook-signature': `sha256=${hmacHex('whsec_other', body)}` });
+    expect(
+      (
+        await post(tenantId, 'generic', key.key, body, {
+          'x-webhook-signature': `sha256=${hmacHex(key.signingSecret, body)}`,
+        })
+      ).status,
+    ).toBe(202);
+    const wrong = await post(tenantId, 'generic', key.key, body, {
+      'x-webhook-signature': `sha256=${hmacHex('whsec_other', body)}`,
+    });
     expect([wrong.status, wrong.body.message]).toEqual([401, 'X-Webhook-Signature does not match the body']);
   });
 
   it('tells a bare-hex signature that it lacks the sha256= prefix', async () => {
     const { tenantId, key } = await tenantWithKey(false);
-    const res = await post(tenantId, 'generic', key.key, body, { 'x-webhook-signature': hmacHex(key.signingSecret, body) });
+    const res = await post(tenantId, 'generic', key.key, body, {
+      'x-webhook-signature': hmacHex(key.signingSecret, body),
+    });
     expect([res.status, res.body.error]).toEqual([401, 'unauthorized']);
     expect(res.body.message).toContain('sha256=');
     expect(res.body.message).toMatch(/lacks the sha256= prefix/);
@@ -118,7 +138,9 @@ describe("Grafana's X-Grafana-Alerting-Signature", () => {
 
   it('accepts a correct signature over the body, and a correct one over "<timestamp>:<body>"', async () => {
     const { tenantId, key } = await tenantWithKey(false);
-    const overBody = await post(tenantId, 'grafana', key.key, body, { 'x-grafana-alerting-signature': hmacHex(key.signingSecret, body) });
+    const overBody = await post(tenantId, 'grafana', key.key, body, {
+      'x-grafana-alerting-signature': hmacHex(key.signingSecret, body),
+    });
     expect(overBody.status).toBe(202);
     const strict = await tenantWithKey(true);
     const timestamp = String(unixNow());
@@ -132,14 +154,27 @@ describe("Grafana's X-Grafana-Alerting-Signature", () => {
 
   it('refuses a wrong signature, and stores nothing', async () => {
     const { tenantId, key } = await tenantWithKey(false);
-    const res = await post(tenantId, 'grafana', key.key, body, { 'x-grafana-alerting-signature': hmacHex('not-the-signing-secret', body) });
-    expect([res.status, res.body.error, res.body.message]).toEqual([401, 'unauthorized', 'X-Grafana-Alerting-Signature does not match the body']);
-    expect(await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.tenantId, tenantId))).toHaveLength(0);
+    const res = await post(tenantId, 'grafana', key.key, body, {
+      'x-grafana-alerting-signature': hmacHex('not-the-signing-secret', body),
+    });
+    expect([res.status, res.body.error, res.body.message]).toEqual([
+      401,
+      'unauthorized',
+      'X-Grafana-Alerting-Signature does not match the body',
+    ]);
+    expect(
+      await svc.database.db.select().from(ingestedEvents).where(eq(ingestedEvents.tenantId, tenantId)),
+    ).toHaveLength(0);
   });
 
   it("refuses Grafana's body-only signature when the tenant requires signatures, naming the timestamp header to configure", async () => {
     const { tenantId, key } = await tenantWithKey(true);
-    const res = await post(tenantId, 'grafana', key.key, body, { 'x-grafana-alerting-signature': hmacHex(key.signingSecret, body) });
-    expect([res.status, res.body.message]).toEqual([401, expect.stringContaining('X-Grafana-Alerting-Signature-Timestamp')]);
+    const res = await post(tenantId, 'grafana', key.key, body, {
+      'x-grafana-alerting-signature': hmacHex(key.signingSecret, body),
+    });
+    expect([res.status, res.body.message]).toEqual([
+      401,
+      expect.stringContaining('X-Grafana-Alerting-Signature-Timestamp'),
+    ]);
   });
 });

@@ -8,7 +8,10 @@ const NOW = 1_715_680_000;
 const hex = (text: string, secret = SECRET) => createHmac('sha256', secret).update(text, 'utf8').digest('hex');
 
 /** Judges a delivery of BODY at NOW with these headers (names in any case, as HTTP has them). */
-function check(headers: Record<string, string>, options: { provider?: string; require?: boolean; nowSeconds?: number } = {}) {
+function check(
+  headers: Record<string, string>,
+  options: { provider?: string; require?: boolean; nowSeconds?: number } = {},
+) {
   const lower = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
   const input: WebhookSignatureInput = {
     provider: options.provider ?? 'generic',
@@ -30,7 +33,12 @@ describe('checkWebhookSignature: ours, timestamped', () => {
   it('admits a signature over "<timestamp>.<body>", also when the tenant requires signatures, in either hex case', () => {
     expect(check(stamped(NOW))).toBeUndefined();
     expect(check(stamped(NOW), { require: true })).toBeUndefined();
-    expect(check({ 'X-Webhook-Timestamp': String(NOW), 'X-Webhook-Signature': `sha256=${hex(`${NOW}.${BODY}`).toUpperCase()}` })).toBeUndefined();
+    expect(
+      check({
+        'X-Webhook-Timestamp': String(NOW),
+        'X-Webhook-Signature': `sha256=${hex(`${NOW}.${BODY}`).toUpperCase()}`,
+      }),
+    ).toBeUndefined();
   });
 
   it('admits a timestamp up to 300 s from the server clock either way and refuses 301 s, saying which way', () => {
@@ -47,9 +55,16 @@ describe('checkWebhookSignature: ours, timestamped', () => {
     const moved = check(stamped(NOW, NOW - 1000));
     expect(moved).toBe('X-Webhook-Signature does not match X-Webhook-Timestamp and the body');
     expect(check({ 'X-Webhook-Timestamp': String(NOW), 'X-Webhook-Signature': `sha256=${hex(BODY)}` })).toBe(moved);
-    expect(check({ 'X-Webhook-Timestamp': String(NOW), 'X-Webhook-Signature': `sha256=${hex(`${NOW}.${BODY}`, 'whsec_other')}` })).toBe(moved);
+    expect(
+      check({
+        'X-Webhook-Timestamp': String(NOW),
+        'X-Webhook-Signature': `sha256=${hex(`${NOW}.${BODY}`, 'whsec_other')}`,
+      }),
+    ).toBe(moved);
     // Grafana's separator is not ours.
-    expect(check({ 'X-Webhook-Timestamp': String(NOW), 'X-Webhook-Signature': `sha256=${hex(`${NOW}:${BODY}`)}` })).toBe(moved);
+    expect(
+      check({ 'X-Webhook-Timestamp': String(NOW), 'X-Webhook-Signature': `sha256=${hex(`${NOW}:${BODY}`)}` }),
+    ).toBe(moved);
   });
 
   it('refuses a timestamp that is not whole Unix seconds', () => {
@@ -75,15 +90,31 @@ describe('checkWebhookSignature: ours, body only', () => {
   });
 
   it('refuses a signature made with another secret or for another body', () => {
-    expect(check({ 'X-Webhook-Signature': `sha256=${hex(BODY, 'whsec_other')}` })).toBe('X-Webhook-Signature does not match the body');
-    expect(check({ 'X-Webhook-Signature': `sha256=${hex(`${BODY} `)}` })).toBe('X-Webhook-Signature does not match the body');
+    expect(check({ 'X-Webhook-Signature': `sha256=${hex(BODY, 'whsec_other')}` })).toBe(
+      'X-Webhook-Signature does not match the body',
+    );
+    expect(check({ 'X-Webhook-Signature': `sha256=${hex(`${BODY} `)}` })).toBe(
+      'X-Webhook-Signature does not match the body',
+    );
   });
 
   it('tells a bare-hex signature that it lacks sha256=, and a malformed one what the form is', () => {
-    expect(check({ 'X-Webhook-Signature': hex(BODY) })).toBe('X-Webhook-Signature lacks the sha256= prefix: send sha256=<hex HMAC-SHA256>');
-    expect(check({ 'X-Webhook-Timestamp': String(NOW), 'X-Webhook-Signature': hex(`${NOW}.${BODY}`) })).toMatch(/lacks the sha256= prefix/);
-    for (const value of ['', 'sha256=', `sha1=${hex(BODY).slice(0, 40)}`, `sha256=${hex(BODY).slice(1)}`, `sha256=${'z'.repeat(64)}`]) {
-      expect(check({ 'X-Webhook-Signature': value }), value).toBe('X-Webhook-Signature must be sha256= followed by the 64 hex digits of an HMAC-SHA256');
+    expect(check({ 'X-Webhook-Signature': hex(BODY) })).toBe(
+      'X-Webhook-Signature lacks the sha256= prefix: send sha256=<hex HMAC-SHA256>',
+    );
+    expect(check({ 'X-Webhook-Timestamp': String(NOW), 'X-Webhook-Signature': hex(`${NOW}.${BODY}`) })).toMatch(
+      /lacks the sha256= prefix/,
+    );
+    for (const value of [
+      '',
+      'sha256=',
+      `sha1=${hex(BODY).slice(0, 40)}`,
+      `sha256=${hex(BODY).slice(1)}`,
+      `sha256=${'z'.repeat(64)}`,
+    ]) {
+      expect(check({ 'X-Webhook-Signature': value }), value).toBe(
+        'X-Webhook-Signature must be sha256= followed by the 64 hex digits of an HMAC-SHA256',
+      );
     }
   });
 });
@@ -100,30 +131,41 @@ describe('checkWebhookSignature: no signature', () => {
   it("ignores another provider's signature header on a path that is not that provider's", () => {
     expect(check({ 'X-Hub-Signature-256': 'sha256=00' }, { provider: 'generic' })).toBeUndefined();
     expect(check({ 'X-Grafana-Alerting-Signature': '00' }, { provider: 'alertmanager' })).toBeUndefined();
-    expect(check({ 'X-Grafana-Alerting-Signature': hex(BODY) }, { provider: 'generic', require: true })).toMatch(/^This tenant requires signed webhooks/);
+    expect(check({ 'X-Grafana-Alerting-Signature': hex(BODY) }, { provider: 'generic', require: true })).toMatch(
+      /^This tenant requires signed webhooks/,
+    );
   });
 });
 
 describe("checkWebhookSignature: GitHub's X-Hub-Signature-256", () => {
   it('admits the body-only signature, also when the tenant requires signatures', () => {
     expect(check({ 'X-Hub-Signature-256': `sha256=${hex(BODY)}` }, { provider: 'github' })).toBeUndefined();
-    expect(check({ 'X-Hub-Signature-256': `sha256=${hex(BODY)}` }, { provider: 'github', require: true })).toBeUndefined();
+    expect(
+      check({ 'X-Hub-Signature-256': `sha256=${hex(BODY)}` }, { provider: 'github', require: true }),
+    ).toBeUndefined();
   });
 
   it('refuses a wrong or malformed one', () => {
     for (const value of [`sha256=${hex(BODY, 'whsec_other')}`, hex(BODY), '']) {
-      expect(check({ 'X-Hub-Signature-256': value }, { provider: 'github' }), value).toBe('X-Hub-Signature-256 does not match the body');
+      expect(check({ 'X-Hub-Signature-256': value }, { provider: 'github' }), value).toBe(
+        'X-Hub-Signature-256 does not match the body',
+      );
     }
   });
 
   it('judges X-Webhook-Signature instead when both are sent', () => {
-    expect(check({ 'X-Hub-Signature-256': 'sha256=00', ...stamped(NOW) }, { provider: 'github', require: true })).toBeUndefined();
-    expect(check({ 'X-Hub-Signature-256': `sha256=${hex(BODY)}`, 'X-Webhook-Signature': hex(BODY) }, { provider: 'github' })).toMatch(/lacks the sha256= prefix/);
+    expect(
+      check({ 'X-Hub-Signature-256': 'sha256=00', ...stamped(NOW) }, { provider: 'github', require: true }),
+    ).toBeUndefined();
+    expect(
+      check({ 'X-Hub-Signature-256': `sha256=${hex(BODY)}`, 'X-Webhook-Signature': hex(BODY) }, { provider: 'github' }),
+    ).toMatch(/lacks the sha256= prefix/);
   });
 });
 
 describe("checkWebhookSignature: Grafana's X-Grafana-Alerting-Signature", () => {
-  const grafana = (headers: Record<string, string>, options: { require?: boolean; nowSeconds?: number } = {}) => check(headers, { ...options, provider: 'grafana' });
+  const grafana = (headers: Record<string, string>, options: { require?: boolean; nowSeconds?: number } = {}) =>
+    check(headers, { ...options, provider: 'grafana' });
   const stampedGrafana = (timestamp: number, signedAs = `${timestamp}:${BODY}`) => ({
     'X-Grafana-Alerting-Signature-Timestamp': String(timestamp),
     'X-Grafana-Alerting-Signature': hex(signedAs),
@@ -139,15 +181,21 @@ describe("checkWebhookSignature: Grafana's X-Grafana-Alerting-Signature", () => 
   });
 
   it('refuses a wrong signature, a timestamp changed after signing, and ours prefixed form', () => {
-    expect(grafana({ 'X-Grafana-Alerting-Signature': hex(BODY, 'whsec_other') })).toBe('X-Grafana-Alerting-Signature does not match the body');
-    expect(grafana(stampedGrafana(NOW, `${NOW - 1}:${BODY}`))).toBe('X-Grafana-Alerting-Signature does not match X-Grafana-Alerting-Signature-Timestamp and the body');
+    expect(grafana({ 'X-Grafana-Alerting-Signature': hex(BODY, 'whsec_other') })).toBe(
+      'X-Grafana-Alerting-Signature does not match the body',
+    );
+    expect(grafana(stampedGrafana(NOW, `${NOW - 1}:${BODY}`))).toBe(
+      'X-Grafana-Alerting-Signature does not match X-Grafana-Alerting-Signature-Timestamp and the body',
+    );
     expect(grafana({ 'X-Grafana-Alerting-Signature': `sha256=${hex(BODY)}` })).toBe(
       'X-Grafana-Alerting-Signature must be the 64 hex digits of an HMAC-SHA256, as Grafana sends it',
     );
   });
 
   it('refuses a timestamp more than 300 s away', () => {
-    expect(grafana(stampedGrafana(NOW - 301))).toMatch(/^X-Grafana-Alerting-Signature-Timestamp \d+ is 301 s old: not within 300 s/);
+    expect(grafana(stampedGrafana(NOW - 301))).toMatch(
+      /^X-Grafana-Alerting-Signature-Timestamp \d+ is 301 s old: not within 300 s/,
+    );
   });
 
   it('refuses the body-only form when the tenant requires signatures, naming the timestamp header to configure', () => {

@@ -29,7 +29,8 @@ type Run = (fn: (tx: Parameters<Parameters<Database['db']['transaction']>[0]>[0]
  * times each callback ran, and the rows' values before and after.
  */
 async function crossRows(run: Run, delta: number) {
-  const values = async () => (await database.sql<{ n: number }[]>`select n from conflict_probe order by id`).map((r) => r.n);
+  const values = async () =>
+    (await database.sql<{ n: number }[]>`select n from conflict_probe order by id`).map((r) => r.n);
   const before = await values();
   const runs = { a: 0, b: 0 };
   const holds = { a: barrier(), b: barrier() };
@@ -70,9 +71,14 @@ describe('transactions aborted for a conflict (decision 242)', () => {
     const failing = database.db.transaction(async (tx) => {
       runs++;
       await tx.execute(sql`update conflict_probe set n = n + 100 where id = 1`);
-      await tx.execute(sql.raw(`do $$ begin raise exception 'conflict' using errcode = 'serialization_failure'; end $$`));
+      await tx.execute(
+        sql.raw(`do $$ begin raise exception 'conflict' using errcode = 'serialization_failure'; end $$`),
+      );
     });
-    const err = await failing.then(() => undefined, (e: unknown) => e as Error & { cause?: { code?: string } });
+    const err = await failing.then(
+      () => undefined,
+      (e: unknown) => e as Error & { cause?: { code?: string } },
+    );
     expect(err?.cause?.code).toBe('40001');
     expect(runs).toBe(CONFLICT_ATTEMPTS);
     const [row] = await database.sql<{ n: number }[]>`select n from conflict_probe where id = 1`;
@@ -85,7 +91,10 @@ describe('transactions aborted for a conflict (decision 242)', () => {
       runs++;
       await tx.execute(sql`insert into conflict_probe values (1, 0)`);
     });
-    const err = await failing.then(() => undefined, (e: unknown) => e as Error & { cause?: { code?: string } });
+    const err = await failing.then(
+      () => undefined,
+      (e: unknown) => e as Error & { cause?: { code?: string } },
+    );
     expect(err?.cause?.code).toBe('23505'); // unique_violation
     expect(runs).toBe(1);
   });

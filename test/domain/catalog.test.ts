@@ -35,11 +35,25 @@ describe('integration catalog', () => {
   it('includes the required providers', () => {
     const providers = new Set(integrationCatalog.map((d) => d.provider));
     for (const required of [
-      'alertmanager', 'grafana', 'datadog', 'sentry', 'pagerduty', 'new_relic', 'opsgenie',
-      'github', 'gitlab', 'bitbucket',
-      'jira', 'linear', 'servicenow', 'zendesk',
-      'slack', 'microsoft_teams',
-      'aws', 'gcp', 'azure',
+      'alertmanager',
+      'grafana',
+      'datadog',
+      'sentry',
+      'pagerduty',
+      'new_relic',
+      'opsgenie',
+      'github',
+      'gitlab',
+      'bitbucket',
+      'jira',
+      'linear',
+      'servicenow',
+      'zendesk',
+      'slack',
+      'microsoft_teams',
+      'aws',
+      'gcp',
+      'azure',
     ]) {
       expect(providers.has(required), required).toBe(true);
     }
@@ -104,7 +118,10 @@ describe('catalogEntries', () => {
     for (const category of integrationCategories) {
       const entries = catalogEntries(baseUrl, category);
       expect(entries.length, category).toBeGreaterThanOrEqual(3);
-      expect(entries.every((e) => e.category === category), category).toBe(true);
+      expect(
+        entries.every((e) => e.category === category),
+        category,
+      ).toBe(true);
       expect(entries.map((e) => e.provider)).toEqual(
         integrationCatalog.filter((d) => d.category === category).map((d) => d.provider),
       );

@@ -55,7 +55,16 @@ describe('runbook steps', () => {
   });
 
   it('ignores everything inside fenced code blocks', () => {
-    const markdown = ['```sh', '1. echo not a step', '## Step 9: nor this', '```', '~~~', '- nor this', '~~~', '- the only step'].join('\n');
+    const markdown = [
+      '```sh',
+      '1. echo not a step',
+      '## Step 9: nor this',
+      '```',
+      '~~~',
+      '- nor this',
+      '~~~',
+      '- the only step',
+    ].join('\n');
     expect(texts(markdown)).toEqual(['the only step']);
   });
 

@@ -91,7 +91,10 @@ export function parseNdjson(gz: Buffer): ExportRow[] {
   const text = gunzipSync(gz).toString('utf8');
   if (text === '') return [];
   if (!text.endsWith('\n')) throw new Error('NDJSON must end with a newline');
-  return text.slice(0, -1).split('\n').map((line) => JSON.parse(line) as ExportRow);
+  return text
+    .slice(0, -1)
+    .split('\n')
+    .map((line) => JSON.parse(line) as ExportRow);
 }
 
 /** A strict RFC 4180 parser: CRLF records, quoted fields with doubled quotes, embedded newlines. */
@@ -140,8 +143,20 @@ export function parseCsv(text: string): string[][] {
 /** An export row as its CSV fields (null as empty, details as JSON). */
 export function csvFields(row: ExportRow): string[] {
   return [
-    row.auditId, row.occurredAt, row.actorType, row.actorId, row.action, row.targetType, row.targetId,
-    row.incidentId ?? '', row.requestId ?? '', row.workflowId ?? '', row.historyEventId === null ? '' : String(row.historyEventId),
-    JSON.stringify(row.details), String(row.seq), row.prevHash, row.hash,
+    row.auditId,
+    row.occurredAt,
+    row.actorType,
+    row.actorId,
+    row.action,
+    row.targetType,
+    row.targetId,
+    row.incidentId ?? '',
+    row.requestId ?? '',
+    row.workflowId ?? '',
+    row.historyEventId === null ? '' : String(row.historyEventId),
+    JSON.stringify(row.details),
+    String(row.seq),
+    row.prevHash,
+    row.hash,
   ];
 }

@@ -3,7 +3,10 @@ import path from 'node:path';
 import { projectRoot } from '../../src/config.js';
 
 /** Runs the operator CLI (`src/cli.ts`) as `npm run cli` does, with only `env` (and PATH) set. */
-export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/cli.ts'), ...args], {
       env: { PATH: process.env.PATH ?? '', ...env },

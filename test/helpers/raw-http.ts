@@ -34,7 +34,10 @@ function parseAnswer(buffer: Buffer): { answer: RawAnswer; rest: Buffer } | unde
   const length = Number(headers['content-length'] ?? 0);
   if (buffer.length < end + 4 + length) return undefined;
   const body = buffer.subarray(end + 4, end + 4 + length).toString('utf8');
-  return { answer: { status: Number(statusLine!.split(' ')[1]), headers, body }, rest: buffer.subarray(end + 4 + length) };
+  return {
+    answer: { status: Number(statusLine!.split(' ')[1]), headers, body },
+    rest: buffer.subarray(end + 4 + length),
+  };
 }
 
 export function connectRaw(baseUrl: string): Promise<RawConnection> {
@@ -44,11 +47,13 @@ export function connectRaw(baseUrl: string): Promise<RawConnection> {
     let buffer: Buffer = Buffer.alloc(0);
     let closed = false;
     let wake = () => undefined as void;
-    const closedPromise = new Promise<void>((done) => socket.once('close', () => {
-      closed = true;
-      wake();
-      done();
-    }));
+    const closedPromise = new Promise<void>((done) =>
+      socket.once('close', () => {
+        closed = true;
+        wake();
+        done();
+      }),
+    );
     socket.on('error', () => undefined); // a reset shows as the close
     socket.on('data', (chunk: Buffer) => {
       buffer = Buffer.concat([buffer, chunk]);
@@ -70,7 +75,11 @@ export function connectRaw(baseUrl: string): Promise<RawConnection> {
                 done(parsed.answer);
               } else if (closed) {
                 clearTimeout(timer);
-                fail(new Error(`the connection closed before an answer${buffer.length ? ` (had ${buffer.length} bytes)` : ''}`));
+                fail(
+                  new Error(
+                    `the connection closed before an answer${buffer.length ? ` (had ${buffer.length} bytes)` : ''}`,
+                  ),
+                );
               } else {
                 wake = check;
               }
@@ -89,6 +98,10 @@ export function connectRaw(baseUrl: string): Promise<RawConnection> {
 
 /** A request's head, keep-alive, with the body's length when it has one. */
 export function requestHead(method: string, path: string, headers: Record<string, string | number> = {}): string {
-  const lines = [`${method} ${path} HTTP/1.1`, 'Host: api.test', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  const lines = [
+    `${method} ${path} HTTP/1.1`,
+    'Host: api.test',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+  ];
   return `${lines.join('\r\n')}\r\n\r\n`;
 }

@@ -18,7 +18,9 @@ export async function checkoutIncident(svc: TestService, token: string): Promise
 /** A manual incident investigated to a conclusion, with its remediation approval pending. */
 export async function investigateToPendingApproval(svc: TestService, tenant: { member: string }) {
   const incidentId = await checkoutIncident(svc, tenant.member);
-  expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(202);
+  expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(
+    202,
+  );
   const approval = await eventually(async () => {
     const [row] = await svc.database.db.select().from(approvals).where(eq(approvals.incidentId, incidentId));
     return row?.status === 'pending' ? row : undefined;
@@ -37,7 +39,10 @@ export async function expiredApproval(svc: TestService, approvalId: string, time
 /** A Business tenant whose approvals wait `minutes`, its admin a known user (one who gets approval notifications). */
 export async function tenantWithApprovalTimeout(svc: TestService, minutes: number) {
   const tenant = await svc.newTenant({ plan: 'plan_business' });
-  await svc.database.db.update(tenants).set({ settings: { approvalTimeoutMinutes: minutes } }).where(eq(tenants.id, tenant.tenantId));
+  await svc.database.db
+    .update(tenants)
+    .set({ settings: { approvalTimeoutMinutes: minutes } })
+    .where(eq(tenants.id, tenant.tenantId));
   const seen = await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
   if (seen.status !== 200) throw new Error(`the admin could not read the tenant: ${seen.status}`);
   return tenant;

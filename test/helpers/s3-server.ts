@@ -19,7 +19,8 @@ export interface FakeS3 {
   stop(): Promise<void>;
 }
 
-const encode = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const encode = (s: string) =>
+  encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 const hmac = (key: Buffer | string, data: string) => createHmac('sha256', key).update(data).digest();
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');
 
@@ -54,10 +55,15 @@ export async function startFakeS3(options: { buckets: string[] }): Promise<FakeS
       amzDate = url.searchParams.get('X-Amz-Date') ?? '';
       payloadHash = 'UNSIGNED-PAYLOAD';
       const expires = Number(url.searchParams.get('X-Amz-Expires'));
-      const signedAt = Date.parse(amzDate.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z'));
-      if (!Number.isFinite(expires) || !Number.isFinite(signedAt) || Date.now() > signedAt + expires * 1000) return 'AccessDenied';
+      const signedAt = Date.parse(
+        amzDate.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z'),
+      );
+      if (!Number.isFinite(expires) || !Number.isFinite(signedAt) || Date.now() > signedAt + expires * 1000)
+        return 'AccessDenied';
     } else {
-      const match = /^AWS4-HMAC-SHA256 Credential=([^,]+), SignedHeaders=([^,]+), Signature=([0-9a-f]+)$/.exec(req.headers.authorization ?? '');
+      const match = /^AWS4-HMAC-SHA256 Credential=([^,]+), SignedHeaders=([^,]+), Signature=([0-9a-f]+)$/.exec(
+        req.headers.authorization ?? '',
+      );
       if (!match) return 'AccessDenied';
       [, credential, signedHeaders, signature] = match as unknown as [string, string, string, string];
       amzDate = String(req.headers['x-amz-date'] ?? '');
@@ -65,7 +71,13 @@ export async function startFakeS3(options: { buckets: string[] }): Promise<FakeS
       if (payloadHash !== 'UNSIGNED-PAYLOAD' && payloadHash !== sha256(body)) return 'XAmzContentSHA256Mismatch';
     }
     const [keyId, date, credRegion, service, terminal] = credential.split('/');
-    if (keyId !== accessKeyId || credRegion !== region || service !== 's3' || terminal !== 'aws4_request' || !amzDate.startsWith(date ?? '-')) {
+    if (
+      keyId !== accessKeyId ||
+      credRegion !== region ||
+      service !== 's3' ||
+      terminal !== 'aws4_request' ||
+      !amzDate.startsWith(date ?? '-')
+    ) {
       return 'InvalidAccessKeyId';
     }
     const canonicalQuery = query
@@ -75,10 +87,26 @@ export async function startFakeS3(options: { buckets: string[] }): Promise<FakeS
       .map(([k, v]) => `${k}=${v}`)
       .join('&');
     const headerNames = signedHeaders.split(';');
-    const canonicalHeaders = headerNames.map((h) => `${h}:${String(req.headers[h] ?? '').trim().replace(/\s+/g, ' ')}\n`).join('');
-    const canonicalRequest = [req.method, rawPath, canonicalQuery, canonicalHeaders, signedHeaders, payloadHash].join('\n');
-    const stringToSign = ['AWS4-HMAC-SHA256', amzDate, `${date}/${region}/s3/aws4_request`, sha256(canonicalRequest)].join('\n');
-    const expected = createHmac('sha256', signingKey(secretAccessKey, date!, region)).update(stringToSign).digest('hex');
+    const canonicalHeaders = headerNames
+      .map(
+        (h) =>
+          `${h}:${String(req.headers[h] ?? '')
+            .trim()
+            .replace(/\s+/g, ' ')}\n`,
+      )
+      .join('');
+    const canonicalRequest = [req.method, rawPath, canonicalQuery, canonicalHeaders, signedHeaders, payloadHash].join(
+      '\n',
+    );
+    const stringToSign = [
+      'AWS4-HMAC-SHA256',
+      amzDate,
+      `${date}/${region}/s3/aws4_request`,
+      sha256(canonicalRequest),
+    ].join('\n');
+    const expected = createHmac('sha256', signingKey(secretAccessKey, date!, region))
+      .update(stringToSign)
+      .digest('hex');
     return expected === signature ? null : 'SignatureDoesNotMatch';
   }
 
@@ -104,7 +132,10 @@ export async function startFakeS3(options: { buckets: string[] }): Promise<FakeS
     if (req.method === 'GET') {
       const object = objects.get(`${bucket}/${key}`);
       if (!object) return fail(res, 404, 'NoSuchKey');
-      res.writeHead(200, { 'content-type': object.contentType ?? 'application/octet-stream', 'content-length': object.body.length });
+      res.writeHead(200, {
+        'content-type': object.contentType ?? 'application/octet-stream',
+        'content-length': object.body.length,
+      });
       res.end(object.body);
       return 200;
     }

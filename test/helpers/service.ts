@@ -40,7 +40,6 @@ export const TEST_JWT_SECRET = 'test-secret-that-is-long-enough-for-hs256-012345
 /** The skill header encryption key of test services (32 bytes). */
 export const TEST_SKILL_KEY = Buffer.alloc(32, 7);
 
-
 function uniqueName(prefix: string): string {
   return `${prefix}_${randomBytes(6).toString('hex')}`;
 }
@@ -91,9 +90,17 @@ export interface TestService {
   exportUrlKey: Buffer;
   /** The worker's export settings (for test workers started beside it). */
   exportSettings: NonNullable<ActivityDeps['exports']>;
-  newTenant(options?: { plan?: PlanId; settings?: TenantSettings; name?: string }): Promise<{ tenantId: string; admin: string; member: string }>;
+  newTenant(options?: {
+    plan?: PlanId;
+    settings?: TenantSettings;
+    name?: string;
+  }): Promise<{ tenantId: string; admin: string; member: string }>;
   token(tenantId: string, role: Role, overrides?: { sub?: string; ttlSeconds?: number }): string;
-  api<T = any>(method: string, path: string, options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  api<T = any>(
+    method: string,
+    path: string,
+    options?: { token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<ApiResponse<T>>;
   stop(): Promise<void>;
 }
 
@@ -193,7 +200,11 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
 
   const connection = await Connection.connect(temporalConnectionOptions(address));
   const client = new Client({ connection, namespace: 'default' });
-  const workflows = createTemporalWorkflowPort(client, taskQueue, options.answerTimeoutMs ? { answerTimeoutMs: options.answerTimeoutMs } : {});
+  const workflows = createTemporalWorkflowPort(
+    client,
+    taskQueue,
+    options.answerTimeoutMs ? { answerTimeoutMs: options.answerTimeoutMs } : {},
+  );
   const http: HttpSettings = { ...loadConfig({}).http, ...options.http };
   const realtimeHub = createRealtimeHub({ sql: database.sql, logger });
   const deps: AppDeps = {
@@ -209,19 +220,35 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       trustProxy: options.trustProxy ?? false,
       publicRateLimitPerMinute: options.publicRateLimitPerMinute ?? 10_000,
       webhookRateLimitPerMinute: options.webhookRateLimitPerMinute ?? 1_000_000,
-      ...(options.webhookKeyFailuresPerMinute ? { webhookKeyFailuresPerMinute: options.webhookKeyFailuresPerMinute } : {}),
+      ...(options.webhookKeyFailuresPerMinute
+        ? { webhookKeyFailuresPerMinute: options.webhookKeyFailuresPerMinute }
+        : {}),
       http,
     },
     skills,
     realtime: { hub: realtimeHub, ...(options.stream ? { settings: options.stream } : {}) },
     ...(options.model ? { model: options.model } : {}),
     ...(options.ingest ? { ingest: options.ingest } : {}),
-    ...(options.databaseWatchMs ? { databaseWatch: { answers: createDatabaseProbe(poolUrl), everyMs: options.databaseWatchMs } } : {}),
+    ...(options.databaseWatchMs
+      ? { databaseWatch: { answers: createDatabaseProbe(poolUrl), everyMs: options.databaseWatchMs } }
+      : {}),
     exports: { dir: exportDir, urlKey: exportUrlKey, ...(options.exports?.s3 ? { s3: options.exports.s3 } : {}) },
   };
-  const dispatcher = worker && !options.withoutDispatcher ? startDispatcher({ db: database.db, sql: database.sql, workflows, logger }, { intervalMs: 1000, repeatIntervalMs: 500, housekeepingIntervalMs: HOUSEKEEPING_ONCE }) : undefined;
-  const notifier = worker && !options.withoutDispatcher ? startNotifier({ db: database.db, sql: database.sql, logger }, { intervalMs: 1000 }) : undefined;
-  const triggers = worker && !options.withoutDispatcher ? startTriggerDispatcher({ db: database.db, sql: database.sql, logger, skills, workflows }, { intervalMs: 1000 }) : undefined;
+  const dispatcher =
+    worker && !options.withoutDispatcher
+      ? startDispatcher(
+          { db: database.db, sql: database.sql, workflows, logger },
+          { intervalMs: 1000, repeatIntervalMs: 500, housekeepingIntervalMs: HOUSEKEEPING_ONCE },
+        )
+      : undefined;
+  const notifier =
+    worker && !options.withoutDispatcher
+      ? startNotifier({ db: database.db, sql: database.sql, logger }, { intervalMs: 1000 })
+      : undefined;
+  const triggers =
+    worker && !options.withoutDispatcher
+      ? startTriggerDispatcher({ db: database.db, sql: database.sql, logger, skills, workflows }, { intervalMs: 1000 })
+      : undefined;
   const app = createApp(deps);
   const server: ServerType = await listen(app, { host: '127.0.0.1', port: 0, http, logger });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -58,7 +58,10 @@ export async function startSkillServer(): Promise<SkillServer> {
           });
         case '/echo-500':
           // An error page that quotes the request, as some frameworks' debug pages do.
-          return json(500, { error: 'boom', request: { headers: req.headers, token: String(req.headers.authorization ?? '').replace(/^Bearer /, '') } });
+          return json(500, {
+            error: 'boom',
+            request: { headers: req.headers, token: String(req.headers.authorization ?? '').replace(/^Bearer /, '') },
+          });
         case '/nul':
           // Text PostgreSQL cannot store (a NUL), in a valid JSON answer.
           res.writeHead(200, { 'content-type': 'application/json' });
@@ -70,7 +73,11 @@ export async function startSkillServer(): Promise<SkillServer> {
           return json(200, {
             service: request.query.service ?? null,
             entries: [
-              { ts: '2026-11-22T03:11:02Z', level: 'ERROR', message: 'HikariPool-1 - Connection is not available, request timed out after 30000ms' },
+              {
+                ts: '2026-11-22T03:11:02Z',
+                level: 'ERROR',
+                message: 'HikariPool-1 - Connection is not available, request timed out after 30000ms',
+              },
               { ts: '2026-11-22T03:11:05Z', level: 'FATAL', message: 'sorry, too many clients already' },
             ],
           });
@@ -114,7 +121,9 @@ export async function startSkillServer(): Promise<SkillServer> {
           res.writeHead(200, { 'content-type': 'application/json' });
           return res.end('{not json');
         case '/redirect': {
-          res.writeHead(Number(url.searchParams.get('status') ?? '302'), { location: url.searchParams.get('to') ?? '/echo' });
+          res.writeHead(Number(url.searchParams.get('status') ?? '302'), {
+            location: url.searchParams.get('to') ?? '/echo',
+          });
           return res.end();
         }
         case '/redirect-loop':

@@ -19,7 +19,10 @@ const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
  */
 export function testServerExecutable(): string {
   if (process.env.TEMPORAL_TEST_SERVER_PATH) return process.env.TEMPORAL_TEST_SERVER_PATH;
-  const out = execFileSync(path.join(projectRoot, '.ci', 'install-temporal-test-server'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const out = execFileSync(path.join(projectRoot, '.ci', 'install-temporal-test-server'), {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return out.trim().split('\n').at(-1)!;
 }
 
@@ -34,7 +37,12 @@ export async function createTimeSkippingEnvironment(): Promise<TestWorkflowEnvir
   try {
     await env.connection.operatorService.addSearchAttributes({
       namespace: env.namespace ?? 'default',
-      searchAttributes: Object.fromEntries(customSearchAttributes.map((key) => [key.name, proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+      searchAttributes: Object.fromEntries(
+        customSearchAttributes.map((key) => [
+          key.name,
+          proto.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
+        ]),
+      ),
     });
   } catch (err) {
     await env.teardown();

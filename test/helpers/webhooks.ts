@@ -27,7 +27,13 @@ export async function postWebhook(
   tenantId: string,
   provider: string,
   body: string | object,
-  options: { key?: string; sign?: string; signature?: string; headers?: Record<string, string>; via?: 'bearer' | 'x-api-key' } = {},
+  options: {
+    key?: string;
+    sign?: string;
+    signature?: string;
+    headers?: Record<string, string>;
+    via?: 'bearer' | 'x-api-key';
+  } = {},
 ): Promise<ApiResponse> {
   const raw = typeof body === 'string' ? body : JSON.stringify(body);
   const headers: Record<string, string> = { 'content-type': 'application/json', ...options.headers };
@@ -41,7 +47,10 @@ export async function postWebhook(
 }
 
 /** Polls until `probe` returns a value that is not undefined, null or false, or fails after `timeoutMs`. */
-export async function eventually<T>(probe: () => Promise<T | undefined | null | false>, timeoutMs = 15_000): Promise<T> {
+export async function eventually<T>(
+  probe: () => Promise<T | undefined | null | false>,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {

@@ -28,7 +28,14 @@ const activities = createActivities({
   db: database.db,
   skills: createSkillRuntime({ cipher: createSkillCipher(randomBytes(32)), allowedNetworks: [] }),
   ...(process.env.LLM_BASE_URL
-    ? { model: createOpenAiCompatibleProvider({ baseUrl: process.env.LLM_BASE_URL, model: 'fake-gpt-1', timeoutMs: 50_000, costPer1kTokens: 0 }) }
+    ? {
+        model: createOpenAiCompatibleProvider({
+          baseUrl: process.env.LLM_BASE_URL,
+          model: 'fake-gpt-1',
+          timeoutMs: 50_000,
+          costPer1kTokens: 0,
+        }),
+      }
     : {}),
   ...(process.env.EXPORT_DIR
     ? {

@@ -76,7 +76,10 @@ export async function startTestWorker(
  * no dispatcher of its own, and a connection for the workers its tests start and stop. The
  * fields are set once `beforeAll` has run.
  */
-export function useWorkerlessService(options: TestServiceOptions = {}): { svc: TestService; connection: NativeConnection } {
+export function useWorkerlessService(options: TestServiceOptions = {}): {
+  svc: TestService;
+  connection: NativeConnection;
+} {
   const env = {} as { svc: TestService; connection: NativeConnection };
   beforeAll(async () => {
     env.svc = await startTestService({ ...options, withoutWorker: true, withoutDispatcher: true });
@@ -94,8 +97,18 @@ export function useWorkerlessService(options: TestServiceOptions = {}): { svc: T
  * queue, for tests that kill it with SIGKILL; `env` adds its options. Resolves once it polls;
  * `lines` collects what it prints.
  */
-export async function startWorkerProcess(svc: TestService, env: Record<string, string>, lines: string[]): Promise<ChildProcess> {
-  const options = svc.database.sql.options as unknown as { host: string[]; port: number[]; database: string; user: string; pass: string | null };
+export async function startWorkerProcess(
+  svc: TestService,
+  env: Record<string, string>,
+  lines: string[],
+): Promise<ChildProcess> {
+  const options = svc.database.sql.options as unknown as {
+    host: string[];
+    port: number[];
+    database: string;
+    user: string;
+    pass: string | null;
+  };
   const url = `postgres://${encodeURIComponent(options.user)}${options.pass ? `:${encodeURIComponent(options.pass)}` : ''}@${options.host[0]}:${options.port[0]}/${options.database}`;
   const script = path.join(path.dirname(fileURLToPath(import.meta.url)), 'worker-process.ts');
   const proc = spawn(process.execPath, ['--import', 'tsx', script], {
@@ -116,6 +129,11 @@ export async function startWorkerProcess(svc: TestService, env: Record<string, s
     buffered = parts.pop()!;
     lines.push(...parts);
   });
-  await eventually(async () => lines.includes('READY') || (proc.exitCode !== null ? Promise.reject(new Error(`worker process exited ${proc.exitCode}`)) : false), 30_000);
+  await eventually(
+    async () =>
+      lines.includes('READY') ||
+      (proc.exitCode !== null ? Promise.reject(new Error(`worker process exited ${proc.exitCode}`)) : false),
+    30_000,
+  );
   return proc;
 }

@@ -28,8 +28,26 @@ beforeAll(async () => {
   database = connectDatabase((await createTestDatabase()).url, { max: 2 });
   tenantId = (await createTenant(database.db, { name: 'Index tests', plan: 'plan_pro' })).id;
   await database.db.insert(incidents).values([
-    { id: 'inc_idx_small', tenantId, title: 'small', description: 'd', severity: 'high', status: 'open', source: 'automated', service: 'checkout' },
-    { id: 'inc_idx_storm', tenantId, title: 'storm', description: 'd', severity: 'high', status: 'open', source: 'automated', service: 'search' },
+    {
+      id: 'inc_idx_small',
+      tenantId,
+      title: 'small',
+      description: 'd',
+      severity: 'high',
+      status: 'open',
+      source: 'automated',
+      service: 'checkout',
+    },
+    {
+      id: 'inc_idx_storm',
+      tenantId,
+      title: 'storm',
+      description: 'd',
+      severity: 'high',
+      status: 'open',
+      source: 'automated',
+      service: 'search',
+    },
   ]);
   // The storm's alerts span the same hour as the small incident's, so a walk of the tenant's
   // alerts in time order would pass them all. Inserted without ANALYZE afterwards, as a storm
@@ -59,14 +77,23 @@ async function planOfOwnAlerts(): Promise<PlanNode[]> {
 }
 
 describe("an incident's own alerts", () => {
-  it('are read through the incident index, in order, touching none of the other incidents\' rows, with stale and fresh statistics', async () => {
+  it("are read through the incident index, in order, touching none of the other incidents' rows, with stale and fresh statistics", async () => {
     for (const stats of ['stale', 'analyzed']) {
       if (stats === 'analyzed') await database.sql`analyze ingested_events`;
       const plan = await planOfOwnAlerts();
       const scans = plan.filter((n) => n['Index Name']);
-      expect(scans.map((n) => n['Index Name']), stats).toEqual(['ingested_events_incident_kind_idx']);
-      expect(plan.some((n) => /Sort/.test(n['Node Type'])), stats).toBe(false);
-      expect(plan.reduce((sum, n) => sum + (n['Rows Removed by Filter'] ?? 0), 0), stats).toBe(0);
+      expect(
+        scans.map((n) => n['Index Name']),
+        stats,
+      ).toEqual(['ingested_events_incident_kind_idx']);
+      expect(
+        plan.some((n) => /Sort/.test(n['Node Type'])),
+        stats,
+      ).toBe(false);
+      expect(
+        plan.reduce((sum, n) => sum + (n['Rows Removed by Filter'] ?? 0), 0),
+        stats,
+      ).toBe(0);
     }
   });
 
@@ -76,16 +103,30 @@ describe("an incident's own alerts", () => {
     for (const stats of ['stale', 'analyzed']) {
       if (stats === 'analyzed') await database.sql`analyze ingested_events`;
       const [row] = await database.sql.unsafe(`explain (analyze, format json) ${text}`, params as string[]);
-      const plan = nodes((row!['QUERY PLAN'] as Array<{ Plan: PlanNode & { 'Actual Rows'?: number } }>)[0]!.Plan) as Array<PlanNode & { 'Actual Rows'?: number }>;
+      const plan = nodes(
+        (row!['QUERY PLAN'] as Array<{ Plan: PlanNode & { 'Actual Rows'?: number } }>)[0]!.Plan,
+      ) as Array<PlanNode & { 'Actual Rows'?: number }>;
       const scans = plan.filter((n) => n['Index Name']);
-      expect(scans.map((n) => n['Index Name']), stats).toEqual(['ingested_events_incident_kind_idx']);
+      expect(
+        scans.map((n) => n['Index Name']),
+        stats,
+      ).toEqual(['ingested_events_incident_kind_idx']);
       expect(scans[0]!['Actual Rows'], stats).toBe(50); // of the incident's 3,000
-      expect(plan.some((n) => /Sort/.test(n['Node Type'])), stats).toBe(false);
+      expect(
+        plan.some((n) => /Sort/.test(n['Node Type'])),
+        stats,
+      ).toBe(false);
     }
     const rows = await query;
     expect(rows.map((r) => r.id)).toEqual(Array.from({ length: 50 }, (_, i) => `evt_idx_storm_${OTHER_ALERTS - i}`));
-    expect(rows.every((r) => r.incidentId === 'inc_idx_storm' && r.tenantId === tenantId && r.kind === 'alert')).toBe(true);
-    const other = await latestIncidentAlerts(database.db, { tenantId: 'ten_someone_else', incidentId: 'inc_idx_storm', limit: 50 });
+    expect(rows.every((r) => r.incidentId === 'inc_idx_storm' && r.tenantId === tenantId && r.kind === 'alert')).toBe(
+      true,
+    );
+    const other = await latestIncidentAlerts(database.db, {
+      tenantId: 'ten_someone_else',
+      incidentId: 'inc_idx_storm',
+      limit: 50,
+    });
     expect(other).toEqual([]);
   });
 
@@ -132,11 +173,23 @@ describe('the alerts correlated with an incident', () => {
       [3_600_000, 3_600_000, 7], // a few: the pairs at equal distance split by id
       [60_000, 0, 50],
     ] as const) {
-      const found = await nearestOtherAlerts(database.db, { tenantId, incidentId: 'inc_idx_small', at, beforeMs, afterMs, limit });
+      const found = await nearestOtherAlerts(database.db, {
+        tenantId,
+        incidentId: 'inc_idx_small',
+        at,
+        beforeMs,
+        afterMs,
+        limit,
+      });
       const expected = await oracle(beforeMs, afterMs, limit);
       expect(expected.length, `${beforeMs}/${afterMs}/${limit}`).toBeGreaterThan(0);
-      expect(found.map((r) => r.id), `${beforeMs}/${afterMs}/${limit}`).toEqual(expected);
-      expect(found.every((r) => r.incidentId !== 'inc_idx_small' && r.kind === 'alert' && r.tenantId === tenantId)).toBe(true);
+      expect(
+        found.map((r) => r.id),
+        `${beforeMs}/${afterMs}/${limit}`,
+      ).toEqual(expected);
+      expect(
+        found.every((r) => r.incidentId !== 'inc_idx_small' && r.kind === 'alert' && r.tenantId === tenantId),
+      ).toBe(true);
     }
   });
 });

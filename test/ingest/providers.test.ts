@@ -98,7 +98,14 @@ const sha256Fingerprint = (provider: string) => new RegExp(`^${provider}:h:[0-9a
 
 describe('provider registry', () => {
   it('has every provider keyed by its name', () => {
-    expect(Object.keys(providers).sort()).toEqual(['alertmanager', 'datadog', 'generic', 'github', 'grafana', 'sentry']);
+    expect(Object.keys(providers).sort()).toEqual([
+      'alertmanager',
+      'datadog',
+      'generic',
+      'github',
+      'grafana',
+      'sentry',
+    ]);
     for (const [name, provider] of Object.entries(providers)) expect(provider.name).toBe(name);
     expect(findProvider('grafana')).toBe(grafanaProvider);
     expect(findProvider('nope')).toBeUndefined();
@@ -154,7 +161,10 @@ describe('alertmanager', () => {
     const after = alertsOf(parse(alertmanagerProvider, resolved));
     expect(after.map((a) => a.status)).toEqual(['resolved', 'resolved']);
     expect(after.map((a) => a.fingerprint)).toEqual(before.map((a) => a.fingerprint));
-    expect(after.map((a) => a.occurredAt.toISOString())).toEqual(['2024-05-14T09:52:12.345Z', '2024-05-14T09:48:42.001Z']);
+    expect(after.map((a) => a.occurredAt.toISOString())).toEqual([
+      '2024-05-14T09:52:12.345Z',
+      '2024-05-14T09:48:42.001Z',
+    ]);
   });
 
   it('hashes labels when an alert has no fingerprint, independent of label order', () => {
@@ -201,7 +211,10 @@ describe('alertmanager', () => {
     body.alerts[0].labels.priority = 'P1';
     body.alerts[1].annotations.message = 'A second text.';
     const [a, b] = alertsOf(parse(alertmanagerProvider, body));
-    expect(a).toMatchObject({ title: `[${firing.alerts[0].labels.alertname}] Pod checkout-1 is crash looping.`, severity: 'critical' });
+    expect(a).toMatchObject({
+      title: `[${firing.alerts[0].labels.alertname}] Pod checkout-1 is crash looping.`,
+      severity: 'critical',
+    });
     expect(b!.description).toContain('A second text.');
     expect(b!.description.indexOf(firing.alerts[1].annotations.summary)).toBe(0);
   });
@@ -240,7 +253,10 @@ describe('alertmanager', () => {
     body.truncatedAlerts = 37;
     const alerts = alertsOf(parse(alertmanagerProvider, body));
     expect(alerts).toHaveLength(2);
-    for (const alert of alerts) expect(alert.description).toContain('The sender left 37 more alert(s) of this group out of the notification (truncatedAlerts).');
+    for (const alert of alerts)
+      expect(alert.description).toContain(
+        'The sender left 37 more alert(s) of this group out of the notification (truncatedAlerts).',
+      );
     const grafana = structuredClone(fixture('grafana-firing.json'));
     grafana.truncatedAlerts = 3;
     expect(at(alertsOf(parse(grafanaProvider, grafana)), 0).description).toContain('The sender left 3 more alert(s)');
@@ -342,10 +358,15 @@ describe('datadog', () => {
   });
 
   it('drops the %%% fence lines in linear time, even on a body of a million blank lines', () => {
-    expect(withoutMarkdownFences('%%%\nline one\n  %%%  \nline %%% two\r\n%%%\r\n\n')).toBe('line one\nline %%% two\r\n\n');
+    expect(withoutMarkdownFences('%%%\nline one\n  %%%  \nline %%% two\r\n%%%\r\n\n')).toBe(
+      'line one\nline %%% two\r\n\n',
+    );
     // The multiline regex this replaced took minutes on such a body (quadratic in the newlines).
     const started = performance.now();
-    const alert = at(alertsOf(parse(datadogProvider, { ...triggered, body: `${'\n'.repeat(1_000_000)}%%%\nDisk full\n%%%` })), 0);
+    const alert = at(
+      alertsOf(parse(datadogProvider, { ...triggered, body: `${'\n'.repeat(1_000_000)}%%%\nDisk full\n%%%` })),
+      0,
+    );
     expect(performance.now() - started).toBeLessThan(2000);
     expect(alert.description).toContain('Disk full');
     expect(alert.description).not.toContain('%%%');
@@ -387,7 +408,10 @@ describe('datadog', () => {
     const noKey = { ...triggered, aggreg_key: '' };
     const byScope = at(alertsOf(parse(datadogProvider, noKey)), 0);
     expect(byScope.fingerprint).toBe('datadog:91234567:env:production,service:checkout');
-    const scopeReordered = at(alertsOf(parse(datadogProvider, { ...noKey, alert_scope: 'service:checkout, env:production' })), 0);
+    const scopeReordered = at(
+      alertsOf(parse(datadogProvider, { ...noKey, alert_scope: 'service:checkout, env:production' })),
+      0,
+    );
     expect(scopeReordered.fingerprint).toBe(byScope.fingerprint);
     const noScope = at(alertsOf(parse(datadogProvider, { ...noKey, alert_scope: '' })), 0);
     expect(noScope.fingerprint).toBe('datadog:91234567');
@@ -397,10 +421,7 @@ describe('datadog', () => {
     expect(hashed.fingerprint).toMatch(sha256Fingerprint('datadog'));
     const reordered = at(alertsOf(parse(datadogProvider, { ...bare, tags: 'env:production, service:checkout' })), 0);
     expect(reordered.fingerprint).toBe(hashed.fingerprint);
-    const recoveredBare = at(
-      alertsOf(parse(datadogProvider, { ...bare, title: recovered.title })),
-      0,
-    );
+    const recoveredBare = at(alertsOf(parse(datadogProvider, { ...bare, title: recovered.title })), 0);
     expect(recoveredBare.status).toBe('resolved');
     expect(recoveredBare.fingerprint).toBe(hashed.fingerprint);
     expect(hashed.alertName).toBe('High error rate on checkout');
@@ -408,7 +429,9 @@ describe('datadog', () => {
   });
 
   it('requires title or alert_title', () => {
-    const error = payloadError(() => datadogProvider.parse({ ...triggered, title: '', alert_title: undefined }, headers()));
+    const error = payloadError(() =>
+      datadogProvider.parse({ ...triggered, title: '', alert_title: undefined }, headers()),
+    );
     expect(error.message).toBe('datadog payload is invalid');
     expect(paths(error)).toEqual(['alert_title']);
     expect(paths(payloadError(() => datadogProvider.parse({ ...triggered, tags: 5 }, headers())))).toEqual(['tags']);
@@ -426,9 +449,15 @@ describe('sentry', () => {
       'Request-ID': 'f3b8a2c1-7d6e-4f5a-9b8c-1d2e3f4a5b6c',
     });
     // The delivery id is the event and the rule, not Sentry's Request-ID (new on every retry).
-    const ruleKey = createHash('sha256').update('Checkout: new unhandled errors in production').digest('hex').slice(0, 16);
+    const ruleKey = createHash('sha256')
+      .update('Checkout: new unhandled errors in production')
+      .digest('hex')
+      .slice(0, 16);
     expect(delivery.deliveryId).toBe(`event:9c4e1f7ab2d34e5f8a6b0c1d2e3f4a5b:${ruleKey}`);
-    const retried = parse(sentryProvider, eventAlert, { 'Sentry-Hook-Resource': 'event_alert', 'Request-ID': '0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a' });
+    const retried = parse(sentryProvider, eventAlert, {
+      'Sentry-Hook-Resource': 'event_alert',
+      'Request-ID': '0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a',
+    });
     expect(retried.deliveryId).toBe(delivery.deliveryId);
     expect(delivery.events).toHaveLength(1);
     const alert = at(alertsOf(delivery), 0);
@@ -477,7 +506,11 @@ describe('sentry', () => {
       severity: 'critical',
       title: "[KeyError: 'currency'] checkout.pricing.currency in convert",
     });
-    expect(alert.labels).toMatchObject({ environment: 'production', level: 'fatal', transaction: '/api/v1/cart/total' });
+    expect(alert.labels).toMatchObject({
+      environment: 'production',
+      level: 'fatal',
+      transaction: '/api/v1/cart/total',
+    });
     expect(alert.occurredAt.toISOString()).toBe('2024-05-14T09:32:03.836Z');
     expect(alert.description).toContain('Alert rule: Checkout: new unhandled errors in production');
     expect(alert.description).toContain(`Link: ${legacy.url}`);
@@ -492,18 +525,28 @@ describe('sentry', () => {
     expect(alert.service).toBe('checkout-api');
     expect(alert.fingerprint).toMatch(sha256Fingerprint('sentry'));
     // Per-event tags (user, server) do not change the hash.
-    body.data.event.tags = body.data.event.tags.map(([k, v]: [string, string]) => [k, k === 'server_name' ? 'other-pod' : v]);
+    body.data.event.tags = body.data.event.tags.map(([k, v]: [string, string]) => [
+      k,
+      k === 'server_name' ? 'other-pod' : v,
+    ]);
     expect(at(alertsOf(parse(sentryProvider, body)), 0).fingerprint).toBe(alert.fingerprint);
   });
 
   it('ignores other integration-platform resources', () => {
-    const delivery = parse(sentryProvider, { action: 'created', data: {} }, { 'sentry-hook-resource': 'installation', 'request-id': 'abc' });
+    const delivery = parse(
+      sentryProvider,
+      { action: 'created', data: {} },
+      { 'sentry-hook-resource': 'installation', 'request-id': 'abc' },
+    );
     expect(delivery).toEqual({ events: [], ignored: 'sentry resource installation is not used' });
   });
 
   it('records an issue resolved in Sentry as the recovery of its issue alert', () => {
     const issueResolved = fixture('sentry-issue-resolved.json');
-    const delivery = parse(sentryProvider, issueResolved, { 'sentry-hook-resource': 'issue', 'sentry-hook-timestamp': '1715681400' });
+    const delivery = parse(sentryProvider, issueResolved, {
+      'sentry-hook-resource': 'issue',
+      'sentry-hook-timestamp': '1715681400',
+    });
     // No delivery id: Sentry's retries are answered by the body hash.
     expect(delivery.deliveryId).toBeUndefined();
     const [alert, ...rest] = alertsOf(delivery);
@@ -535,8 +578,14 @@ describe('sentry', () => {
     }
     const noId = structuredClone(issueResolved);
     delete noId.data.issue.id;
-    expect(paths(payloadError(() => sentryProvider.parse(noId, headers({ 'sentry-hook-resource': 'issue' }))))).toEqual(['data.issue.id']);
-    expect(paths(payloadError(() => sentryProvider.parse({ action: 5, data: {} }, headers({ 'sentry-hook-resource': 'issue' }))))).toEqual(['action', 'data.issue']);
+    expect(paths(payloadError(() => sentryProvider.parse(noId, headers({ 'sentry-hook-resource': 'issue' }))))).toEqual(
+      ['data.issue.id'],
+    );
+    expect(
+      paths(
+        payloadError(() => sentryProvider.parse({ action: 5, data: {} }, headers({ 'sentry-hook-resource': 'issue' }))),
+      ),
+    ).toEqual(['action', 'data.issue']);
   });
 
   it('maps a metric alert: critical and warning fire, resolved recovers, one fingerprint per rule', () => {
@@ -564,23 +613,34 @@ describe('sentry', () => {
     closed.data.metric_alert.date_closed = '2024-05-14T09:52:00.000000Z';
     closed.data.metric_alert.alert_rule.projects = ['checkout', 'payments'];
     const resolved = at(alertsOf(parse(sentryProvider, closed, { 'sentry-hook-resource': 'metric_alert' })), 0);
-    expect(resolved).toMatchObject({ status: 'resolved', fingerprint: 'sentry:metric:88', service: null, labels: { projects: 'checkout,payments' } });
+    expect(resolved).toMatchObject({
+      status: 'resolved',
+      fingerprint: 'sentry:metric:88',
+      service: null,
+      labels: { projects: 'checkout,payments' },
+    });
     expect(resolved.occurredAt.toISOString()).toBe('2024-05-14T09:52:00.000Z');
   });
 
   it('refuses a metric alert with an unknown action, without a rule id, or without any name', () => {
     const critical = fixture('sentry-metric-alert-critical.json');
     const hdrs = headers({ 'sentry-hook-resource': 'metric_alert' });
-    expect(paths(payloadError(() => sentryProvider.parse({ ...critical, action: 'triggered' }, hdrs)))).toEqual(['action']);
+    expect(paths(payloadError(() => sentryProvider.parse({ ...critical, action: 'triggered' }, hdrs)))).toEqual([
+      'action',
+    ]);
     const noRule = structuredClone(critical);
     delete noRule.data.metric_alert.alert_rule.id;
     expect(paths(payloadError(() => sentryProvider.parse(noRule, hdrs)))).toEqual(['data.metric_alert.alert_rule.id']);
     const unnamed = structuredClone(critical);
     delete unnamed.data.metric_alert.alert_rule.name;
     delete unnamed.data.metric_alert.title;
-    expect(at(alertsOf(parse(sentryProvider, unnamed, { 'sentry-hook-resource': 'metric_alert' })), 0).alertName).toBe('Critical: Checkout error volume');
+    expect(at(alertsOf(parse(sentryProvider, unnamed, { 'sentry-hook-resource': 'metric_alert' })), 0).alertName).toBe(
+      'Critical: Checkout error volume',
+    );
     delete unnamed.data.description_title;
-    expect(paths(payloadError(() => sentryProvider.parse(unnamed, hdrs)))).toEqual(['data.metric_alert.alert_rule.name']);
+    expect(paths(payloadError(() => sentryProvider.parse(unnamed, hdrs)))).toEqual([
+      'data.metric_alert.alert_rule.name',
+    ]);
   });
 
   it('reads the title of a Sentry 8 or 9 legacy payload from event.metadata.title, else the message', () => {
@@ -593,10 +653,19 @@ describe('sentry', () => {
       level: 'error',
       message: 'This is an example Python exception',
       id: '541485531',
-      event: { event_id: '0476a4a2ad8c4bd5a0d5a1b7f6f7a3d1', tags: [['level', 'error']], metadata: { title: 'ExampleError: an example Python exception' } },
+      event: {
+        event_id: '0476a4a2ad8c4bd5a0d5a1b7f6f7a3d1',
+        tags: [['level', 'error']],
+        metadata: { title: 'ExampleError: an example Python exception' },
+      },
     };
     const alert = at(alertsOf(parse(sentryProvider, old)), 0);
-    expect(alert).toMatchObject({ fingerprint: 'sentry:541485531', alertName: 'ExampleError: an example Python exception', service: 'alerta5', severity: 'high' });
+    expect(alert).toMatchObject({
+      fingerprint: 'sentry:541485531',
+      alertName: 'ExampleError: an example Python exception',
+      service: 'alerta5',
+      severity: 'high',
+    });
     const noMetadata = structuredClone(old) as Record<string, any>;
     delete noMetadata.event.metadata;
     expect(at(alertsOf(parse(sentryProvider, noMetadata)), 0).alertName).toBe('This is an example Python exception');
@@ -624,7 +693,10 @@ describe('github', () => {
   const delivery = '5a1e9c40-11d3-11ef-8a4f-1e2b3c4d5e6f';
 
   it('maps deployment_status to a deployment event', () => {
-    const parsed = parse(githubProvider, deploymentStatus, { 'X-GitHub-Event': 'deployment_status', 'X-GitHub-Delivery': delivery });
+    const parsed = parse(githubProvider, deploymentStatus, {
+      'X-GitHub-Event': 'deployment_status',
+      'X-GitHub-Delivery': delivery,
+    });
     expect(parsed.deliveryId).toBe(delivery);
     expect(parsed.events).toHaveLength(1);
     const change = asChange(parsed.events[0]);
@@ -664,12 +736,20 @@ describe('github', () => {
     });
     expect(change.occurredAt.toISOString()).toBe('2024-05-14T09:20:54.000Z');
     expect(change.description).toContain('- 9b1e4d2 Lower payments-gateway client timeout to 10s (mchen)');
-    expect(change.description).toContain('- 3f2c9a7 Merge pull request #1412 from example-shop/payments-timeout (mchen)');
+    expect(change.description).toContain(
+      '- 3f2c9a7 Merge pull request #1412 from example-shop/payments-timeout (mchen)',
+    );
     expect(change.description).toContain(`Compare: ${push.compare}`);
   });
 
   it('ignores ping and unused event types', () => {
-    expect(parse(githubProvider, { zen: 'Keep it logically awesome.', hook_id: 1 }, { 'x-github-event': 'ping', 'x-github-delivery': delivery })).toEqual({
+    expect(
+      parse(
+        githubProvider,
+        { zen: 'Keep it logically awesome.', hook_id: 1 },
+        { 'x-github-event': 'ping', 'x-github-delivery': delivery },
+      ),
+    ).toEqual({
       events: [],
       ignored: 'ping',
       deliveryId: delivery,
@@ -693,7 +773,9 @@ describe('github', () => {
     expect(paths(error)).toEqual(['deployment.sha']);
     const badPush = structuredClone(push);
     delete badPush.pusher;
-    expect(paths(payloadError(() => githubProvider.parse(badPush, headers({ 'x-github-event': 'push' }))))).toEqual(['pusher']);
+    expect(paths(payloadError(() => githubProvider.parse(badPush, headers({ 'x-github-event': 'push' }))))).toEqual([
+      'pusher',
+    ]);
   });
 });
 
@@ -735,7 +817,9 @@ describe('generic', () => {
       severity: 'critical',
       labels: { service: 'checkout', env: 'production' },
     });
-    expect(errors?.fingerprint).toBe(hashFingerprint('generic', 'HighErrorRate', 'checkout', { env: 'production', service: 'checkout' }));
+    expect(errors?.fingerprint).toBe(
+      hashFingerprint('generic', 'HighErrorRate', 'checkout', { env: 'production', service: 'checkout' }),
+    );
     expect(errors?.occurredAt.toISOString()).toBe('2024-05-14T09:30:00.000Z');
 
     expect(backlog).toMatchObject({
@@ -781,27 +865,63 @@ describe('generic', () => {
 
     expect(paths(payloadError(() => genericProvider.parse({ severity: 'high' }, headers())))).toEqual(['name']);
     expect(paths(payloadError(() => genericProvider.parse({ name: 'x'.repeat(201) }, headers())))).toEqual(['name']);
-    expect(paths(payloadError(() => genericProvider.parse({ name: 'A', status: 'open' }, headers())))).toEqual(['status']);
-    expect(paths(payloadError(() => genericProvider.parse({ name: 'A', startsAt: 'yesterday' }, headers())))).toEqual(['startsAt']);
-    expect(paths(payloadError(() => genericProvider.parse({ name: 'A', labels: { n: 1 } }, headers())))).toEqual(['labels.n']);
-    expect(paths(payloadError(() => genericProvider.parse({ name: 'A', fingerprint: '' }, headers())))).toEqual(['fingerprint']);
-    expect(paths(payloadError(() => genericProvider.parse({ alerts: [{ name: 'A' }, { summary: 'no name' }] }, headers())))).toEqual([
-      'alerts.1.name',
+    expect(paths(payloadError(() => genericProvider.parse({ name: 'A', status: 'open' }, headers())))).toEqual([
+      'status',
     ]);
+    expect(paths(payloadError(() => genericProvider.parse({ name: 'A', startsAt: 'yesterday' }, headers())))).toEqual([
+      'startsAt',
+    ]);
+    expect(paths(payloadError(() => genericProvider.parse({ name: 'A', labels: { n: 1 } }, headers())))).toEqual([
+      'labels.n',
+    ]);
+    expect(paths(payloadError(() => genericProvider.parse({ name: 'A', fingerprint: '' }, headers())))).toEqual([
+      'fingerprint',
+    ]);
+    expect(
+      paths(payloadError(() => genericProvider.parse({ alerts: [{ name: 'A' }, { summary: 'no name' }] }, headers()))),
+    ).toEqual(['alerts.1.name']);
   });
 });
 
 describe('normalize helpers', () => {
   it('maps severities', () => {
     const table: Array<[string | undefined | null, string]> = [
-      ['critical', 'critical'], ['CRIT', 'critical'], ['fatal', 'critical'], ['emergency', 'critical'],
-      ['page', 'critical'], ['P1', 'critical'], ['sev1', 'critical'], ['Disaster', 'critical'],
-      ['high', 'high'], ['error', 'high'], ['ERR', 'high'], ['major', 'high'], ['p2', 'high'], ['SEV2', 'high'],
-      ['warning', 'medium'], ['warn', 'medium'], ['medium', 'medium'], ['moderate', 'medium'],
-      ['Average', 'medium'], ['p3', 'medium'], ['sev3', 'medium'],
-      ['low', 'low'], ['info', 'low'], ['informational', 'low'], ['minor', 'low'], ['debug', 'low'],
-      ['notice', 'low'], ['p4', 'low'], ['P5', 'low'], ['sev4', 'low'], ['sev5', 'low'], [' Warning ', 'medium'],
-      ['whatever', 'medium'], ['', 'medium'], [undefined, 'medium'], [null, 'medium'],
+      ['critical', 'critical'],
+      ['CRIT', 'critical'],
+      ['fatal', 'critical'],
+      ['emergency', 'critical'],
+      ['page', 'critical'],
+      ['P1', 'critical'],
+      ['sev1', 'critical'],
+      ['Disaster', 'critical'],
+      ['high', 'high'],
+      ['error', 'high'],
+      ['ERR', 'high'],
+      ['major', 'high'],
+      ['p2', 'high'],
+      ['SEV2', 'high'],
+      ['warning', 'medium'],
+      ['warn', 'medium'],
+      ['medium', 'medium'],
+      ['moderate', 'medium'],
+      ['Average', 'medium'],
+      ['p3', 'medium'],
+      ['sev3', 'medium'],
+      ['low', 'low'],
+      ['info', 'low'],
+      ['informational', 'low'],
+      ['minor', 'low'],
+      ['debug', 'low'],
+      ['notice', 'low'],
+      ['p4', 'low'],
+      ['P5', 'low'],
+      ['sev4', 'low'],
+      ['sev5', 'low'],
+      [' Warning ', 'medium'],
+      ['whatever', 'medium'],
+      ['', 'medium'],
+      [undefined, 'medium'],
+      [null, 'medium'],
     ];
     for (const [input, expected] of table) expect(mapSeverity(input), String(input)).toBe(expected);
     expect(mapSeverity('unknown', 'high')).toBe('high');
@@ -829,7 +949,9 @@ describe('normalize helpers', () => {
     // The long parts are cut, the short ones (links, labels) kept whole.
     expect(long.endsWith('…\n\nLabels: a=1')).toBe(true);
     const runbook = 'Runbook: https://runbooks.example.com/checkout';
-    const two = makeDescription(['s'.repeat(5000), 'd'.repeat(3000), runbook, 'Source: http://prom:9090/graph'], { service: 'checkout' });
+    const two = makeDescription(['s'.repeat(5000), 'd'.repeat(3000), runbook, 'Source: http://prom:9090/graph'], {
+      service: 'checkout',
+    });
     expect(two).toHaveLength(4000);
     const [summary, description, ...rest] = two.split('\n\n');
     expect(rest).toEqual([runbook, 'Source: http://prom:9090/graph', 'Labels: service=checkout']);

@@ -34,13 +34,20 @@ describe('assistant chat evaluation', () => {
     for (const q of evalQuestions) {
       let sessionId: string | undefined;
       for (const earlier of q.before ?? []) {
-        const turn = await service.api('POST', '/v1/memory/chat', { token: tenantA.member, body: { message: earlier, ...(sessionId ? { sessionId } : {}) } });
+        const turn = await service.api('POST', '/v1/memory/chat', {
+          token: tenantA.member,
+          body: { message: earlier, ...(sessionId ? { sessionId } : {}) },
+        });
         expect(turn.status).toBe(200);
         sessionId = turn.body.sessionId;
       }
       const res = await service.api('POST', '/v1/memory/chat', {
         token: tenantA.member,
-        body: { message: q.question, ...(sessionId ? { sessionId } : {}), ...(q.anchor ? { incidentId: history.ids[q.anchor] } : {}) },
+        body: {
+          message: q.question,
+          ...(sessionId ? { sessionId } : {}),
+          ...(q.anchor ? { incidentId: history.ids[q.anchor] } : {}),
+        },
       });
       expect(res.status).toBe(200);
       const sources = res.body.sources as Array<{ type: string; id: string; title: string }>;
@@ -50,10 +57,19 @@ describe('assistant chat evaluation', () => {
         expect(otherTenantIds.has(s.id)).toBe(false);
       }
       const expectedId = history.ids[q.expected.key]!;
-      if (process.env.CHAT_EVAL_VERBOSE) console.log(`Q: ${q.question}\nA: ${res.body.reply}\nsources: ${sources.map((s) => s.type).join(', ')}\n`);
+      if (process.env.CHAT_EVAL_VERBOSE)
+        console.log(`Q: ${q.question}\nA: ${res.body.reply}\nsources: ${sources.map((s) => s.type).join(', ')}\n`);
       const hit = sources.slice(0, 3).some((s) => s.type === q.expected.type && s.id === expectedId);
       if (hit) hits += 1;
-      else misses.push(`${q.question} → expected ${q.expected.type} ${q.expected.key}; got ${sources.slice(0, 3).map((s) => `${s.type}:${s.title}`).join(' | ') || 'nothing'}`);
+      else
+        misses.push(
+          `${q.question} → expected ${q.expected.type} ${q.expected.key}; got ${
+            sources
+              .slice(0, 3)
+              .map((s) => `${s.type}:${s.title}`)
+              .join(' | ') || 'nothing'
+          }`,
+        );
     }
     const recall = hits / evalQuestions.length;
     console.log(`assistant chat recall@3: ${(recall * 100).toFixed(1)} % (${hits}/${evalQuestions.length})`);

@@ -7,7 +7,11 @@ const now = new Date('2026-03-18T10:00:00.000Z'); // a Wednesday
 describe('reading a chat question', () => {
   it('keeps content keywords and service names whole, without question and meta words', () => {
     expect(extractTerms('How many incidents did payments-db have?')).toEqual(['payments-db']);
-    expect(extractTerms('Which runbook fixes connection pool exhaustion?')).toEqual(['connection', 'pool', 'exhaustion']);
+    expect(extractTerms('Which runbook fixes connection pool exhaustion?')).toEqual([
+      'connection',
+      'pool',
+      'exhaustion',
+    ]);
     expect(extractTerms('What caused the last checkout outage?')).toEqual(['checkout', 'outage']);
     expect(extractTerms('Deploy v2.14.0 broke 2 pods')).toEqual(['deploy', 'v2.14.0', 'broke', 'pods']);
   });
@@ -23,7 +27,11 @@ describe('reading a chat question', () => {
     expect(period('this week')).toEqual(['this week', '2026-03-16T00:00:00.000Z', now.toISOString()]);
     expect(period('last week')).toEqual(['last week', '2026-03-09T00:00:00.000Z', '2026-03-16T00:00:00.000Z']);
     expect(period('yesterday')).toEqual(['yesterday', '2026-03-17T00:00:00.000Z', '2026-03-18T00:00:00.000Z']);
-    expect(period('outages in november')).toEqual(['in November 2025', '2025-11-01T00:00:00.000Z', '2025-12-01T00:00:00.000Z']);
+    expect(period('outages in november')).toEqual([
+      'in November 2025',
+      '2025-11-01T00:00:00.000Z',
+      '2025-12-01T00:00:00.000Z',
+    ]);
     expect(period('what caused the outage')).toBeNull();
     expect(findPeriod('How many incidents in the last 30 days?', now).rest).not.toContain('30');
   });
@@ -54,7 +62,11 @@ describe('reading a chat question', () => {
 
     const cause = analyzeQuestion('What caused the payments-db connection pool exhaustion?', now);
     const fixed = withConversation(analyzeQuestion('And how was it fixed?', now), cause);
-    expect(fixed).toMatchObject({ kind: 'fix', terms: ['payments-db', 'connection', 'pool', 'exhaustion'], inheritsSubject: true });
+    expect(fixed).toMatchObject({
+      kind: 'fix',
+      terms: ['payments-db', 'connection', 'pool', 'exhaustion'],
+      inheritsSubject: true,
+    });
 
     const fresh = withConversation(analyzeQuestion('Which runbook covers kafka consumer lag?', now), cause);
     expect(fresh).toMatchObject({ kind: 'runbook', terms: ['kafka', 'consumer', 'lag'], inheritsSubject: false });

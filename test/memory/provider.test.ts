@@ -26,8 +26,19 @@ const causeInput: ChatInput = {
   history: [],
   facts: [
     fact({}),
-    fact({ type: 'investigation', title: 'Investigation of "Checkout outage after a configuration push"', summary: 'investigation completed, confidence 0.80' }),
-    fact({ type: 'pattern', id: 'pat_1', title: 'Bad deploy of checkout-api', incidentId: null, relevance: 0.5, rootCause: 'A release breaks checkout' }),
+    fact({
+      type: 'investigation',
+      title: 'Investigation of "Checkout outage after a configuration push"',
+      summary: 'investigation completed, confidence 0.80',
+    }),
+    fact({
+      type: 'pattern',
+      id: 'pat_1',
+      title: 'Bad deploy of checkout-api',
+      incidentId: null,
+      relevance: 0.5,
+      rootCause: 'A release breaks checkout',
+    }),
   ],
 };
 
@@ -35,19 +46,33 @@ describe('built-in chat responder', () => {
   it('answers from the facts and cites exactly the ones its reply uses', async () => {
     const result = await createBuiltinProvider().answer(causeInput);
     expect(result).toMatchObject({ model: BUILTIN_MODEL, tokensUsed: 0, costUsd: 0 });
-    expect(result.output.reply).toContain('The most recent matching incident is "Checkout outage after a configuration push" [inc_1]');
+    expect(result.output.reply).toContain(
+      'The most recent matching incident is "Checkout outage after a configuration push" [inc_1]',
+    );
     expect(result.output.reply).toContain('payment gateway timeout to 50 ms');
     // The pattern matched the question only half as well: not cited.
-    expect(result.output.sources).toEqual([{ type: 'incident', id: 'inc_1' }, { type: 'investigation', id: 'inc_1' }]);
+    expect(result.output.sources).toEqual([
+      { type: 'incident', id: 'inc_1' },
+      { type: 'investigation', id: 'inc_1' },
+    ]);
   });
 
   it('answers a count with the total and the incidents listed', async () => {
     const result = await createBuiltinProvider().answer({
       ...causeInput,
-      intent: { kind: 'count', service: 'checkout-api', severity: null, subject: [], period: { label: 'this month', from: '2026-03-01T00:00:00.000Z', to: '2026-03-18T10:00:00.000Z' }, total: 1 },
+      intent: {
+        kind: 'count',
+        service: 'checkout-api',
+        severity: null,
+        subject: [],
+        period: { label: 'this month', from: '2026-03-01T00:00:00.000Z', to: '2026-03-18T10:00:00.000Z' },
+        total: 1,
+      },
       facts: [fact({})],
     });
-    expect(result.output.reply).toBe('checkout-api had 1 incident this month (2026-03-01 to 2026-03-18): "Checkout outage after a configuration push" [inc_1] on 2026-03-02.');
+    expect(result.output.reply).toBe(
+      'checkout-api had 1 incident this month (2026-03-01 to 2026-03-18): "Checkout outage after a configuration push" [inc_1] on 2026-03-02.',
+    );
     expect(result.output.sources).toEqual([{ type: 'incident', id: 'inc_1' }]);
   });
 });
@@ -72,14 +97,42 @@ describe('OpenAI-compatible chat answers against a local fake server', () => {
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-  const completion = (content: string) => JSON.stringify({ model: 'fake-gpt-1', choices: [{ message: { role: 'assistant', content } }], usage: { total_tokens: 800 } });
+  const completion = (content: string) =>
+    JSON.stringify({
+      model: 'fake-gpt-1',
+      choices: [{ message: { role: 'assistant', content } }],
+      usage: { total_tokens: 800 },
+    });
   const provider = (fallbacks: string[], timeoutMs = 2000) =>
-    createOpenAiCompatibleProvider({ baseUrl, apiKey: 'sk-test', model: 'fake-gpt-1', timeoutMs, costPer1kTokens: 0.5, onFallback: (r) => fallbacks.push(r) });
+    createOpenAiCompatibleProvider({
+      baseUrl,
+      apiKey: 'sk-test',
+      model: 'fake-gpt-1',
+      timeoutMs,
+      costPer1kTokens: 0.5,
+      onFallback: (r) => fallbacks.push(r),
+    });
 
   it('uses a valid answer, deduplicating its sources, with tokens and cost', async () => {
-    reply = (res) => res.end(completion(JSON.stringify({ reply: 'A timeout of 50 ms [inc_1].', sources: [{ type: 'investigation', id: 'inc_1' }, { type: 'investigation', id: 'inc_1' }] })));
+    reply = (res) =>
+      res.end(
+        completion(
+          JSON.stringify({
+            reply: 'A timeout of 50 ms [inc_1].',
+            sources: [
+              { type: 'investigation', id: 'inc_1' },
+              { type: 'investigation', id: 'inc_1' },
+            ],
+          }),
+        ),
+      );
     const result = await provider([]).answer(causeInput);
-    expect(result).toEqual({ output: { reply: 'A timeout of 50 ms [inc_1].', sources: [{ type: 'investigation', id: 'inc_1' }] }, model: 'fake-gpt-1', tokensUsed: 800, costUsd: 0.4 });
+    expect(result).toEqual({
+      output: { reply: 'A timeout of 50 ms [inc_1].', sources: [{ type: 'investigation', id: 'inc_1' }] },
+      model: 'fake-gpt-1',
+      tokensUsed: 800,
+      costUsd: 0.4,
+    });
     const sent = bodies.at(-1);
     expect(sent.response_format).toEqual({ type: 'json_object' });
     expect(JSON.parse(sent.messages[1].content).facts).toHaveLength(3);
@@ -90,8 +143,18 @@ describe('OpenAI-compatible chat answers against a local fake server', () => {
     const cases: Array<[string, (res: ServerResponse) => void]> = [
       ['the model did not answer with JSON', (res) => res.end(completion('The cause was a timeout.'))],
       ['invalid output', (res) => res.end(completion(JSON.stringify({ reply: '', sources: [] })))],
-      ['the model cited a source it was not given', (res) => res.end(completion(JSON.stringify({ reply: 'See [inc_9].', sources: [{ type: 'incident', id: 'inc_9' }] })))],
-      ['the model endpoint answered 503', (res) => { res.statusCode = 503; res.end('{}'); }],
+      [
+        'the model cited a source it was not given',
+        (res) =>
+          res.end(completion(JSON.stringify({ reply: 'See [inc_9].', sources: [{ type: 'incident', id: 'inc_9' }] }))),
+      ],
+      [
+        'the model endpoint answered 503',
+        (res) => {
+          res.statusCode = 503;
+          res.end('{}');
+        },
+      ],
       ['timeout', () => undefined],
     ];
     for (const [reason, handler] of cases) {

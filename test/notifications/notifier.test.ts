@@ -22,9 +22,16 @@ const db = () => svc.database.db;
 /** A consumer of its own, positioned at the end of the outbox, that only notifies `tenantId`. */
 async function privateNotifier(tenantId: string, extra: Parameters<typeof createNotifier>[1] = {}) {
   const name = `test-${newId('ntf')}`;
-  const [top] = await db().select({ seq: max(events.seq) }).from(events);
-  await db().insert(eventConsumers).values({ name, lastSeq: top?.seq ?? 0 });
-  return createNotifier({ db: db(), sql: svc.database.sql, logger: pino({ level: 'silent' }) }, { name, tenantId, gapSettleMs: 0, ...extra });
+  const [top] = await db()
+    .select({ seq: max(events.seq) })
+    .from(events);
+  await db()
+    .insert(eventConsumers)
+    .values({ name, lastSeq: top?.seq ?? 0 });
+  return createNotifier(
+    { db: db(), sql: svc.database.sql, logger: pino({ level: 'silent' }) },
+    { name, tenantId, gapSettleMs: 0, ...extra },
+  );
 }
 
 async function lastSeqOf(name: string) {
@@ -62,14 +69,29 @@ async function tenantWithUsers() {
   return tenantId;
 }
 
-async function append(tenantId: string, type: string, payload: Record<string, unknown>, incidentId: string | null = null) {
-  await db().transaction((tx) => appendEvent(tx, { tenantId, type, incidentId, payload, idempotencyKey: newId('oev') }));
-  const [row] = await db().select({ seq: max(events.seq) }).from(events).where(eq(events.tenantId, tenantId));
+async function append(
+  tenantId: string,
+  type: string,
+  payload: Record<string, unknown>,
+  incidentId: string | null = null,
+) {
+  await db().transaction((tx) =>
+    appendEvent(tx, { tenantId, type, incidentId, payload, idempotencyKey: newId('oev') }),
+  );
+  const [row] = await db()
+    .select({ seq: max(events.seq) })
+    .from(events)
+    .where(eq(events.tenantId, tenantId));
   return row!.seq!;
 }
 
 /** Appended without NOTIFY, so a notifier of another test file only sees it on its interval. */
-async function appendQuiet(tenantId: string, type: string, payload: Record<string, unknown>, incidentId: string | null = null) {
+async function appendQuiet(
+  tenantId: string,
+  type: string,
+  payload: Record<string, unknown>,
+  incidentId: string | null = null,
+) {
   const [row] = await db()
     .insert(events)
     .values({ id: newId('oev'), tenantId, type, incidentId, payload, idempotencyKey: newId('oev') })
@@ -92,17 +114,53 @@ describe('notifier: fan-out', () => {
     await db()
       .insert(users)
       .values([
-        { tenantId, userId: 'erin-away', roles: ['member'], lastSeenAt: new Date(Date.now() - ACTIVE_USER_WINDOW_MS + 86_400_000) },
-        { tenantId, userId: 'dave-left', roles: ['member', 'admin'], lastSeenAt: new Date(Date.now() - ACTIVE_USER_WINDOW_MS - 86_400_000) },
+        {
+          tenantId,
+          userId: 'erin-away',
+          roles: ['member'],
+          lastSeenAt: new Date(Date.now() - ACTIVE_USER_WINDOW_MS + 86_400_000),
+        },
+        {
+          tenantId,
+          userId: 'dave-left',
+          roles: ['member', 'admin'],
+          lastSeenAt: new Date(Date.now() - ACTIVE_USER_WINDOW_MS - 86_400_000),
+        },
       ]);
     const other = await tenantWithUsers();
     const notifier = await privateNotifier(tenantId);
     const incidentId = newId('inc');
-    await append(tenantId, 'incident.created', { incidentId, title: 'Checkout down', severity: 'high', source: 'manual' }, incidentId);
-    await append(tenantId, 'investigation.completed', { incidentId, rootCause: 'pool exhausted', confidence: 0.9 }, incidentId);
-    await append(tenantId, 'approval.requested', { incidentId, remediationId: 'rem_x', approvalId: 'apr_x' }, incidentId);
-    await append(tenantId, 'remediation.completed', { incidentId, remediationId: 'rem_1', verification: 'healthy' }, incidentId);
-    await append(tenantId, 'system.quota_warning', { metric: 'events', period: '2025-01', used: 800, limit: 1000, percent: 80 });
+    await append(
+      tenantId,
+      'incident.created',
+      { incidentId, title: 'Checkout down', severity: 'high', source: 'manual' },
+      incidentId,
+    );
+    await append(
+      tenantId,
+      'investigation.completed',
+      { incidentId, rootCause: 'pool exhausted', confidence: 0.9 },
+      incidentId,
+    );
+    await append(
+      tenantId,
+      'approval.requested',
+      { incidentId, remediationId: 'rem_x', approvalId: 'apr_x' },
+      incidentId,
+    );
+    await append(
+      tenantId,
+      'remediation.completed',
+      { incidentId, remediationId: 'rem_1', verification: 'healthy' },
+      incidentId,
+    );
+    await append(tenantId, 'system.quota_warning', {
+      metric: 'events',
+      period: '2025-01',
+      used: 800,
+      limit: 1000,
+      percent: 80,
+    });
     await append(tenantId, 'system.export_completed', { exportId: 'exp_1', rows: 10 });
     await append(tenantId, 'not.in.catalogue', {});
     const last = await append(other, 'incident.created', { incidentId: 'inc_other', title: 'Other tenant' });
@@ -118,8 +176,13 @@ describe('notifier: fan-out', () => {
     const opened = rows.find((r) => r.type === 'incident.created' && r.userId === 'bob-member')!;
     expect(opened.payload).toMatchObject({ title: 'Incident opened: Checkout down', incidentId });
     expect(opened.incidentId).toBe(incidentId);
-    expect(rows.find((r) => r.type === 'investigation.completed')!.payload.title).toBe('Root cause found: pool exhausted');
-    expect(rows.find((r) => r.type === 'remediation.completed')!.payload).toMatchObject({ remediationId: 'rem_1', incidentId });
+    expect(rows.find((r) => r.type === 'investigation.completed')!.payload.title).toBe(
+      'Root cause found: pool exhausted',
+    );
+    expect(rows.find((r) => r.type === 'remediation.completed')!.payload).toMatchObject({
+      remediationId: 'rem_1',
+      incidentId,
+    });
     expect(rows.find((r) => r.type === 'system.quota_warning')!.payload.title).toBe('Quota warning: events at 80%');
     // The tenant's events reached none of the other tenant's users.
     const seqs = rows.map((r) => `${String(r.payload.eventSeq)}:`);
@@ -139,7 +202,9 @@ describe('notifier: exactly once', () => {
     const { rows } = await byUser(tenantId);
     expect(rows).toHaveLength(3);
     expect(new Set(rows.map((r) => r.idempotencyKey)).size).toBe(3);
-    expect(rows.map((r) => r.idempotencyKey).sort()).toEqual(['alice-admin', 'bob-member', 'carol-both'].map((u) => `${last}:${u}`));
+    expect(rows.map((r) => r.idempotencyKey).sort()).toEqual(
+      ['alice-admin', 'bob-member', 'carol-both'].map((u) => `${last}:${u}`),
+    );
   });
 
   it('a pass that crashes after inserting commits nothing; the next pass creates each notification once', async () => {
@@ -155,8 +220,18 @@ describe('notifier: exactly once', () => {
       },
     });
     // Written without NOTIFY, so only this consumer picks them up at once.
-    const first = await appendQuiet(tenantId, 'triage.completed', { incidentId: 'inc_2', priority: 'high', summary: 'DB saturated' }, 'inc_2');
-    const last = await appendQuiet(tenantId, 'incident.status_changed', { incidentId: 'inc_2', from: 'open', to: 'investigating' }, 'inc_2');
+    const first = await appendQuiet(
+      tenantId,
+      'triage.completed',
+      { incidentId: 'inc_2', priority: 'high', summary: 'DB saturated' },
+      'inc_2',
+    );
+    const last = await appendQuiet(
+      tenantId,
+      'incident.status_changed',
+      { incidentId: 'inc_2', from: 'open', to: 'investigating' },
+      'inc_2',
+    );
     const before = await lastSeqOf(notifier.name);
     let thrown: unknown;
     for (let i = 0; i < 200 && !thrown; i++) {
@@ -174,7 +249,8 @@ describe('notifier: exactly once', () => {
     await notifier.runOnce();
     const { rows, out } = await byUser(tenantId);
     expect(rows).toHaveLength(6);
-    for (const u of ['alice-admin', 'bob-member', 'carol-both']) expect(out[u]).toEqual(['incident.status_changed', 'triage.completed']);
+    for (const u of ['alice-admin', 'bob-member', 'carol-both'])
+      expect(out[u]).toEqual(['incident.status_changed', 'triage.completed']);
     expect(rows.find((r) => r.type === 'triage.completed')!.payload.title).toBe('Triage completed: high priority');
   });
 
@@ -229,7 +305,12 @@ describe('notifier: exactly once', () => {
           select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = ${lockKey} and not granted`;
         return waiting!.n === 1;
       });
-      const later = await append(tenantId, 'triage.failed', { incidentId: 'inc_fast', reason: 'model down' }, 'inc_fast');
+      const later = await append(
+        tenantId,
+        'triage.failed',
+        { incidentId: 'inc_fast', reason: 'model down' },
+        'inc_fast',
+      );
       await staysBefore(notifier, later);
       await holder`select pg_advisory_unlock(${lockKey})`;
       // Written, still uncommitted: the consumer still waits for it.
@@ -244,7 +325,9 @@ describe('notifier: exactly once', () => {
       holder.release();
       release?.();
       await held?.catch(() => undefined);
-      await svc.database.sql.unsafe('drop trigger if exists test_hold_event on events; drop function if exists test_hold_event()');
+      await svc.database.sql.unsafe(
+        'drop trigger if exists test_hold_event on events; drop function if exists test_hold_event()',
+      );
     }
   });
 });
@@ -254,7 +337,12 @@ describe('notifier: consumer row', () => {
   it('advances last_seq past the events it notified, and a later pass notifies nobody again', async () => {
     const tenantId = await tenantWithUsers();
     const notifier = await privateNotifier(tenantId);
-    const last = await append(tenantId, 'approval.expired', { incidentId: 'inc_3', remediationId: 'rem_3', approvalId: 'apr_3' }, 'inc_3');
+    const last = await append(
+      tenantId,
+      'approval.expired',
+      { incidentId: 'inc_3', remediationId: 'rem_3', approvalId: 'apr_3' },
+      'inc_3',
+    );
     await drainPast(notifier, last);
     expect(await lastSeqOf(notifier.name)).toBeGreaterThanOrEqual(last);
     const count = async () =>

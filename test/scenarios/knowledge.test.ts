@@ -38,17 +38,36 @@ describe('a correction teaches the next investigation', () => {
 
     const first = await open('reporting-api answers errors to most requests');
     await investigated(first);
-    const comment = 'The reporting-db connection pool was exhausted by a leaked cursor in the nightly export; restart pgbouncer and kill the idle connections of the export job';
-    const corrected = await svc.api('POST', '/v1/knowledge/feedback', { token: tenant.member, body: { incidentId: first, type: 'correct_rca', comment } });
+    const comment =
+      'The reporting-db connection pool was exhausted by a leaked cursor in the nightly export; restart pgbouncer and kill the idle connections of the export job';
+    const corrected = await svc.api('POST', '/v1/knowledge/feedback', {
+      token: tenant.member,
+      body: { incidentId: first, type: 'correct_rca', comment },
+    });
     expect(corrected.status).toBe(201);
     const pattern = corrected.body.correctedPattern;
-    expect(pattern).toMatchObject({ category: 'connection_pool', status: 'emerging', occurrences: 1, alertNames: ['ReportingErrors'], fix: ['Restart pgbouncer and kill the idle connections of the export job'] });
+    expect(pattern).toMatchObject({
+      category: 'connection_pool',
+      status: 'emerging',
+      occurrences: 1,
+      alertNames: ['ReportingErrors'],
+      fix: ['Restart pgbouncer and kill the idle connections of the export job'],
+    });
     // New context re-synthesises the investigation: the person's correction stays the incident's root cause.
-    const context = await svc.api('POST', `/v1/investigation/${first}/context`, { token: tenant.member, body: { content: 'The nightly export ran right before the errors' } });
+    const context = await svc.api('POST', `/v1/investigation/${first}/context`, {
+      token: tenant.member,
+      body: { content: 'The nightly export ran right before the errors' },
+    });
     expect(context.status).toBe(202);
-    await eventually(async () => ((await svc.client.workflow.getHandle(first).query(getStateQuery)).syntheses ?? 0) >= 2, 30_000);
+    await eventually(
+      async () => ((await svc.client.workflow.getHandle(first).query(getStateQuery)).syntheses ?? 0) >= 2,
+      30_000,
+    );
     expect((await svc.api('GET', `/v1/incidents/${first}`, { token: tenant.member })).body.rootCause).toBe(comment);
-    const resolved = await svc.api('PATCH', `/v1/incidents/${first}`, { token: tenant.member, body: { status: 'resolved' } });
+    const resolved = await svc.api('PATCH', `/v1/incidents/${first}`, {
+      token: tenant.member,
+      body: { status: 'resolved' },
+    });
     expect(resolved.status).toBe(200);
     expect(resolved.body.rootCause).toBe(comment);
 
@@ -61,25 +80,38 @@ describe('a correction teaches the next investigation', () => {
       .select()
       .from(evidenceItems)
       .where(and(eq(evidenceItems.incidentId, second), eq(evidenceItems.agentRole, 'knowledge')));
-    expect(found).toMatchObject([{ source: 'knowledge', type: 'runbook', dedupeKey: `knowledge:${pattern.patternId}` }]);
+    expect(found).toMatchObject([
+      { source: 'knowledge', type: 'runbook', dedupeKey: `knowledge:${pattern.patternId}` },
+    ]);
     expect(found[0]!.summary).toContain(pattern.title);
-    expect(result.evidence.find((e: { agentRole: string }) => e.agentRole === 'knowledge').content).toContain(pattern.title);
+    expect(result.evidence.find((e: { agentRole: string }) => e.agentRole === 'knowledge').content).toContain(
+      pattern.title,
+    );
 
     const [row] = await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, second));
-    const kept = (row!.hypotheses as Array<{ kind: string; status: string; evidenceIds: string[] }>).find((h) => h.status === 'kept')!;
+    const kept = (row!.hypotheses as Array<{ kind: string; status: string; evidenceIds: string[] }>).find(
+      (h) => h.status === 'kept',
+    )!;
     expect(kept.kind).toBe('known_pattern');
     expect(kept.evidenceIds).toContain(found[0]!.id);
     expect(result.rootCause).toContain(comment);
     expect(result.recommendedActions[0]).toBe('Restart pgbouncer and kill the idle connections of the export job');
 
     // Resolving it is a second occurrence of the same pattern (the conclusion names it).
-    expect((await svc.api('PATCH', `/v1/incidents/${second}`, { token: tenant.member, body: { status: 'resolved' } })).status).toBe(200);
+    expect(
+      (await svc.api('PATCH', `/v1/incidents/${second}`, { token: tenant.member, body: { status: 'resolved' } }))
+        .status,
+    ).toBe(200);
     const [after] = await svc.database.db.select().from(patterns).where(eq(patterns.id, pattern.patternId));
     expect(after).toMatchObject({ occurrences: 2, status: 'emerging' });
     const listed = await svc.api('GET', '/v1/knowledge', { token: tenant.member });
     expect(listed.body).toMatchObject({ count: 1, patterns: [{ patternId: pattern.patternId, occurrences: 2 }] });
 
     // Another tenant learns nothing from it.
-    expect((await svc.api('GET', '/v1/knowledge', { token: otherTenant.member })).body).toEqual({ patterns: [], count: 0, cursor: null });
+    expect((await svc.api('GET', '/v1/knowledge', { token: otherTenant.member })).body).toEqual({
+      patterns: [],
+      count: 0,
+      cursor: null,
+    });
   });
 });

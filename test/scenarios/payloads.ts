@@ -67,7 +67,8 @@ export function datadog(args: {
   payload.date = String(epochMs(args.minutes));
   payload.last_updated = String(epochMs(args.minutes));
   payload.alert_id = monitorId;
-  payload.alert_status = args.status ?? `${args.metric ?? 'monitor'} over env:production,service:${args.service} crossed its threshold`;
+  payload.alert_status =
+    args.status ?? `${args.metric ?? 'monitor'} over env:production,service:${args.service} crossed its threshold`;
   payload.alert_transition = transition;
   payload.alert_priority = args.priority ?? 'P2';
   payload.aggreg_key = randomUUID().replace(/-/g, '');
@@ -106,10 +107,17 @@ export function sentry(args: {
   event.datetime = at(args.minutes);
   event.timestamp = epochMs(args.minutes) / 1000;
   event.release = args.release ?? `${args.project}@2024.05.14-1`;
-  event.metadata = { type: args.type, value: args.value, filename: args.frames?.[0]?.filename, function: args.frames?.[0]?.function };
+  event.metadata = {
+    type: args.type,
+    value: args.value,
+    filename: args.frames?.[0]?.filename,
+    function: args.frames?.[0]?.function,
+  };
   event.exception.values[0].type = args.type;
   event.exception.values[0].value = args.value;
-  event.exception.values[0].stacktrace.frames = (args.frames ?? [{ filename: 'app/main.py', lineno: 10, function: 'handler' }]).map((f) => ({
+  event.exception.values[0].stacktrace.frames = (
+    args.frames ?? [{ filename: 'app/main.py', lineno: 10, function: 'handler' }]
+  ).map((f) => ({
     abs_path: `/app/${f.filename}`,
     filename: f.filename,
     function: f.function,
@@ -150,7 +158,8 @@ export function githubDeployment(args: {
   payload.deployment_status.id = args.id * 10 + 1;
   payload.deployment_status.state = args.state ?? 'success';
   payload.deployment_status.environment = args.environment ?? 'production';
-  payload.deployment_status.description = args.description ?? `Deployed ${args.repo}@${args.sha.slice(0, 7)} to ${args.environment ?? 'production'}`;
+  payload.deployment_status.description =
+    args.description ?? `Deployed ${args.repo}@${args.sha.slice(0, 7)} to ${args.environment ?? 'production'}`;
   payload.deployment_status.created_at = at(args.minutes);
   payload.deployment_status.updated_at = at(args.minutes);
   payload.deployment_status.target_url = `https://github.com/${full}/actions/runs/${args.id}`;
@@ -195,7 +204,15 @@ export function githubPush(args: {
 }
 
 /** A generic-webhook alert (our own documented format). */
-export function generic(args: { name: string; service: string; minutes: number; severity?: string; summary?: string; description?: string; labels?: Record<string, string> }): object {
+export function generic(args: {
+  name: string;
+  service: string;
+  minutes: number;
+  severity?: string;
+  summary?: string;
+  description?: string;
+  labels?: Record<string, string>;
+}): object {
   const body = JSON.parse(fixture('generic-single.json')) as Record<string, unknown>;
   return {
     ...body,

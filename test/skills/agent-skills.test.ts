@@ -1,7 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { bindSkillInput, findingText, MAX_FINDING_CHARS, skillRole, skillsForRole, tellingLine, type AgentSkill } from '../../src/skills/agent-skills.js';
+import {
+  bindSkillInput,
+  findingText,
+  MAX_FINDING_CHARS,
+  skillRole,
+  skillsForRole,
+  tellingLine,
+  type AgentSkill,
+} from '../../src/skills/agent-skills.js';
 
-const skill = (name: string, description: string, method = 'GET'): AgentSkill => ({ id: `skl_${name}`, name, description, method, inputSchema: null });
+const skill = (name: string, description: string, method = 'GET'): AgentSkill => ({
+  id: `skl_${name}`,
+  name,
+  description,
+  method,
+  inputSchema: null,
+});
 
 const facts = {
   incidentId: 'inc_1',
@@ -25,13 +39,18 @@ describe('which agent calls a skill', () => {
   });
 
   it('never routes a skill that is not a GET: those are actions that need an approval', () => {
-    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) expect(skillRole(skill('fetch_logs', 'Error logs', method))).toBeNull();
+    for (const method of ['POST', 'PUT', 'PATCH', 'DELETE'])
+      expect(skillRole(skill('fetch_logs', 'Error logs', method))).toBeNull();
     expect(skillRole(skill('fetch_logs', 'Error logs', 'get'))).toBe('logs');
   });
 
   it('gives an agent at most three skills, by name', () => {
     const all = ['e_logs', 'a_logs', 'd_logs', 'c_logs', 'b_logs'].map((n) => skill(n, 'Error logs'));
-    expect(skillsForRole([...all, skill('cpu', 'CPU metrics')], 'logs').map((s) => s.name)).toEqual(['a_logs', 'b_logs', 'c_logs']);
+    expect(skillsForRole([...all, skill('cpu', 'CPU metrics')], 'logs').map((s) => s.name)).toEqual([
+      'a_logs',
+      'b_logs',
+      'c_logs',
+    ]);
     expect(skillsForRole(all, 'metrics')).toEqual([]);
   });
 });
@@ -68,18 +87,35 @@ describe('bindSkillInput', () => {
   });
 
   it('refuses a skill whose required input it cannot fill, naming it', () => {
-    const schema = { type: 'object', properties: { cluster: { type: 'string' }, service: { type: 'string' } }, required: ['cluster', 'service'] };
+    const schema = {
+      type: 'object',
+      properties: { cluster: { type: 'string' }, service: { type: 'string' } },
+      required: ['cluster', 'service'],
+    };
     expect(bindSkillInput(schema, facts)).toEqual({ ok: false, missing: ['cluster'] });
-    expect(bindSkillInput({ type: 'object', properties: { service: { type: 'string' } }, required: ['service'] }, { ...facts, service: null })).toEqual({
+    expect(
+      bindSkillInput(
+        { type: 'object', properties: { service: { type: 'string' } }, required: ['service'] },
+        { ...facts, service: null },
+      ),
+    ).toEqual({
       ok: false,
       missing: ['service'],
     });
-    expect(bindSkillInput({ type: 'object', properties: { since: { type: 'boolean' } }, required: ['since'] }, facts)).toEqual({ ok: false, missing: ['since'] });
+    expect(
+      bindSkillInput({ type: 'object', properties: { since: { type: 'boolean' } }, required: ['since'] }, facts),
+    ).toEqual({ ok: false, missing: ['since'] });
   });
 
   it('sends service and window to a skill without an input schema', () => {
-    expect(bindSkillInput(null, facts)).toEqual({ ok: true, input: { service: 'checkout-api', since: '2026-11-22T02:10:00.000Z', until: '2026-11-22T03:30:00.000Z' } });
-    expect(bindSkillInput(null, { ...facts, service: null })).toEqual({ ok: true, input: { since: '2026-11-22T02:10:00.000Z', until: '2026-11-22T03:30:00.000Z' } });
+    expect(bindSkillInput(null, facts)).toEqual({
+      ok: true,
+      input: { service: 'checkout-api', since: '2026-11-22T02:10:00.000Z', until: '2026-11-22T03:30:00.000Z' },
+    });
+    expect(bindSkillInput(null, { ...facts, service: null })).toEqual({
+      ok: true,
+      input: { since: '2026-11-22T02:10:00.000Z', until: '2026-11-22T03:30:00.000Z' },
+    });
   });
 });
 
@@ -87,7 +123,11 @@ describe('findingText and tellingLine', () => {
   it('reads strings as lines, objects as key=value lines, arrays and nesting line by line', () => {
     expect(findingText('first\n\n  second  ')).toBe('first\nsecond');
     expect(
-      findingText({ service: 'checkout-api', entries: [{ level: 'ERROR', message: 'pool timeout' }, 'raw line', 42, null], meta: { total: 2 } }),
+      findingText({
+        service: 'checkout-api',
+        entries: [{ level: 'ERROR', message: 'pool timeout' }, 'raw line', 42, null],
+        meta: { total: 2 },
+      }),
     ).toBe('service=checkout-api\nlevel=ERROR message=pool timeout\nraw line\n42\ntotal=2');
     expect(findingText(null)).toBe('');
     expect(findingText([])).toBe('');
@@ -100,7 +140,10 @@ describe('findingText and tellingLine', () => {
   });
 
   it('picks the first line that tells of a failure, else the first', () => {
-    expect(tellingLine('GET /health 200\nconnection refused by db-1\nERROR again')).toEqual({ line: 'connection refused by db-1', alarming: true });
+    expect(tellingLine('GET /health 200\nconnection refused by db-1\nERROR again')).toEqual({
+      line: 'connection refused by db-1',
+      alarming: true,
+    });
     expect(tellingLine('all good\nstill good')).toEqual({ line: 'all good', alarming: false });
   });
 });

@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { checkInput, checkInputSchema } from '../../src/skills/json-schema.js';
 
-const verdict = (format: string, value: unknown) => checkInput({ type: 'object', properties: { v: { format } } }, { v: value }).length === 0;
+const verdict = (format: string, value: unknown) =>
+  checkInput({ type: 'object', properties: { v: { format } } }, { v: value }).length === 0;
 
 describe('skill input formats', () => {
   it.each([
@@ -52,10 +53,17 @@ describe('skill input formats', () => {
   });
 
   it('refuses uniqueItems without a maxItems of at most 1000, but not a property named uniqueItems', () => {
-    expect(checkInputSchema({ type: 'array', uniqueItems: true })).toEqual([{ path: '/', message: 'uniqueItems needs maxItems of at most 1000 (checking uniqueness compares every pair of items)' }]);
+    expect(checkInputSchema({ type: 'array', uniqueItems: true })).toEqual([
+      {
+        path: '/',
+        message: 'uniqueItems needs maxItems of at most 1000 (checking uniqueness compares every pair of items)',
+      },
+    ]);
     expect(checkInputSchema({ type: 'array', uniqueItems: true, maxItems: 1000 })).toEqual([]);
     expect(checkInputSchema({ type: 'object', properties: { uniqueItems: { type: 'boolean' } } })).toEqual([]);
     // A schema stored before the rule fails cleanly when an input is checked.
-    expect(checkInput({ type: 'array', uniqueItems: true }, [{ a: 1 }])[0]!.message).toMatch(/^the skill's input schema does not compile: \/ uniqueItems needs maxItems/);
+    expect(checkInput({ type: 'array', uniqueItems: true }, [{ a: 1 }])[0]!.message).toMatch(
+      /^the skill's input schema does not compile: \/ uniqueItems needs maxItems/,
+    );
   });
 });

@@ -3,14 +3,21 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { ensureGeneratedSkillEncryptionKey, resolveSkillEncryptionKey, skillKeyFile } from '../../src/runtime-settings.js';
+import {
+  ensureGeneratedSkillEncryptionKey,
+  resolveSkillEncryptionKey,
+  skillKeyFile,
+} from '../../src/runtime-settings.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
 import { blockedReason, NetworkAllowlist, refusalReason } from '../../src/skills/networks.js';
 
 describe('SKILL_ENCRYPTION_KEY and SKILL_ALLOWED_NETWORKS', () => {
   it('reads a 32-byte base64 key and a list of addresses and CIDR ranges', () => {
     const key = Buffer.alloc(32, 3);
-    const config = loadConfig({ SKILL_ENCRYPTION_KEY: key.toString('base64'), SKILL_ALLOWED_NETWORKS: '127.0.0.1/32, 10.20.0.0/16,fd00::/8' });
+    const config = loadConfig({
+      SKILL_ENCRYPTION_KEY: key.toString('base64'),
+      SKILL_ALLOWED_NETWORKS: '127.0.0.1/32, 10.20.0.0/16,fd00::/8',
+    });
     expect(config.skills.encryptionKey).toEqual(key);
     expect(config.skills.allowedNetworks).toEqual(['127.0.0.1/32', '10.20.0.0/16', 'fd00::/8']);
     expect(loadConfig({}).skills).toEqual({ encryptionKey: undefined, allowedNetworks: [] });
@@ -37,7 +44,9 @@ describe('SKILL_ENCRYPTION_KEY and SKILL_ALLOWED_NETWORKS', () => {
     expect(ensureGeneratedSkillEncryptionKey(dataDir)).toEqual(generated);
     expect(resolveSkillEncryptionKey(config)).toEqual(generated);
     const configured = Buffer.alloc(32, 5);
-    expect(resolveSkillEncryptionKey(loadConfig({ DATA_DIR: dataDir, SKILL_ENCRYPTION_KEY: configured.toString('base64') }))).toEqual(configured);
+    expect(
+      resolveSkillEncryptionKey(loadConfig({ DATA_DIR: dataDir, SKILL_ENCRYPTION_KEY: configured.toString('base64') })),
+    ).toEqual(configured);
     writeFileSync(skillKeyFile(dataDir), 'c2hvcnQ=\n');
     expect(() => resolveSkillEncryptionKey(config)).toThrow(/not a 32-byte base64 key/);
     expect(readFileSync(skillKeyFile(dataDir), 'utf8')).toBe('c2hvcnQ=\n');
@@ -103,9 +112,12 @@ describe('address rules', () => {
     expect(blockedReason(address)).toBe(reason);
   });
 
-  it.each(['8.8.8.8', '172.32.0.1', '100.128.0.1', '192.169.0.1', '2606:4700::1111', '::ffff:8.8.8.8'])('%s is public', (address) => {
-    expect(blockedReason(address)).toBeUndefined();
-  });
+  it.each(['8.8.8.8', '172.32.0.1', '100.128.0.1', '192.169.0.1', '2606:4700::1111', '::ffff:8.8.8.8'])(
+    '%s is public',
+    (address) => {
+      expect(blockedReason(address)).toBeUndefined();
+    },
+  );
 
   it('lets the allowlist open exact addresses and ranges, also in their IPv4-mapped form', () => {
     const allowlist = new NetworkAllowlist(['127.0.0.1/32', '10.20.0.0/16', 'fd00:1::/32']);

@@ -19,7 +19,10 @@ describe('a request that waits for a workflow while no worker runs', () => {
       const res = await svc.api(method, path, { token: tenant.member, body });
       const waited = performance.now() - started;
       expect(res.status, path).toBe(503);
-      expect(res.body).toEqual({ error: 'service_unavailable', message: expect.stringMatching(/did not answer within 2 s \(are its workers running\?\)/) });
+      expect(res.body).toEqual({
+        error: 'service_unavailable',
+        message: expect.stringMatching(/did not answer within 2 s \(are its workers running\?\)/),
+      });
       expect(res.headers.get('retry-after')).toBe('5');
       expect(waited).toBeGreaterThanOrEqual(1900);
       expect(waited).toBeLessThan(15_000);

@@ -25,9 +25,18 @@ afterAll(async () => {
 describe('an incident workflow told to continue as new', () => {
   it('first proposes the remediation its investigation asked for, and handles an alert that arrives while the approval waits', async () => {
     const tenant = await svc.newTenant({ plan: 'plan_business' });
-    await svc.database.db.update(tenants).set({ settings: { autoResolve: true, approvalTimeoutMinutes: 30 } }).where(eq(tenants.id, tenant.tenantId));
+    await svc.database.db
+      .update(tenants)
+      .set({ settings: { autoResolve: true, approvalTimeoutMinutes: 30 } })
+      .where(eq(tenants.id, tenant.tenantId));
     const key = await createKey(svc, tenant.admin);
-    const alert = { name: 'CheckoutErrors', severity: 'high', service: 'checkout-api', summary: '5xx above 5%', fingerprint: `can-${Date.now()}` };
+    const alert = {
+      name: 'CheckoutErrors',
+      severity: 'high',
+      service: 'checkout-api',
+      summary: '5xx above 5%',
+      fingerprint: `can-${Date.now()}`,
+    };
     const opened = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });
     expect(opened.status).toBe(202);
     const incidentId = opened.body.incidentIds[0] as string;
@@ -44,7 +53,13 @@ describe('an incident workflow told to continue as new', () => {
 
     // The alert recovers while the approval waits: with autoResolve the incident is resolved (the
     // run used to wait for the approval before anything else, then continue as new without it).
-    const resolved = await postWebhook(svc, tenant.tenantId, 'generic', { ...alert, status: 'resolved' }, { key: key.key });
+    const resolved = await postWebhook(
+      svc,
+      tenant.tenantId,
+      'generic',
+      { ...alert, status: 'resolved' },
+      { key: key.key },
+    );
     expect(resolved.status).toBe(202);
     const incident = await eventually(async () => {
       const res = await svc.api('GET', `/v1/incidents/${incidentId}`, { token: tenant.member });
@@ -57,7 +72,10 @@ describe('an incident workflow told to continue as new', () => {
 
   it('remembers the alert event ids it received across the continue-as-new, so a redelivery counts once', async () => {
     const tenant = await svc.newTenant({ plan: 'plan_business' });
-    const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Queue lag', description: 'billing-worker lags 5 min' } });
+    const created = await svc.api('POST', '/v1/incidents/chat', {
+      token: tenant.member,
+      body: { title: 'Queue lag', description: 'billing-worker lags 5 min' },
+    });
     expect(created.status).toBe(201);
     const incidentId = created.body.incidentId as string;
     const handle = svc.client.workflow.getHandle(incidentId);
@@ -70,8 +88,14 @@ describe('an incident workflow told to continue as new', () => {
     for (let i = 0; i < 20; i++) {
       const eventId = `evt_seen_${i}_${Date.now()}`;
       const sent = await firstRun
-        .signal(alertsReceivedSignal, { alerts: [{ eventId, status: 'firing', occurredAt: new Date().toISOString() }], autoResolve: false })
-        .then(() => true, () => false); // the run has continued as new
+        .signal(alertsReceivedSignal, {
+          alerts: [{ eventId, status: 'firing', occurredAt: new Date().toISOString() }],
+          autoResolve: false,
+        })
+        .then(
+          () => true,
+          () => false,
+        ); // the run has continued as new
       if (!sent) break;
       delivered.push(eventId);
       const handled = await eventually(async () => {
@@ -94,7 +118,11 @@ describe('an incident workflow told to continue as new', () => {
 
     // The dispatcher redelivers it (it crashed before marking it delivered) with a new one: the
     // new run counts only the new one.
-    const fresh = { eventId: `evt_fresh_${Date.now()}`, status: 'firing' as const, occurredAt: new Date().toISOString() };
+    const fresh = {
+      eventId: `evt_fresh_${Date.now()}`,
+      status: 'firing' as const,
+      occurredAt: new Date().toISOString(),
+    };
     const run = svc.client.workflow.getHandle(incidentId, next);
     await run.signal(alertsReceivedSignal, { alerts: [redelivered, fresh], autoResolve: false });
     const state = await eventually(async () => {

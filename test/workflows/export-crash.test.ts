@@ -41,7 +41,12 @@ describe('a worker killed during a large export', () => {
     [child] = await Promise.all([
       startWorkerProcess(
         svc,
-        { EXPORT_DIR: svc.exportDir, HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS), BATCH_ROWS: String(BATCH_ROWS), HANG_AFTER_ROWS: String(HANG_AFTER_ROWS) },
+        {
+          EXPORT_DIR: svc.exportDir,
+          HEARTBEAT_TIMEOUT_MS: String(HEARTBEAT_TIMEOUT_MS),
+          BATCH_ROWS: String(BATCH_ROWS),
+          HANG_AFTER_ROWS: String(HANG_AFTER_ROWS),
+        },
         lines,
       ),
       seedAuditRows(svc.database.sql, tenant.tenantId, ROWS),
@@ -49,7 +54,10 @@ describe('a worker killed during a large export', () => {
 
     const to = new Date(Date.now() + 60_000);
     const from = new Date(to.getTime() - 24 * 3_600_000);
-    const res = await svc.api('POST', '/v1/audit/export', { token: tenant.admin, body: { format: 'csv', from: from.toISOString(), to: to.toISOString() } });
+    const res = await svc.api('POST', '/v1/audit/export', {
+      token: tenant.admin,
+      body: { format: 'csv', from: from.toISOString(), to: to.toISOString() },
+    });
     expect(res.status).toBe(202);
     const exportId = res.body.exportId as string;
     const handle = svc.client.workflow.getHandle(exportId);
@@ -103,7 +111,9 @@ describe('a worker killed during a large export', () => {
       }
       const resumed = resumedFrom[0] as ExportProgress;
 
-      const expected = (await expectedRows(svc.database.sql, { tenantId: tenant.tenantId, from, to })).filter((r) => r.action !== 'audit.export_completed');
+      const expected = (await expectedRows(svc.database.sql, { tenantId: tenant.tenantId, from, to })).filter(
+        (r) => r.action !== 'audit.export_completed',
+      );
       expect(expected.length).toBeGreaterThan(ROWS); // the seeded rows, the tenant's own entries, the export request
       expect(done.rowCount).toBe(expected.length);
       const file = await fetch(done.downloadUrl.replace('http://api.test', svc.baseUrl));
@@ -117,7 +127,10 @@ describe('a worker killed during a large export', () => {
       // Spot-check whole rows across the resume point.
       for (const i of [0, resumed.rows - 1, resumed.rows, resumed.rows + 1, expected.length - 1]) {
         const want = csvFields(expected[i]!);
-        expect([...records[i]!.slice(0, 11), ...records[i]!.slice(12)]).toEqual([...want.slice(0, 11), ...want.slice(12)]);
+        expect([...records[i]!.slice(0, 11), ...records[i]!.slice(12)]).toEqual([
+          ...want.slice(0, 11),
+          ...want.slice(12),
+        ]);
       }
       expect(existsSync(part)).toBe(false);
       const [row] = await svc.database.db.select().from(auditExports).where(eq(auditExports.id, exportId));
@@ -125,7 +138,9 @@ describe('a worker killed during a large export', () => {
 
       // The writer ran twice: the killed attempt and the resumed one.
       const history = await handle.fetchHistory();
-      const attempts = (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt ?? 0);
+      const attempts = (history.events ?? [])
+        .filter((e) => e.activityTaskStartedEventAttributes)
+        .map((e) => e.activityTaskStartedEventAttributes!.attempt ?? 0);
       expect(Math.max(...attempts)).toBeGreaterThanOrEqual(2);
     } finally {
       await healthy.stop();

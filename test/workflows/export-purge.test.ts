@@ -25,7 +25,10 @@ describe('audit export files', () => {
       await seedAuditRows(svc.database.sql, tenant.tenantId, 120);
       const to = new Date(Date.now() + 60_000);
       const from = new Date(to.getTime() - 24 * 3_600_000);
-      const created = await svc.api('POST', '/v1/audit/export', { token: tenant.admin, body: { format: 'ndjson', from: from.toISOString(), to: to.toISOString() } });
+      const created = await svc.api('POST', '/v1/audit/export', {
+        token: tenant.admin,
+        body: { format: 'ndjson', from: from.toISOString(), to: to.toISOString() },
+      });
       expect(created.status).toBe(202);
       const exportId = created.body.exportId as string;
       const job = await eventually(async () => {
@@ -41,7 +44,10 @@ describe('audit export files', () => {
       // The URL itself is still valid (2 hours): the api answers that the file is gone.
       const gone = await fetch(url);
       expect(gone.status).toBe(404);
-      expect(await gone.json()).toMatchObject({ error: 'not_found', message: 'The export file is no longer available' });
+      expect(await gone.json()).toMatchObject({
+        error: 'not_found',
+        message: 'The export file is no longer available',
+      });
       const again = await svc.api('GET', `/v1/audit/export/${exportId}`, { token: tenant.admin });
       expect(again.body).toMatchObject({ exportId, status: 'completed', rowCount: job.rowCount });
 
@@ -61,7 +67,12 @@ describe('audit export files', () => {
 
       // A retried deletion (the file already gone) is not an error and audits nothing again.
       await worker.activities.purgeAuditExportFile({ exportId, tenantId: tenant.tenantId });
-      expect(await svc.database.db.select().from(auditLog).where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'audit.export_file_deleted')))).toHaveLength(1);
+      expect(
+        await svc.database.db
+          .select()
+          .from(auditLog)
+          .where(and(eq(auditLog.tenantId, tenant.tenantId), eq(auditLog.action, 'audit.export_file_deleted'))),
+      ).toHaveLength(1);
 
       // The timer and the deletion replay deterministically.
       const history = await svc.client.workflow.getHandle(exportId).fetchHistory();

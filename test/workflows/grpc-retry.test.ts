@@ -13,7 +13,9 @@ const uncaught: unknown[] = [];
 const onUncaught = (err: unknown) => uncaught.push(err);
 
 function listen(server: Server): Promise<string> {
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`127.0.0.1:${(server.address() as AddressInfo).port}`)));
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve(`127.0.0.1:${(server.address() as AddressInfo).port}`)),
+  );
 }
 
 beforeAll(async () => {
@@ -42,7 +44,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 describe('the Temporal connection retry', () => {
   it('ends a call whose connection is closed during a backoff, with its status and no exception from a timer', async () => {
     const connection = Connection.lazy(temporalConnectionOptions(dropperAddress));
-    const call = settle(connection.withDeadline(Date.now() + 30_000, () => connection.workflowService.getSystemInfo({})));
+    const call = settle(
+      connection.withDeadline(Date.now() + 30_000, () => connection.workflowService.getSystemInfo({})),
+    );
     await sleep(500); // past the first attempt, inside a backoff
     await connection.close();
     const result = await call;
@@ -65,7 +69,9 @@ describe('the Temporal connection retry', () => {
 
   it('never backs off past the call deadline', async () => {
     const connection = Connection.lazy(temporalConnectionOptions(dropperAddress));
-    const result = await settle(connection.withDeadline(Date.now() + 1_500, () => connection.workflowService.getSystemInfo({})));
+    const result = await settle(
+      connection.withDeadline(Date.now() + 1_500, () => connection.workflowService.getSystemInfo({})),
+    );
     expect(result.error?.code).toBe(4); // DEADLINE_EXCEEDED
     expect(result.ms).toBeGreaterThanOrEqual(1_400);
     expect(result.ms).toBeLessThan(1_900);
@@ -83,7 +89,9 @@ describe('the Temporal connection retry', () => {
       upstream.on('error', () => client.destroy());
     });
     const connection = Connection.lazy(temporalConnectionOptions(await listen(relay)));
-    const result = await settle(connection.withDeadline(Date.now() + 20_000, () => connection.workflowService.getSystemInfo({})));
+    const result = await settle(
+      connection.withDeadline(Date.now() + 20_000, () => connection.workflowService.getSystemInfo({})),
+    );
     expect(result.error).toBeUndefined();
     expect(result.value?.serverVersion).toMatch(/^\d+\.\d+\.\d+/);
     expect(connections).toBeGreaterThanOrEqual(3);
@@ -104,7 +112,9 @@ describe('the Temporal connection after an outage', () => {
     const connection = Connection.lazy(temporalConnectionOptions(await listen(away)));
     const started = performance.now();
     while (performance.now() - started < 35_000) {
-      await connection.withDeadline(Date.now() + 1_000, () => connection.workflowService.getSystemInfo({})).catch(() => undefined);
+      await connection
+        .withDeadline(Date.now() + 1_000, () => connection.workflowService.getSystemInfo({}))
+        .catch(() => undefined);
       await sleep(500);
     }
     const ended = performance.now();

@@ -28,10 +28,19 @@ describe('a worker killed in the middle of an investigation', () => {
       },
     });
     const id = await checkoutIncident(svc, tenant.member);
-    await postWebhook(svc, tenant.tenantId, 'generic', { name: 'CheckoutErrors', severity: 'high', service: 'checkout-api', summary: '5xx above 5%' }, { key: key.key });
+    await postWebhook(
+      svc,
+      tenant.tenantId,
+      'generic',
+      { name: 'CheckoutErrors', severity: 'high', service: 'checkout-api', summary: '5xx above 5%' },
+      { key: key.key },
+    );
     const started = await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: id } });
     expect(started.status).toBe(202);
-    await eventually(async () => hung && (await svc.database.db.select().from(evidenceItems).where(eq(evidenceItems.incidentId, id))).length > 0);
+    await eventually(
+      async () =>
+        hung && (await svc.database.db.select().from(evidenceItems).where(eq(evidenceItems.incidentId, id))).length > 0,
+    );
     const before = await svc.database.db.select().from(evidenceItems).where(eq(evidenceItems.incidentId, id));
 
     // Kill it: the hanging activity is cut off, nothing more runs on this worker.
@@ -52,7 +61,9 @@ describe('a worker killed in the middle of an investigation', () => {
       expect(after.length).toBeGreaterThanOrEqual(before.length);
       expect(new Set(after.map((e) => `${e.agentRole}:${e.dedupeKey}`)).size).toBe(after.length);
       for (const item of before) expect(after.find((e) => e.id === item.id)).toBeDefined();
-      const kinds = (await svc.database.db.select().from(events).where(eq(events.incidentId, id)).orderBy(events.seq)).map((e) => e.type);
+      const kinds = (
+        await svc.database.db.select().from(events).where(eq(events.incidentId, id)).orderBy(events.seq)
+      ).map((e) => e.type);
       expect(kinds.filter((k) => k === 'investigation.started')).toHaveLength(1);
       expect(kinds.filter((k) => k === 'investigation.completed')).toHaveLength(1);
     } finally {
@@ -80,7 +91,10 @@ describe('two investigation starts that pass their checks together', () => {
     }));
     try {
       const id = await checkoutIncident(svc, tenant.member);
-      const patch = svc.api('PATCH', `/v1/incidents/${id}`, { token: tenant.member, body: { status: 'investigating' } });
+      const patch = svc.api('PATCH', `/v1/incidents/${id}`, {
+        token: tenant.member,
+        body: { status: 'investigating' },
+      });
       await eventually(async () => slowed);
       const post = await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId: id } });
       expect((await patch).status).toBe(200);
@@ -89,7 +103,10 @@ describe('two investigation starts that pass their checks together', () => {
       expect(begins).toBe(1);
       const started = await svc.database.db.select().from(events).where(eq(events.incidentId, id));
       expect(started.filter((e) => e.type === 'investigation.started')).toHaveLength(1);
-      const [usage] = await svc.database.db.select().from(usageCounters).where(and(eq(usageCounters.tenantId, tenant.tenantId), eq(usageCounters.metric, 'investigations')));
+      const [usage] = await svc.database.db
+        .select()
+        .from(usageCounters)
+        .where(and(eq(usageCounters.tenantId, tenant.tenantId), eq(usageCounters.metric, 'investigations')));
       expect(usage!.count).toBe(1);
       const [run] = await svc.database.db.select().from(investigations).where(eq(investigations.incidentId, id));
       expect(run!.run).toBe(1);

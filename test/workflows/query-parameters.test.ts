@@ -24,9 +24,14 @@ describe('an activity failing on a statement', () => {
       // A key for a tenant that does not exist: the foreign key refuses it.
       triageIncident: async () => {
         calls++;
-        await svc.database.db
-          .insert(apiKeys)
-          .values({ id: newId('key'), tenantId: 'ten_missing', name: 'canary', keyHash: randomBytes(16).toString('hex'), prefix: 'flo_canary', signingSecret: secret });
+        await svc.database.db.insert(apiKeys).values({
+          id: newId('key'),
+          tenantId: 'ten_missing',
+          name: 'canary',
+          keyHash: randomBytes(16).toString('hex'),
+          prefix: 'flo_canary',
+          signingSecret: secret,
+        });
       },
     });
     try {
@@ -34,15 +39,27 @@ describe('an activity failing on a statement', () => {
       const res = await svc.api('POST', `/v1/triage/${incidentId}`, { token: tenant.member });
       // Triage that fails is a 503 with its reason, as when the model cannot be reached.
       expect(res.status).toBe(503);
-      expect(res.body).toEqual({ error: 'service_unavailable', message: expect.stringMatching(/^Triage failed: Failed query: insert into "api_keys" .*default\)$/) });
+      expect(res.body).toEqual({
+        error: 'service_unavailable',
+        message: expect.stringMatching(/^Triage failed: Failed query: insert into "api_keys" .*default\)$/),
+      });
       expect(calls).toBe(3); // the workflow's retry policy ran its course on the real failure
       expect(JSON.stringify(res.body)).not.toContain(secret);
 
       const [failed] = await svc.database.db
         .select()
         .from(events)
-        .where(and(eq(events.tenantId, tenant.tenantId), eq(events.incidentId, incidentId), eq(events.type, 'triage.failed')));
-      expect(failed?.payload).toMatchObject({ incidentId, reason: expect.stringContaining('Failed query: insert into "api_keys"') });
+        .where(
+          and(
+            eq(events.tenantId, tenant.tenantId),
+            eq(events.incidentId, incidentId),
+            eq(events.type, 'triage.failed'),
+          ),
+        );
+      expect(failed?.payload).toMatchObject({
+        incidentId,
+        reason: expect.stringContaining('Failed query: insert into "api_keys"'),
+      });
       expect(JSON.stringify(failed?.payload)).not.toContain(secret);
 
       const history = JSON.stringify(await svc.client.workflow.getHandle(incidentId).fetchHistory());

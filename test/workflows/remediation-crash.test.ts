@@ -2,7 +2,12 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { StepRequest } from '../../src/analysis/remediation-types.js';
-import { approvals, remediations, remediationSteps, type RemediationStepPlan } from '../../src/db/schema/remediation.js';
+import {
+  approvals,
+  remediations,
+  remediationSteps,
+  type RemediationStepPlan,
+} from '../../src/db/schema/remediation.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
 import { expiredApproval, investigateToPendingApproval, tenantWithApprovalTimeout } from '../helpers/remediation.js';
 import { startTestWorker, useWorkerlessService } from '../helpers/workers.js';
@@ -29,7 +34,10 @@ describe('an approval deadline while no worker runs', () => {
     try {
       const expired = await expiredApproval(svc, approval.id, 30_000);
       expect(expired.expiredReason).toBe('deadline');
-      const [rem] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+      const [rem] = await svc.database.db
+        .select()
+        .from(remediations)
+        .where(eq(remediations.id, approval.remediationId));
       expect(rem!.status).toBe('cancelled');
     } finally {
       await second.stop();
@@ -56,27 +64,49 @@ describe('a worker killed between two remediation steps', () => {
 
     const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
     // Simulated steps only (the workflow runs as many as were proposed; at least two here).
-    const [proposed] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+    const [proposed] = await svc.database.db
+      .select()
+      .from(remediations)
+      .where(eq(remediations.id, approval.remediationId));
     const count = proposed!.plan.length;
     expect(count).toBeGreaterThanOrEqual(2);
-    const plan: RemediationStepPlan[] = proposed!.plan.map((step) => ({ ...step, kind: 'builtin', action: 'notify_team', input: { message: `step ${step.index + 1}` } }));
+    const plan: RemediationStepPlan[] = proposed!.plan.map((step) => ({
+      ...step,
+      kind: 'builtin',
+      action: 'notify_team',
+      input: { message: `step ${step.index + 1}` },
+    }));
     await svc.database.db.update(remediations).set({ plan }).where(eq(remediations.id, approval.remediationId));
     await eventually(async () => {
-      const res = await svc.api('POST', `/v1/notifications/approvals/${approval.id}/respond`, { token: tenant.admin, body: { decision: 'approve' } });
+      const res = await svc.api('POST', `/v1/notifications/approvals/${approval.id}/respond`, {
+        token: tenant.admin,
+        body: { decision: 'approve' },
+      });
       return res.status === 200;
     });
     await eventually(async () => hung);
-    const midway = await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId));
+    const midway = await svc.database.db
+      .select()
+      .from(remediationSteps)
+      .where(eq(remediationSteps.remediationId, approval.remediationId));
     expect(midway.find((s) => s.index === 0)).toMatchObject({ status: 'succeeded', attempts: 1 });
 
     await crashing.stop();
     const healthy = await startTestWorker(svc, connection);
     try {
       const done = await eventually(async () => {
-        const [row] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+        const [row] = await svc.database.db
+          .select()
+          .from(remediations)
+          .where(eq(remediations.id, approval.remediationId));
         return row?.status === 'completed' || row?.status === 'failed' ? row : undefined;
       }, 60_000);
-      const steps = (await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId))).sort((a, b) => a.index - b.index);
+      const steps = (
+        await svc.database.db
+          .select()
+          .from(remediationSteps)
+          .where(eq(remediationSteps.remediationId, approval.remediationId))
+      ).sort((a, b) => a.index - b.index);
       expect(steps).toHaveLength(count);
       expect(steps.every((s) => s.status === 'succeeded')).toBe(true);
       // Step 1 ran once, before the kill; step 2 was cut off before it did anything, then every
@@ -93,7 +123,10 @@ describe('a worker killed between two remediation steps', () => {
         const scheduled = e.activityTaskScheduledEventAttributes;
         if (!scheduled) continue;
         const name = scheduled.activityType!.name!;
-        heartbeatTimeouts.set(name, (heartbeatTimeouts.get(name) ?? new Set()).add(String(scheduled.heartbeatTimeout?.seconds ?? 0)));
+        heartbeatTimeouts.set(
+          name,
+          (heartbeatTimeouts.get(name) ?? new Set()).add(String(scheduled.heartbeatTimeout?.seconds ?? 0)),
+        );
       }
       expect(heartbeatTimeouts.get('executeRemediationStep')).toEqual(new Set(['15']));
       expect(heartbeatTimeouts.get('synthesizeInvestigation')).toEqual(new Set(['15']));
@@ -114,13 +147,19 @@ describe('a remediation activity that fails for good', () => {
     const worker = await startTestWorker(svc, connection, {
       executeRemediationStep: async (req: StepRequest) => {
         failed++;
-        throw ApplicationFailure.nonRetryable(`remediation ${req.remediationId} has no step ${req.index}`, 'StepMissing');
+        throw ApplicationFailure.nonRetryable(
+          `remediation ${req.remediationId} has no step ${req.index}`,
+          'StepMissing',
+        );
       },
     });
     try {
       const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
       await eventually(async () => {
-        const res = await svc.api('POST', `/v1/notifications/approvals/${approval.id}/respond`, { token: tenant.admin, body: { decision: 'approve' } });
+        const res = await svc.api('POST', `/v1/notifications/approvals/${approval.id}/respond`, {
+          token: tenant.admin,
+          body: { decision: 'approve' },
+        });
         return res.status === 200;
       });
       const handle = svc.client.workflow.getHandle(incidentId);
@@ -135,7 +174,10 @@ describe('a remediation activity that fails for good', () => {
       expect(await handle.query(getStateQuery)).toMatchObject({ remediationStatus: 'failed', status: 'investigating' });
       expect((await handle.query(getStateQuery)).pendingApprovalId).toBeUndefined();
       // The workflow still answers: a person resolves the incident through its Update.
-      const resolved = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.admin, body: { status: 'resolved' } });
+      const resolved = await svc.api('PATCH', `/v1/incidents/${incidentId}`, {
+        token: tenant.admin,
+        body: { status: 'resolved' },
+      });
       expect(resolved.status).toBe(200);
       expect(resolved.body.status).toBe('resolved');
       const history = await handle.fetchHistory();

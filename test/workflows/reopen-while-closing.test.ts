@@ -44,14 +44,22 @@ describe('an incident reopened while its close drains', () => {
     try {
       const incidentId = await checkoutIncident(svc, tenant.member);
       const handle = svc.client.workflow.getHandle(incidentId);
-      expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(202);
+      expect((await svc.api('POST', '/v1/investigation/', { token: tenant.member, body: { incidentId } })).status).toBe(
+        202,
+      );
       await eventually(async () => release !== undefined, 30_000); // the synthesis is held
       const firstRun = (await handle.describe()).runId;
 
       // Closed while the investigation concludes, then reopened before the run has ended.
-      const closed = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.admin, body: { status: 'closed' } });
+      const closed = await svc.api('PATCH', `/v1/incidents/${incidentId}`, {
+        token: tenant.admin,
+        body: { status: 'closed' },
+      });
       expect(closed.body.status).toBe('closed');
-      const reopened = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.admin, body: { status: 'investigating' } });
+      const reopened = await svc.api('PATCH', `/v1/incidents/${incidentId}`, {
+        token: tenant.admin,
+        body: { status: 'investigating' },
+      });
       expect(reopened.body.status).toBe('investigating');
       expect((await handle.describe()).runId).toBe(firstRun); // the same run: it was still draining
 
@@ -66,7 +74,11 @@ describe('an incident reopened while its close drains', () => {
         const s = await handle.query(getStateQuery);
         return s.pendingApprovalId === approval.id && s.status === 'awaiting_approval' ? s : undefined;
       }, 30_000);
-      expect(state).toMatchObject({ pendingApprovalId: approval.id, status: 'awaiting_approval', remediationStatus: 'awaiting_approval' });
+      expect(state).toMatchObject({
+        pendingApprovalId: approval.id,
+        status: 'awaiting_approval',
+        remediationStatus: 'awaiting_approval',
+      });
       const history = await handle.fetchHistory();
       expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
     } finally {

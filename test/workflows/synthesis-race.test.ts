@@ -29,7 +29,10 @@ describe('a re-synthesis that ends after a new investigation began', () => {
       },
     }));
     try {
-      const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: { title: 'Checkout 5xx', description: 'Payments fail since 09:00' } });
+      const created = await svc.api('POST', '/v1/incidents/chat', {
+        token: tenant.member,
+        body: { title: 'Checkout 5xx', description: 'Payments fail since 09:00' },
+      });
       expect(created.status).toBe(201);
       const incidentId = created.body.incidentId as string;
       const handle = svc.client.workflow.getHandle(incidentId);
@@ -41,7 +44,10 @@ describe('a re-synthesis that ends after a new investigation began', () => {
       }, 30_000);
 
       // Human context: run 1 is re-synthesised, and that synthesis is held.
-      const context = await svc.api('POST', `/v1/investigation/${incidentId}/context`, { token: tenant.member, body: { content: 'The payments provider had an outage at 09:00' } });
+      const context = await svc.api('POST', `/v1/investigation/${incidentId}/context`, {
+        token: tenant.member,
+        body: { content: 'The payments provider had an outage at 09:00' },
+      });
       expect(context.status).toBe(202);
       await eventually(async () => held.length === 1, 30_000);
       expect(held[0]!.run).toBe(1);
@@ -91,14 +97,23 @@ async function holdingFirstStep() {
 }
 
 /** An incident investigated to a proposal that an admin approves: its first step is then held running. */
-async function approvedWithFirstStepHeld(tenant: Awaited<ReturnType<typeof tenantWithApprovalTimeout>>, held: { release?: () => void }) {
+async function approvedWithFirstStepHeld(
+  tenant: Awaited<ReturnType<typeof tenantWithApprovalTimeout>>,
+  held: { release?: () => void },
+) {
   const { svc } = env;
   const { incidentId, approval } = await investigateToPendingApproval(svc, tenant);
   const handle = svc.client.workflow.getHandle(incidentId);
   await eventually(async () => (await handle.query(getStateQuery)).pendingApprovalId === approval.id, 30_000);
-  const approved = await svc.api('POST', `/v1/notifications/approvals/${approval.id}/respond`, { token: tenant.admin, body: { decision: 'approve' } });
+  const approved = await svc.api('POST', `/v1/notifications/approvals/${approval.id}/respond`, {
+    token: tenant.admin,
+    body: { decision: 'approve' },
+  });
   expect(approved.status).toBe(200);
-  await eventually(async () => held.release !== undefined && (await handle.query(getStateQuery)).status === 'remediating', 30_000);
+  await eventually(
+    async () => held.release !== undefined && (await handle.query(getStateQuery)).status === 'remediating',
+    30_000,
+  );
   return { incidentId, approval, handle };
 }
 
@@ -112,7 +127,10 @@ describe('a conclusion reached while a remediation runs', () => {
 
       // While the first step runs, human context re-synthesises the investigation.
       const before = (await handle.query(getStateQuery)).syntheses ?? 0;
-      const context = await svc.api('POST', `/v1/investigation/${incidentId}/context`, { token: tenant.member, body: { content: 'A config push to checkout-api at 03:05' } });
+      const context = await svc.api('POST', `/v1/investigation/${incidentId}/context`, {
+        token: tenant.member,
+        body: { content: 'A config push to checkout-api at 03:05' },
+      });
       expect(context.status).toBe(202);
       await eventually(async () => ((await handle.query(getStateQuery)).syntheses ?? 0) > before, 30_000);
 
@@ -131,7 +149,11 @@ describe('a conclusion reached while a remediation runs', () => {
         const s = await handle.query(getStateQuery);
         return s.pendingApprovalId === next.id && s.status === 'awaiting_approval' ? s : undefined;
       }, 30_000);
-      expect(waiting).toMatchObject({ pendingApprovalId: next.id, status: 'awaiting_approval', remediationStatus: 'awaiting_approval' });
+      expect(waiting).toMatchObject({
+        pendingApprovalId: next.id,
+        status: 'awaiting_approval',
+        remediationStatus: 'awaiting_approval',
+      });
     } finally {
       held.release?.();
       await worker.stop();
@@ -140,26 +162,40 @@ describe('a conclusion reached while a remediation runs', () => {
 });
 
 describe('an incident a person resolves while its remediation runs', () => {
-  it('runs none of the remaining steps, ends the remediation as stopped, and keeps the person\'s status', async () => {
+  it("runs none of the remaining steps, ends the remediation as stopped, and keeps the person's status", async () => {
     const { svc } = env;
     const tenant = await tenantWithApprovalTimeout(svc, 10);
     const { worker, held } = await holdingFirstStep();
     try {
       const { incidentId, approval, handle } = await approvedWithFirstStepHeld(tenant, held);
-      const [planned] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+      const [planned] = await svc.database.db
+        .select()
+        .from(remediations)
+        .where(eq(remediations.id, approval.remediationId));
       expect(planned!.plan.length).toBeGreaterThanOrEqual(2);
 
       // Step 1 is running; a person resolves the incident.
-      const resolved = await svc.api('PATCH', `/v1/incidents/${incidentId}`, { token: tenant.admin, body: { status: 'resolved' } });
+      const resolved = await svc.api('PATCH', `/v1/incidents/${incidentId}`, {
+        token: tenant.admin,
+        body: { status: 'resolved' },
+      });
       expect(resolved.status).toBe(200);
       held.release!();
       const stopped = await eventually(async () => {
-        const [row] = await svc.database.db.select().from(remediations).where(eq(remediations.id, approval.remediationId));
+        const [row] = await svc.database.db
+          .select()
+          .from(remediations)
+          .where(eq(remediations.id, approval.remediationId));
         return row?.status === 'failed' ? row : undefined;
       }, 30_000);
       expect(stopped.failure).toMatch(/^Stopped before step 2 of \d+: the incident was moved to resolved meanwhile/);
       expect(held.ran).toEqual([0]);
-      const steps = (await svc.database.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, approval.remediationId))).sort((a, b) => a.index - b.index);
+      const steps = (
+        await svc.database.db
+          .select()
+          .from(remediationSteps)
+          .where(eq(remediationSteps.remediationId, approval.remediationId))
+      ).sort((a, b) => a.index - b.index);
       expect(steps.map((s) => s.status)).toEqual(['succeeded', ...steps.slice(1).map(() => 'skipped')]);
       const state = await eventually(async () => {
         const s = await handle.query(getStateQuery);

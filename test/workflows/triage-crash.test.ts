@@ -42,8 +42,20 @@ describe('a worker killed while triage waits on the model', () => {
         if (calls.length === 1) return;
         setTimeout(() => {
           res.setHeader('content-type', 'application/json');
-          const content = JSON.stringify({ priority: 'critical', summary: 'Checkout is down', confidence: 0.8, reasoning: 'errors on every call', suggestedAgents: ['logs'] });
-          res.end(JSON.stringify({ model: 'fake-gpt-1', choices: [{ message: { role: 'assistant', content } }], usage: { total_tokens: 10 } }));
+          const content = JSON.stringify({
+            priority: 'critical',
+            summary: 'Checkout is down',
+            confidence: 0.8,
+            reasoning: 'errors on every call',
+            suggestedAgents: ['logs'],
+          });
+          res.end(
+            JSON.stringify({
+              model: 'fake-gpt-1',
+              choices: [{ message: { role: 'assistant', content } }],
+              usage: { total_tokens: 10 },
+            }),
+          );
         }, SLOW_ANSWER_MS);
       });
     });
@@ -64,9 +76,14 @@ describe('a worker killed while triage waits on the model', () => {
     child = undefined;
     const killedAt = Date.now();
 
-    const healthy = await startTestWorker(svc, connection, {}, {
-      model: createOpenAiCompatibleProvider({ baseUrl, model: 'fake-gpt-1', timeoutMs: 50_000, costPer1kTokens: 0 }),
-    });
+    const healthy = await startTestWorker(
+      svc,
+      connection,
+      {},
+      {
+        model: createOpenAiCompatibleProvider({ baseUrl, model: 'fake-gpt-1', timeoutMs: 50_000, costPer1kTokens: 0 }),
+      },
+    );
     try {
       // Retried after the heartbeat timeout: with only the start-to-close timeout (60 s) the
       // second call would come about a minute after the kill.
@@ -82,12 +99,20 @@ describe('a worker killed while triage waits on the model', () => {
       expect(calls).toHaveLength(2);
 
       const history = await svc.client.workflow.getHandle(id).fetchHistory();
-      const scheduled = (history.events ?? []).find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'triageIncident');
-      expect(Number(scheduled!.activityTaskScheduledEventAttributes!.heartbeatTimeout!.seconds)).toBe(HEARTBEAT_TIMEOUT_MS / 1000);
-      const started = (history.events ?? []).find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(scheduled!.eventId));
+      const scheduled = (history.events ?? []).find(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'triageIncident',
+      );
+      expect(Number(scheduled!.activityTaskScheduledEventAttributes!.heartbeatTimeout!.seconds)).toBe(
+        HEARTBEAT_TIMEOUT_MS / 1000,
+      );
+      const started = (history.events ?? []).find(
+        (e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId) === String(scheduled!.eventId),
+      );
       // The attempt that completed is the second; the first ended by its heartbeat timeout.
       expect(started!.activityTaskStartedEventAttributes!.attempt).toBe(2);
-      expect(started!.activityTaskStartedEventAttributes!.lastFailure?.timeoutFailureInfo?.timeoutType).toBe(proto.temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT);
+      expect(started!.activityTaskStartedEventAttributes!.lastFailure?.timeoutFailureInfo?.timeoutType).toBe(
+        proto.temporal.api.enums.v1.TimeoutType.TIMEOUT_TYPE_HEARTBEAT,
+      );
     } finally {
       await healthy.stop();
     }

@@ -41,7 +41,11 @@ describe('a workflow cache smaller than the running incidents', () => {
 
     // Round robin: each step reaches a workflow another one has just pushed out of the cache.
     for (const id of ids) expect((await patch(id, 'triaging')).status).toBe('triaging');
-    for (const id of ids) await eventually(async () => (await svc.client.workflow.getHandle(id).query(getStateQuery)).triageRuns === 1, 30_000);
+    for (const id of ids)
+      await eventually(
+        async () => (await svc.client.workflow.getHandle(id).query(getStateQuery)).triageRuns === 1,
+        30_000,
+      );
     sample();
     // Five investigations at once: their activities complete into workflows that are not cached.
     await Promise.all(ids.map((id) => patch(id, 'investigating')));
@@ -54,7 +58,9 @@ describe('a workflow cache smaller than the running incidents', () => {
       expect(state.triageRuns).toBe(1);
       expect(state.syntheses).toBe(1);
     }
-    const running = await Promise.all(ids.map(async (id) => (await svc.client.workflow.getHandle(id).describe()).status.name));
+    const running = await Promise.all(
+      ids.map(async (id) => (await svc.client.workflow.getHandle(id).describe()).status.name),
+    );
     expect(running).toEqual(ids.map(() => 'RUNNING'));
     for (const id of ids) expect((await patch(id, 'resolved')).status).toBe('resolved');
     for (const id of ids) expect((await patch(id, 'closed')).status).toBe('closed');
@@ -64,7 +70,11 @@ describe('a workflow cache smaller than the running incidents', () => {
       await handle.result();
       const history = await handle.fetchHistory();
       // A replay that went another way than the history fails its workflow task.
-      expect(history.events!.filter((e) => e.workflowTaskFailedEventAttributes).map((e) => e.workflowTaskFailedEventAttributes!.failure?.message)).toEqual([]);
+      expect(
+        history
+          .events!.filter((e) => e.workflowTaskFailedEventAttributes)
+          .map((e) => e.workflowTaskFailedEventAttributes!.failure?.message),
+      ).toEqual([]);
       const stored = await svc.api('GET', `/v1/incidents/${id}`, { token: tenant.member });
       expect(stored.body).toMatchObject({ status: 'closed' });
     }

@@ -13,7 +13,12 @@ export async function refuse(c: Context<AppEnv>, onRefused: OnRefused, message: 
 }
 
 /** The principal's tenant; 401 when the token names none that exists. */
-export async function tenantOf(deps: Pick<AppDeps, 'db'>, c: Context<AppEnv>, onRefused: OnRefused, principal: Principal) {
+export async function tenantOf(
+  deps: Pick<AppDeps, 'db'>,
+  c: Context<AppEnv>,
+  onRefused: OnRefused,
+  principal: Principal,
+) {
   const tenant = await findTenant(deps.db, principal.tenantId);
   return tenant ?? refuse(c, onRefused, 'The token names an unknown tenant');
 }

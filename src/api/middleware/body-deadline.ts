@@ -19,7 +19,10 @@ export function bodyDeadline(ms: number): MiddlewareHandler<AppEnv> {
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         if (incoming.complete) return;
-        const answer = new AppError('request_timeout', `The request body did not arrive within ${ms / 1000} s of its headers`);
+        const answer = new AppError(
+          'request_timeout',
+          `The request body did not arrive within ${ms / 1000} s of its headers`,
+        );
         c.set('givenUp', answer);
         c.header('Connection', 'close');
         reject(answer);

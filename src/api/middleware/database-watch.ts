@@ -13,13 +13,21 @@ import type { AppDeps, AppEnv } from '../context.js';
  * What the handler meets once the database answers (its request body already gone with the
  * answer, say) is logged at debug level only, marked by `givenUp`.
  */
-export function watchDatabase(watch: NonNullable<AppDeps['databaseWatch']>, unavailable: () => Error): MiddlewareHandler<AppEnv> {
+export function watchDatabase(
+  watch: NonNullable<AppDeps['databaseWatch']>,
+  unavailable: () => Error,
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (c.req.path.startsWith('/v1/webhooks/')) return next();
-    await watchCall(watch.answers, watch.everyMs, () => {
-      const answer = unavailable();
-      c.set('givenUp', answer);
-      return answer;
-    }, next);
+    await watchCall(
+      watch.answers,
+      watch.everyMs,
+      () => {
+        const answer = unavailable();
+        c.set('givenUp', answer);
+        return answer;
+      },
+      next,
+    );
   };
 }

@@ -35,7 +35,11 @@ export function applyRateLimit(c: Context, result: RateLimitResult, now: Date): 
 export function countAddress(deps: RateLimitDeps): (c: Context) => Promise<void> {
   return async (c) => {
     const address = clientAddress(c, deps.config.trustProxy);
-    applyRateLimit(c, await countRequest(deps.relaxedSql, `ip:${address}`, deps.config.publicRateLimitPerMinute), deps.clock());
+    applyRateLimit(
+      c,
+      await countRequest(deps.relaxedSql, `ip:${address}`, deps.config.publicRateLimitPerMinute),
+      deps.clock(),
+    );
   };
 }
 
@@ -55,7 +59,11 @@ export function addressRateLimit(deps: RateLimitDeps): MiddlewareHandler<AppEnv>
 export function tenantRateLimit(deps: RateLimitDeps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const { tenant } = c.var.identified!;
-    applyRateLimit(c, await countRequest(deps.relaxedSql, `tenant:${tenant.id}`, rateLimitPerMinute(tenant)), deps.clock());
+    applyRateLimit(
+      c,
+      await countRequest(deps.relaxedSql, `tenant:${tenant.id}`, rateLimitPerMinute(tenant)),
+      deps.clock(),
+    );
     return next();
   };
 }

@@ -20,7 +20,14 @@ export function createUserRecorder(deps: Pick<AppDeps, 'db' | 'clock'>, maxTrack
   const write = (p: Principal, now: Date) =>
     deps.db
       .insert(users)
-      .values({ tenantId: p.tenantId, userId: p.userId, email: p.email ?? null, roles: p.roles, firstSeenAt: now, lastSeenAt: now })
+      .values({
+        tenantId: p.tenantId,
+        userId: p.userId,
+        email: p.email ?? null,
+        roles: p.roles,
+        firstSeenAt: now,
+        lastSeenAt: now,
+      })
       .onConflictDoUpdate({
         target: [users.tenantId, users.userId],
         set: { email: p.email ?? null, roles: p.roles, lastSeenAt: now },
@@ -43,7 +50,9 @@ export function createUserRecorder(deps: Pick<AppDeps, 'db' | 'clock'>, maxTrack
       }
       return;
     }
-    write(p, now).catch((err: unknown) => log.error({ err, tenantId: p.tenantId, userId: p.userId }, 'recording the user failed'));
+    write(p, now).catch((err: unknown) =>
+      log.error({ err, tenantId: p.tenantId, userId: p.userId }, 'recording the user failed'),
+    );
   };
 }
 

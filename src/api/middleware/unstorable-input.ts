@@ -18,7 +18,9 @@ export function storableText(): MiddlewareHandler<AppEnv> {
 /** Throws 400 `validation_error` for a URL holding `%00` or a JSON body with unstorable text. */
 export async function assertStorableInput(c: Context): Promise<void> {
   if (/%00/.test(c.req.url)) {
-    throw new AppError('validation_error', 'The URL must not contain a NUL character (%00)', [{ path: 'url', message: 'must not contain %00' }]);
+    throw new AppError('validation_error', 'The URL must not contain a NUL character (%00)', [
+      { path: 'url', message: 'must not contain %00' },
+    ]);
   }
   const type = c.req.header('content-type') ?? '';
   if (!c.req.path.startsWith('/v1/webhooks/') && /^application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {

@@ -58,7 +58,10 @@ export function createWebhookKeyGate(options: WebhookKeyGateOptions): WebhookKey
   };
   const retryAfter = () => Math.max(1, Math.ceil((WINDOW_MS - (now() % WINDOW_MS)) / 1000));
   const tooMany = () =>
-    new AppError('rate_limit_exceeded', `Too many webhook requests with a refused API key from this address; retry in ${retryAfter()} s`);
+    new AppError(
+      'rate_limit_exceeded',
+      `Too many webhook requests with a refused API key from this address; retry in ${retryAfter()} s`,
+    );
 
   const gate: WebhookKeyGate = {
     async admit({ address, tenantId, keyHash }) {
@@ -101,7 +104,11 @@ export function createWebhookKeyGate(options: WebhookKeyGateOptions): WebhookKey
     window(address, tenantId) {
       const at = now();
       const used = windowOf(address, tenantId)?.count ?? 0;
-      return { limit: options.limitPerMinute, remaining: Math.max(0, options.limitPerMinute - used), resetAt: (at - (at % WINDOW_MS) + WINDOW_MS) / 1000 };
+      return {
+        limit: options.limitPerMinute,
+        remaining: Math.max(0, options.limitPerMinute - used),
+        resetAt: (at - (at % WINDOW_MS) + WINDOW_MS) / 1000,
+      };
     },
   };
   return gate;
@@ -118,7 +125,10 @@ export function webhookTenantOf(path: string): string {
  * such requests is the gate's, per address and tenant path. Registered before the body limit, so
  * its 413 gets them too; an answer that already carries the tenant's window keeps it.
  */
-export function refusedWebhookWindow(gate: WebhookKeyGate, addressOf: (c: Context<AppEnv>) => string): MiddlewareHandler<AppEnv> {
+export function refusedWebhookWindow(
+  gate: WebhookKeyGate,
+  addressOf: (c: Context<AppEnv>) => string,
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     await next();
     if (c.res.headers.has('X-RateLimit-Limit')) return;

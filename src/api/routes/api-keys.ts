@@ -2,7 +2,12 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { and, eq, sql } from 'drizzle-orm';
 import { generateApiKey, generateSigningSecret } from '../../auth/api-keys.js';
 import { appendAudit } from '../../db/repositories/audit.js';
-import { countActiveKeys, listApiKeys, MAX_ACTIVE_KEYS_PER_TENANT, toApiKeyView } from '../../db/repositories/api-keys.js';
+import {
+  countActiveKeys,
+  listApiKeys,
+  MAX_ACTIVE_KEYS_PER_TENANT,
+  toApiKeyView,
+} from '../../db/repositories/api-keys.js';
 import { apiKeys } from '../../db/schema/ingestion.js';
 import { AppError } from '../../errors.js';
 import { newId } from '../../ids.js';
@@ -11,7 +16,6 @@ import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { ApiKeyList, CreateApiKeyBody, CreatedApiKey, KeyIdParam, ListApiKeysQuery } from '../schemas/api-keys.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
-
 
 const createKeyRoute = createRoute({
   method: 'post',
@@ -53,7 +57,10 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       // Serialise key creation per tenant so the cap holds under concurrent requests.
       await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`api-keys:${auth.tenantId}`}))`);
       if ((await countActiveKeys(tx, auth.tenantId)) >= MAX_ACTIVE_KEYS_PER_TENANT) {
-        throw new AppError('conflict', `A tenant can have at most ${MAX_ACTIVE_KEYS_PER_TENANT} active API keys; revoke one first`);
+        throw new AppError(
+          'conflict',
+          `A tenant can have at most ${MAX_ACTIVE_KEYS_PER_TENANT} active API keys; revoke one first`,
+        );
       }
       const [created] = await tx
         .insert(apiKeys)
@@ -102,7 +109,10 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
         .for('update');
       if (!row) throw new AppError('not_found', 'No API key has that identifier');
       if (row.revokedAt) throw new AppError('conflict', 'The API key is already revoked');
-      await tx.update(apiKeys).set({ revokedAt: sql`now()` }).where(eq(apiKeys.id, keyId));
+      await tx
+        .update(apiKeys)
+        .set({ revokedAt: sql`now()` })
+        .where(eq(apiKeys.id, keyId));
       await appendAudit(tx, {
         tenantId: auth.tenantId,
         actorType: 'user',

@@ -41,9 +41,7 @@ export function registerApprovalRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
     const filters: SQL[] = [eq(approvals.tenantId, auth.tenantId)];
     if (query.status) filters.push(eq(approvals.status, query.status));
     const where = and(...filters);
-    const pageWhere = after
-      ? and(where, olderThan(approvals.createdAt, approvals.id, after))
-      : where;
+    const pageWhere = after ? and(where, olderThan(approvals.createdAt, approvals.id, after)) : where;
     const [rows, totals] = await Promise.all([
       deps.db
         .select({
@@ -74,11 +72,17 @@ export function registerApprovalRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
           expiredReason: a.expiredReason,
           createdAt: a.createdAt.toISOString(),
           incident,
-          remediation: { status: remediation.status, steps: remediation.plan.length, summary: remediation.plan[0]?.description ?? null },
+          remediation: {
+            status: remediation.status,
+            steps: remediation.plan.length,
+            summary: remediation.plan[0]?.description ?? null,
+          },
         })),
         total: totals[0]?.total ?? 0,
         nextCursor:
-          rows.length > query.limit && last ? encodeCursor({ createdAt: last.approval.createdAt, id: last.approval.id, order: 'desc' }) : null,
+          rows.length > query.limit && last
+            ? encodeCursor({ createdAt: last.approval.createdAt, id: last.approval.id, order: 'desc' })
+            : null,
       },
       200,
     );
@@ -93,8 +97,17 @@ export function registerApprovalRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
       .where(and(eq(remediations.tenantId, auth.tenantId), eq(remediations.id, remediationId)));
     if (!rem) throw new AppError('not_found', 'No remediation has that identifier');
     const [steps, [approval]] = await Promise.all([
-      deps.db.select().from(remediationSteps).where(eq(remediationSteps.remediationId, rem.id)).orderBy(asc(remediationSteps.index)),
-      deps.db.select().from(approvals).where(eq(approvals.remediationId, rem.id)).orderBy(desc(approvals.createdAt)).limit(1),
+      deps.db
+        .select()
+        .from(remediationSteps)
+        .where(eq(remediationSteps.remediationId, rem.id))
+        .orderBy(asc(remediationSteps.index)),
+      deps.db
+        .select()
+        .from(approvals)
+        .where(eq(approvals.remediationId, rem.id))
+        .orderBy(desc(approvals.createdAt))
+        .limit(1),
     ]);
     const byIndex = new Map(steps.map((s) => [s.index, s]));
     return c.json(

@@ -8,7 +8,8 @@ import { AuditList, AuditVerification, ListAuditQuery, rangeBound, VerifyAuditQu
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 
 const tags = ['audit'];
-const bound = (value: string | undefined, end: 'from' | 'to') => (value === undefined ? undefined : rangeBound(value, end));
+const bound = (value: string | undefined, end: 'from' | 'to') =>
+  value === undefined ? undefined : rangeBound(value, end);
 
 /**
  * Verifications that run at once on one api process, at most. Each is one statement over a
@@ -33,7 +34,8 @@ const verifyAuditRoute = createRoute({
   path: '/v1/audit/verify',
   tags,
   summary: "Verify the tenant's audit hash chain over a range (admin)",
-  description: 'Recomputes every entry’s hash from its content and checks each link to the entry before it and that no position is missing. Without `to`, the chain head must also be the last entry.',
+  description:
+    'Recomputes every entry’s hash from its content and checks each link to the entry before it and that no position is missing. Without `to`, the chain head must also be the last entry.',
   ...access('admin'),
   request: { query: VerifyAuditQuery },
   responses: { 200: jsonResponse(AuditVerification, 'The verification result'), ...errorResponses(400, 401, 403) },
@@ -55,7 +57,16 @@ export function registerAuditRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
       after: query.cursor ? decodeCursor(query.cursor, 'desc') : undefined,
     });
     const page = rows.map(toAuditEntryView);
-    return c.json({ items: page, nextCursor: nextCursor(rows.map((r) => ({ createdAt: r.occurredAt, id: r.id })), hasMore) }, 200);
+    return c.json(
+      {
+        items: page,
+        nextCursor: nextCursor(
+          rows.map((r) => ({ createdAt: r.occurredAt, id: r.id })),
+          hasMore,
+        ),
+      },
+      200,
+    );
   });
 
   app.openapi(verifyAuditRoute, async (c) => {
@@ -66,9 +77,15 @@ export function registerAuditRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): vo
     if (!running) {
       if (verifications.size >= MAX_CONCURRENT_VERIFICATIONS) {
         c.header('Retry-After', '5');
-        throw new AppError('rate_limit_exceeded', 'Audit chain verifications are already running on this server; retry in a few seconds');
+        throw new AppError(
+          'rate_limit_exceeded',
+          'Audit chain verifications are already running on this server; retry in a few seconds',
+        );
       }
-      running = verifyAuditChain(deps.db, auth.tenantId, { from: bound(query.from, 'from'), to: bound(query.to, 'to') }).finally(() => verifications.delete(key));
+      running = verifyAuditChain(deps.db, auth.tenantId, {
+        from: bound(query.from, 'from'),
+        to: bound(query.to, 'to'),
+      }).finally(() => verifications.delete(key));
       verifications.set(key, running);
     }
     return c.json(await running, 200);

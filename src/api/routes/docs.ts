@@ -43,7 +43,11 @@ interface Asset {
   load(): Promise<Buffer>;
 }
 
-const fromPackage = (file: string, type: string): Asset => ({ type, cacheControl: IMMUTABLE, load: () => readFile(path.join(distDir, file)) });
+const fromPackage = (file: string, type: string): Asset => ({
+  type,
+  cacheControl: IMMUTABLE,
+  load: () => readFile(path.join(distDir, file)),
+});
 
 /** The only files served: a fixed map, so no request names a path on disk. */
 const assets = new Map<string, Asset>([

@@ -10,7 +10,10 @@ const DetailedHealth = z
       postgres: Check,
       temporal: Check,
       worker: Check.extend({
-        pollers: z.number().int().openapi({ description: 'Workers that polled the task queue within WORKER_POLL_STALE_MS (70 s)' }),
+        pollers: z
+          .number()
+          .int()
+          .openapi({ description: 'Workers that polled the task queue within WORKER_POLL_STALE_MS (70 s)' }),
       }),
     }),
   })
@@ -54,7 +57,10 @@ export function registerHealthRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       tags: ['health'],
       summary: 'Readiness of PostgreSQL, Temporal and the workers, with latencies (public)',
       responses: {
-        200: { description: 'Every dependency is reachable', content: { 'application/json': { schema: DetailedHealth } } },
+        200: {
+          description: 'Every dependency is reachable',
+          content: { 'application/json': { schema: DetailedHealth } },
+        },
         503: { description: 'A dependency is down', content: { 'application/json': { schema: DetailedHealth } } },
       },
     }),
@@ -65,7 +71,10 @@ export function registerHealthRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
         deps.workflows.checkWorkers(),
       ]);
       const ok = postgres.ok && temporal.ok && worker.ok;
-      return c.json({ status: ok ? ('ok' as const) : ('degraded' as const), checks: { postgres, temporal, worker } }, ok ? 200 : 503);
+      return c.json(
+        { status: ok ? ('ok' as const) : ('degraded' as const), checks: { postgres, temporal, worker } },
+        ok ? 200 : 503,
+      );
     },
   );
 }

@@ -55,7 +55,10 @@ const setIncidentStatus = createRoute({
     params: IncidentIdParam,
     body: { required: true, content: { 'application/json': { schema: UpdateIncidentBody } } },
   },
-  responses: { 200: jsonResponse(Incident, 'The incident after the update'), ...errorResponses(400, 401, 403, 404, 409) },
+  responses: {
+    200: jsonResponse(Incident, 'The incident after the update'),
+    ...errorResponses(400, 401, 403, 404, 409),
+  },
 });
 
 export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
@@ -112,7 +115,11 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
   });
 
   app.openapi(setIncidentStatus, async (c) => {
-    const view = await c.var.services.incidents.setStatus(requesterOf(c), c.req.valid('param').incidentId, c.req.valid('json').status);
+    const view = await c.var.services.incidents.setStatus(
+      requesterOf(c),
+      c.req.valid('param').incidentId,
+      c.req.valid('json').status,
+    );
     return c.json(view, 200);
   });
 }

@@ -37,11 +37,14 @@ const startInvestigation = (path: '/v1/investigation/' | '/v1/investigation') =>
     tags: ['investigation'],
     summary: 'Start the investigation of an incident (triage first when it has not run)',
     description:
-      'A workflow Update that records the start and answers at once; the specialist agents then run in parallel and `GET /v1/investigation/{incidentId}` shows the result. Counts against the plan\'s `investigationsPerMonth`.',
+      "A workflow Update that records the start and answers at once; the specialist agents then run in parallel and `GET /v1/investigation/{incidentId}` shows the result. Counts against the plan's `investigationsPerMonth`.",
     ...access('member'),
     hide: path === '/v1/investigation',
     request: { body: { required: true, content: { 'application/json': { schema: StartInvestigationBody } } } },
-    responses: { 202: jsonResponse(InvestigationAccepted, 'Investigation started'), ...errorResponses(400, 401, 403, 404, 409, 429, 503) },
+    responses: {
+      202: jsonResponse(InvestigationAccepted, 'Investigation started'),
+      ...errorResponses(400, 401, 403, 404, 409, 429, 503),
+    },
   });
 
 const addContext = createRoute({
@@ -52,8 +55,14 @@ const addContext = createRoute({
   description:
     'Stored, then signalled to the incident workflow: a running investigation takes it into account when it synthesises; a finished one is re-synthesised with it.',
   ...access('member'),
-  request: { params: IncidentIdParam, body: { required: true, content: { 'application/json': { schema: InvestigationContextBody } } } },
-  responses: { 202: jsonResponse(InvestigationContextAccepted, 'Context stored'), ...errorResponses(400, 401, 403, 404) },
+  request: {
+    params: IncidentIdParam,
+    body: { required: true, content: { 'application/json': { schema: InvestigationContextBody } } },
+  },
+  responses: {
+    202: jsonResponse(InvestigationContextAccepted, 'Context stored'),
+    ...errorResponses(400, 401, 403, 404),
+  },
 });
 
 const investigationResult = createRoute({
@@ -79,7 +88,15 @@ export function registerInvestigationRoutes(app: OpenAPIHono<AppEnv>, deps: AppD
   app.openapi(addContext, async (c) => {
     const { incidentId } = c.req.valid('param');
     const added = await c.var.services.incidents.addContext(requesterOf(c), incidentId, c.req.valid('json').content);
-    return c.json({ incidentId, sequence: added.sequence, createdAt: added.createdAt.toISOString(), resynthesis: added.resynthesis }, 202);
+    return c.json(
+      {
+        incidentId,
+        sequence: added.sequence,
+        createdAt: added.createdAt.toISOString(),
+        resynthesis: added.resynthesis,
+      },
+      202,
+    );
   });
 
   app.openapi(investigationResult, async (c) => {
@@ -92,7 +109,10 @@ export function registerInvestigationRoutes(app: OpenAPIHono<AppEnv>, deps: AppD
     if (!row) {
       const incident = await findIncident(deps.db, auth.tenantId, incidentId);
       if (!incident) throw new AppError('incident_not_found', 'No incident has that identifier');
-      throw new AppError('not_found', 'No investigation has started for this incident; POST /v1/investigation/ starts one');
+      throw new AppError(
+        'not_found',
+        'No investigation has started for this incident; POST /v1/investigation/ starts one',
+      );
     }
     return c.json(
       {

@@ -48,7 +48,14 @@ export function registerKnowledgeRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps)
       limit: query.limit,
       ...(after ? { after } : {}),
     });
-    return c.json({ patterns: page.rows.map(toPatternView), count: page.total, cursor: nextCursor(page.rows, page.hasMore, 'desc') }, 200);
+    return c.json(
+      {
+        patterns: page.rows.map(toPatternView),
+        count: page.total,
+        cursor: nextCursor(page.rows, page.hasMore, 'desc'),
+      },
+      200,
+    );
   });
 
   app.openapi(feedbackRoute, async (c) => {

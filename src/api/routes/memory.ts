@@ -1,11 +1,26 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { createBuiltinProvider } from '../../analysis/providers.js';
-import { answerChat, findOwnSession, listOwnSessions, listSessionMessages, toMessageView, toSessionView } from '../../assistant/chat.js';
+import {
+  answerChat,
+  findOwnSession,
+  listOwnSessions,
+  listSessionMessages,
+  toMessageView,
+  toSessionView,
+} from '../../assistant/chat.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
-import { ChatBody, ChatMessageList, ChatReply, ChatSessionList, ListMessagesQuery, ListSessionsQuery, SessionIdParam } from '../schemas/memory.js';
+import {
+  ChatBody,
+  ChatMessageList,
+  ChatReply,
+  ChatSessionList,
+  ListMessagesQuery,
+  ListSessionsQuery,
+  SessionIdParam,
+} from '../schemas/memory.js';
 
 const tags = ['memory'];
 
@@ -38,7 +53,10 @@ const sessionMessagesRoute = createRoute({
   summary: 'The messages of one of your chat sessions, oldest first',
   ...access('member'),
   request: { params: SessionIdParam, query: ListMessagesQuery },
-  responses: { 200: jsonResponse(ChatMessageList, 'A page of the conversation'), ...errorResponses(400, 401, 403, 404) },
+  responses: {
+    200: jsonResponse(ChatMessageList, 'A page of the conversation'),
+    ...errorResponses(400, 401, 403, 404),
+  },
 });
 
 /**
@@ -54,7 +72,14 @@ export function registerMemoryRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
     const body = c.req.valid('json');
     const reply = await answerChat(
       { db: deps.db, model, clock: deps.clock, logger: c.get('logger') },
-      { tenant: auth.tenant, userId: auth.userId, requestId: c.get('requestId'), message: body.message, sessionId: body.sessionId, incidentId: body.incidentId },
+      {
+        tenant: auth.tenant,
+        userId: auth.userId,
+        requestId: c.get('requestId'),
+        message: body.message,
+        sessionId: body.sessionId,
+        incidentId: body.incidentId,
+      },
     );
     return c.json(reply, 200);
   });
@@ -68,7 +93,14 @@ export function registerMemoryRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       limit: query.limit,
       after: query.cursor ? decodeCursor(query.cursor, 'desc') : undefined,
     });
-    return c.json({ items: page.rows.map(toSessionView), total: page.total, nextCursor: nextCursor(page.rows, page.hasMore, 'desc') }, 200);
+    return c.json(
+      {
+        items: page.rows.map(toSessionView),
+        total: page.total,
+        nextCursor: nextCursor(page.rows, page.hasMore, 'desc'),
+      },
+      200,
+    );
   });
 
   app.openapi(sessionMessagesRoute, async (c) => {
@@ -83,7 +115,12 @@ export function registerMemoryRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       after: query.cursor ? decodeCursor(query.cursor, 'asc') : undefined,
     });
     return c.json(
-      { sessionId, items: page.rows.map(toMessageView), total: page.total, nextCursor: nextCursor(page.rows, page.hasMore, 'asc') },
+      {
+        sessionId,
+        items: page.rows.map(toMessageView),
+        total: page.total,
+        nextCursor: nextCursor(page.rows, page.hasMore, 'asc'),
+      },
       200,
     );
   });

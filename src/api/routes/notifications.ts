@@ -18,7 +18,8 @@ const text = (v: unknown): string | null => (typeof v === 'string' && v.length >
 
 /** The api shape; rows written without a title/body (approval requests) get one from their type. */
 export function toNotificationView(row: NotificationRow) {
-  const fallback = text(row.payload.title) && typeof row.payload.body === 'string' ? null : describeEvent(row.type, row.payload);
+  const fallback =
+    text(row.payload.title) && typeof row.payload.body === 'string' ? null : describeEvent(row.type, row.payload);
   return {
     notificationId: row.id,
     type: row.type,
@@ -39,7 +40,10 @@ const listNotificationsRoute = createRoute({
   summary: 'Notifications of the current user, most recent first',
   ...access('member'),
   request: { query: ListNotificationsQuery },
-  responses: { 200: jsonResponse(NotificationList, 'A page of notifications and the unread count'), ...errorResponses(400, 401, 403) },
+  responses: {
+    200: jsonResponse(NotificationList, 'A page of notifications and the unread count'),
+    ...errorResponses(400, 401, 403),
+  },
 });
 
 const markReadRoute = createRoute({
@@ -47,7 +51,7 @@ const markReadRoute = createRoute({
   path: '/v1/notifications/read',
   tags,
   summary: "Mark the caller's notifications read: the given ids, or all",
-  description: 'Ids that are not the caller\'s own (or do not exist) are ignored.',
+  description: "Ids that are not the caller's own (or do not exist) are ignored.",
   ...access('member'),
   request: { body: { required: true, content: { 'application/json': { schema: MarkNotificationsReadBody } } } },
   responses: { 204: { description: 'Marked read' }, ...errorResponses(400, 401, 403) },
@@ -61,12 +65,11 @@ export function registerNotificationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDe
     const after = query.cursor ? decodeCursor(query.cursor, 'desc') : undefined;
     const mine = and(eq(notifications.tenantId, auth.tenantId), eq(notifications.userId, auth.userId))!;
     const filters: SQL[] = [mine];
-    if (query.read !== undefined) filters.push(query.read ? isNotNull(notifications.readAt) : isNull(notifications.readAt));
+    if (query.read !== undefined)
+      filters.push(query.read ? isNotNull(notifications.readAt) : isNull(notifications.readAt));
     if (query.type) filters.push(eq(notifications.type, query.type));
     if (after) {
-      filters.push(
-        olderThan(notifications.createdAt, notifications.id, after),
-      );
+      filters.push(olderThan(notifications.createdAt, notifications.id, after));
     }
     const [rows, unread] = await Promise.all([
       deps.db
@@ -75,7 +78,10 @@ export function registerNotificationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDe
         .where(and(...filters))
         .orderBy(desc(notifications.createdAt), desc(notifications.id))
         .limit(query.limit + 1),
-      deps.db.select({ n: count() }).from(notifications).where(and(mine, isNull(notifications.readAt))),
+      deps.db
+        .select({ n: count() })
+        .from(notifications)
+        .where(and(mine, isNull(notifications.readAt))),
     ]);
     const page = rows.slice(0, query.limit);
     return c.json(
@@ -91,10 +97,18 @@ export function registerNotificationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDe
   app.openapi(markReadRoute, async (c) => {
     const auth = c.var.auth;
     const body = c.req.valid('json');
-    const filters: SQL[] = [eq(notifications.tenantId, auth.tenantId), eq(notifications.userId, auth.userId), isNull(notifications.readAt)];
+    const filters: SQL[] = [
+      eq(notifications.tenantId, auth.tenantId),
+      eq(notifications.userId, auth.userId),
+      isNull(notifications.readAt),
+    ];
     if (body.notificationIds) filters.push(inArray(notifications.id, [...new Set(body.notificationIds)]));
     await deps.db.transaction(async (tx) => {
-      const marked = await tx.update(notifications).set({ readAt: sql`now()` }).where(and(...filters)).returning({ id: notifications.id });
+      const marked = await tx
+        .update(notifications)
+        .set({ readAt: sql`now()` })
+        .where(and(...filters))
+        .returning({ id: notifications.id });
       if (marked.length === 0) return;
       await appendAudit(tx, {
         tenantId: auth.tenantId,

@@ -40,7 +40,10 @@ export function registerPublicRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       tags: ['public'],
       summary: 'Subscription plans (public)',
       responses: {
-        200: { description: 'Plans', content: { 'application/json': { schema: z.object({ plans: z.array(PlanSchema) }) } } },
+        200: {
+          description: 'Plans',
+          content: { 'application/json': { schema: z.object({ plans: z.array(PlanSchema) }) } },
+        },
         ...errorResponses(429),
       },
     }),

@@ -9,7 +9,14 @@ import type { AppDeps, AppEnv } from '../context.js';
 import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
-import { CreateRunbookBody, ListRunbooksQuery, Runbook, RunbookIdParam, RunbookList, UpdateRunbookBody } from '../schemas/runbooks.js';
+import {
+  CreateRunbookBody,
+  ListRunbooksQuery,
+  Runbook,
+  RunbookIdParam,
+  RunbookList,
+  UpdateRunbookBody,
+} from '../schemas/runbooks.js';
 
 const tags = ['runbooks'];
 const noSuchRunbook = 'No runbook has that identifier';

@@ -15,7 +15,8 @@ const tags = ['notifications'];
 const StreamToken = z
   .object({
     token: z.string().openapi({
-      description: 'For `GET /v1/notifications/stream?token=…`, again (to reconnect) until `expiresAt`; the stream ends then with a `stream.expired` event',
+      description:
+        'For `GET /v1/notifications/stream?token=…`, again (to reconnect) until `expiresAt`; the stream ends then with a `stream.expired` event',
     }),
     expiresAt: z.string().openapi({ format: 'date-time', description: 'In 5 minutes' }),
   })
@@ -28,8 +29,16 @@ const seqParam = z
 
 const StreamQuery = z.object({
   lastEventId: seqParam.openapi({ description: 'Resume after this event id (same as the Last-Event-ID header)' }),
-  types: z.string().max(2000).optional().openapi({ description: 'Comma-separated event types to receive (all when absent)' }),
-  token: z.string().max(200).optional().openapi({ description: 'A stream token from POST /v1/notifications/stream-token (never an access token)' }),
+  types: z
+    .string()
+    .max(2000)
+    .optional()
+    .openapi({ description: 'Comma-separated event types to receive (all when absent)' }),
+  token: z
+    .string()
+    .max(200)
+    .optional()
+    .openapi({ description: 'A stream token from POST /v1/notifications/stream-token (never an access token)' }),
 });
 
 const streamTokenRoute = createRoute({
@@ -38,7 +47,10 @@ const streamTokenRoute = createRoute({
   tags,
   summary: 'A short-lived token to open (and reopen) the event stream with ?token=',
   ...access('member'),
-  responses: { 201: jsonResponse(StreamToken, 'The token (valid 5 minutes, for the stream only)'), ...errorResponses(401, 403, 429) },
+  responses: {
+    201: jsonResponse(StreamToken, 'The token (valid 5 minutes, for the stream only)'),
+    ...errorResponses(401, 403, 429),
+  },
 });
 
 const streamRoute = createRoute({
@@ -93,7 +105,10 @@ export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
     const held = openStreams.get(holder) ?? 0;
     if (held >= settings.maxStreamsPerUser) {
       c.header('Retry-After', '5');
-      throw new AppError('rate_limit_exceeded', `At most ${settings.maxStreamsPerUser} event streams may be open at once per user; close one first`);
+      throw new AppError(
+        'rate_limit_exceeded',
+        `At most ${settings.maxStreamsPerUser} event streams may be open at once per user; close one first`,
+      );
     }
     openStreams.set(holder, held + 1);
     let released = false;

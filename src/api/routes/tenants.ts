@@ -32,7 +32,6 @@ export function toTenantView(row: TenantRow) {
   };
 }
 
-
 const getTenantRoute = createRoute({
   method: 'get',
   path: '/v1/tenants/{tenantId}',
@@ -48,7 +47,8 @@ const usageRoute = createRoute({
   path: '/v1/tenants/{tenantId}/usage',
   tags: ['tenants'],
   summary: "This month's quotas, use and what is left",
-  description: "Integers for every plan: an enterprise tenant's quotas are the ones its operator set, else the documented defaults.",
+  description:
+    "Integers for every plan: an enterprise tenant's quotas are the ones its operator set, else the documented defaults.",
   ...access('member'),
   request: { params: TenantIdParam },
   responses: { 200: jsonResponse(TenantUsage, 'The usage'), ...errorResponses(401, 403, 404) },
@@ -83,8 +83,15 @@ export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       const used = await usageCount(deps.db, { tenantId: auth.tenantId, period, metric });
       return { limit, used, remaining: Math.max(0, limit - used) };
     };
-    const [investigations, events, chatMessages] = await Promise.all([use('investigations'), use('events'), use('chat_messages')]);
-    return c.json({ tenantId: auth.tenantId, plan: auth.tenant.plan, period, investigations, events, chatMessages }, 200);
+    const [investigations, events, chatMessages] = await Promise.all([
+      use('investigations'),
+      use('events'),
+      use('chat_messages'),
+    ]);
+    return c.json(
+      { tenantId: auth.tenantId, plan: auth.tenant.plan, period, investigations, events, chatMessages },
+      200,
+    );
   });
 
   app.openapi(updateTenantRoute, async (c) => {

@@ -20,7 +20,10 @@ const triageIncident = createRoute({
     'A workflow Update: an open incident moves to `triaging`, the analyzer classifies it, and the priority becomes the incident severity (`incident.severity_changed` when it differs). Emits `triage.completed` or `triage.failed`.',
   ...access('member'),
   request: { params: IncidentIdParam },
-  responses: { 200: jsonResponse(TriageClassification, 'The classification'), ...errorResponses(401, 403, 404, 409, 503) },
+  responses: {
+    200: jsonResponse(TriageClassification, 'The classification'),
+    ...errorResponses(401, 403, 404, 409, 503),
+  },
 });
 
 const triageEvidence = createRoute({
@@ -32,7 +35,10 @@ const triageEvidence = createRoute({
     'Carries both documented shapes (DESIGN §5): `evidence` is the triage evidence object; `items`, `total` and `nextCursor` are the evidence list (filter `type`, `limit` default 50 max 200, `cursor`).',
   ...access('member'),
   request: { params: IncidentIdParam, query: EvidenceQuery },
-  responses: { 200: jsonResponse(TriageEvidence, 'Triage evidence and evidence items'), ...errorResponses(400, 401, 403, 404) },
+  responses: {
+    200: jsonResponse(TriageEvidence, 'Triage evidence and evidence items'),
+    ...errorResponses(400, 401, 403, 404),
+  },
 });
 
 export function registerTriageRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
@@ -52,7 +58,11 @@ export function registerTriageRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       .select()
       .from(triageResults)
       .where(and(eq(triageResults.tenantId, auth.tenantId), eq(triageResults.incidentId, incidentId)));
-    if (!triage) throw new AppError('triage_not_started', 'Triage has not run for this incident; POST /v1/triage/{incidentId} runs it');
+    if (!triage)
+      throw new AppError(
+        'triage_not_started',
+        'Triage has not run for this incident; POST /v1/triage/{incidentId} runs it',
+      );
     const page = await listEvidence(deps.db, {
       tenantId: auth.tenantId,
       incidentId,

@@ -17,7 +17,14 @@ import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { urlForViewer } from '../url-view.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
-import { CreateTriggerBody, CreatedTrigger, ListTriggersQuery, TriggerIdParam, TriggerList, UpdateTriggerBody } from '../schemas/triggers.js';
+import {
+  CreateTriggerBody,
+  CreatedTrigger,
+  ListTriggersQuery,
+  TriggerIdParam,
+  TriggerList,
+  UpdateTriggerBody,
+} from '../schemas/triggers.js';
 
 const tags = ['triggers'];
 const noSuchTrigger = 'No trigger has that identifier';
@@ -55,14 +62,21 @@ async function checkActionConfig(
 ): Promise<Record<string, unknown>> {
   const parsed = configSchemas[action].safeParse(config);
   if (!parsed.success) {
-    const details = parsed.error.issues.map((i) => ({ path: ['actionConfig', ...i.path.map(String)].join('.'), message: i.message }));
+    const details = parsed.error.issues.map((i) => ({
+      path: ['actionConfig', ...i.path.map(String)].join('.'),
+      message: i.message,
+    }));
     throw new AppError('validation_error', details.map((d) => `${d.path}: ${d.message}`).join('; '), details);
   }
   if (action === 'webhook') {
     // The skill rules (decision 177): judged here as far as the URL alone tells, on delivery too.
     const tenant = await findTenant(db, tenantId);
-    const message = outboundUrlRefusal(new URL(String(parsed.data.url)), { allowHttp: tenant?.settings.allowHttpSkills === true, allowlist: deps.skills.allowlist });
-    if (message) throw new AppError('validation_error', `actionConfig.url: ${message}`, [{ path: 'actionConfig.url', message }]);
+    const message = outboundUrlRefusal(new URL(String(parsed.data.url)), {
+      allowHttp: tenant?.settings.allowHttpSkills === true,
+      allowlist: deps.skills.allowlist,
+    });
+    if (message)
+      throw new AppError('validation_error', `actionConfig.url: ${message}`, [{ path: 'actionConfig.url', message }]);
   }
   if (action === 'invoke_skill') {
     // The skill named must be one the tenant can call (a builtin or its own), as an edge's ends
@@ -102,9 +116,13 @@ const updateTriggerRoute = createRoute({
   path: '/v1/triggers/{triggerId}',
   tags,
   summary: 'Change a trigger (admin): enabled, conditions, action, actionConfig, name',
-  description: 'Switching to `webhook` creates a signing secret, returned once as `signingSecret`; switching away drops it.',
+  description:
+    'Switching to `webhook` creates a signing secret, returned once as `signingSecret`; switching away drops it.',
   ...access('admin'),
-  request: { params: TriggerIdParam, body: { required: true, content: { 'application/json': { schema: UpdateTriggerBody } } } },
+  request: {
+    params: TriggerIdParam,
+    body: { required: true, content: { 'application/json': { schema: UpdateTriggerBody } } },
+  },
   responses: { 200: jsonResponse(CreatedTrigger, 'The updated trigger'), ...errorResponses(400, 401, 403, 404) },
 });
 
@@ -131,11 +149,14 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
     if (query.enabled !== undefined) filters.push(eq(triggers.enabled, query.enabled));
     if (query.eventType) filters.push(eq(triggers.eventType, query.eventType));
     const where = and(...filters);
-    const pageWhere = after
-      ? and(where, olderThan(triggers.createdAt, triggers.id, after))
-      : where;
+    const pageWhere = after ? and(where, olderThan(triggers.createdAt, triggers.id, after)) : where;
     const [rows, totals] = await Promise.all([
-      deps.db.select().from(triggers).where(pageWhere).orderBy(desc(triggers.createdAt), desc(triggers.id)).limit(query.limit + 1),
+      deps.db
+        .select()
+        .from(triggers)
+        .where(pageWhere)
+        .orderBy(desc(triggers.createdAt), desc(triggers.id))
+        .limit(query.limit + 1),
       deps.db.select({ total: count() }).from(triggers).where(where),
     ]);
     const page = rows.slice(0, query.limit);
@@ -201,7 +222,13 @@ export function registerTriggerRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
       const actionChanged = action !== current.action;
       const actionConfig =
         body.actionConfig !== undefined || actionChanged
-          ? await checkActionConfig(deps, tx, auth.tenantId, action, body.actionConfig ?? (actionChanged ? {} : current.actionConfig))
+          ? await checkActionConfig(
+              deps,
+              tx,
+              auth.tenantId,
+              action,
+              body.actionConfig ?? (actionChanged ? {} : current.actionConfig),
+            )
           : undefined;
       const secret = action === 'webhook' && !current.secret ? generateSigningSecret() : undefined;
       const [updated] = await tx

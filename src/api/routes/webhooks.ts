@@ -2,7 +2,12 @@ import { createRoute, z, type OpenAPIHono } from '@hono/zod-openapi';
 import { hashApiKey, presentedApiKey } from '../../auth/api-keys.js';
 import { checkWebhookSignature } from '../../auth/webhook-signatures.js';
 import { Coalescer } from '../../db/coalescer.js';
-import { findActiveWebhookKeys, findWebhookCredentials, touchApiKey, type WebhookCredential } from '../../db/repositories/api-keys.js';
+import {
+  findActiveWebhookKeys,
+  findWebhookCredentials,
+  touchApiKey,
+  type WebhookCredential,
+} from '../../db/repositories/api-keys.js';
 import { AppError } from '../../errors.js';
 import { IngestBatcher } from '../../ingest/batcher.js';
 import { createDeliveryParser, DEFAULT_PARSER_SETTINGS } from '../../ingest/parse-pool.js';
@@ -29,7 +34,9 @@ const DEFAULT_KEY_FAILURES_PER_MINUTE = 600;
 
 /** The webhook key gate (ADR 0252), one per api process: keys judged before bodies are read. */
 export function createWebhookKeyGateOf(deps: AppDeps): WebhookKeyGate {
-  const lookups = new Coalescer((keys: Array<{ tenantId: string; keyHash: string }>) => findActiveWebhookKeys(deps.relaxedSql, keys));
+  const lookups = new Coalescer((keys: Array<{ tenantId: string; keyHash: string }>) =>
+    findActiveWebhookKeys(deps.relaxedSql, keys),
+  );
   return createWebhookKeyGate({
     limitPerMinute: deps.config.webhookKeyFailuresPerMinute ?? DEFAULT_KEY_FAILURES_PER_MINUTE,
     clock: deps.clock,
@@ -45,9 +52,14 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
     normal: new IngestBatcher(deps.sql, deps.clock, deps.ingest, deps.databaseWatch?.answers),
     large: new IngestBatcher(deps.sql, deps.clock, { maxDeliveries: 8, ...deps.ingest }, deps.databaseWatch?.answers),
   };
-  const laneOf = (bytes: number) => (bytes >= (deps.webhookParse?.offThreadFromBytes ?? DEFAULT_PARSER_SETTINGS.offThreadFromBytes) ? lanes.large : lanes.normal);
+  const laneOf = (bytes: number) =>
+    bytes >= (deps.webhookParse?.offThreadFromBytes ?? DEFAULT_PARSER_SETTINGS.offThreadFromBytes)
+      ? lanes.large
+      : lanes.normal;
   // Only for a payload that is refused before it reaches a batch (which judges keys itself).
-  const credentials = new Coalescer((lookups: Array<{ tenantId: string; keyHash: string }>) => findWebhookCredentials(deps.relaxedSql, lookups));
+  const credentials = new Coalescer((lookups: Array<{ tenantId: string; keyHash: string }>) =>
+    findWebhookCredentials(deps.relaxedSql, lookups),
+  );
   app.openapi(
     createRoute({
       method: 'post',
@@ -58,24 +70,46 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
       security: [{ apiKey: [] }],
       request: {
         params: z.object({
-          tenantId: z.string().min(1).max(64).openapi({ param: { name: 'tenantId', in: 'path' } }),
+          tenantId: z
+            .string()
+            .min(1)
+            .max(64)
+            .openapi({ param: { name: 'tenantId', in: 'path' } }),
           // Any name reaches the handler, which answers 404 for an unknown one; the document lists the known.
-          provider: z.string().min(1).max(40).openapi({ param: { name: 'provider', in: 'path' }, enum: Object.keys(providers) }),
+          provider: z
+            .string()
+            .min(1)
+            .max(40)
+            .openapi({ param: { name: 'provider', in: 'path' }, enum: Object.keys(providers) }),
         }),
       },
       responses: {
-        202: { description: 'Stored; workflows are started or signalled right after', content: { 'application/json': { schema: IngestResponse } } },
+        202: {
+          description: 'Stored; workflows are started or signalled right after',
+          content: { 'application/json': { schema: IngestResponse } },
+        },
         ...errorResponses(400, 401, 404, 413, 429, 503),
       },
     }),
     async (c) => {
       const { tenantId, provider: providerName } = c.req.valid('param');
       const provider = findProvider(providerName);
-      if (!provider) throw new AppError('not_found', `Unknown provider ${providerName}; one of ${Object.keys(providers).join(', ')}`);
+      if (!provider)
+        throw new AppError(
+          'not_found',
+          `Unknown provider ${providerName}; one of ${Object.keys(providers).join(', ')}`,
+        );
 
-      const key = presentedApiKey({ authorization: c.req.header('authorization'), apiKeyHeader: c.req.header('x-api-key'), queryKey: c.req.query('api_key') });
+      const key = presentedApiKey({
+        authorization: c.req.header('authorization'),
+        apiKeyHeader: c.req.header('x-api-key'),
+        queryKey: c.req.query('api_key'),
+      });
       if (!key) {
-        throw new AppError('unauthorized', 'An API key (flo_…) is required: Authorization: Bearer, X-API-Key, Basic credentials or the api_key query parameter');
+        throw new AppError(
+          'unauthorized',
+          'An API key (flo_…) is required: Authorization: Bearer, X-API-Key, Basic credentials or the api_key query parameter',
+        );
       }
       const keyHash = hashApiKey(key);
       const address = clientAddress(c, deps.config.trustProxy);
@@ -84,7 +118,8 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
         // Judged from the headers: a refused key's body is never parsed (ADR 0252).
         await keyGate.admit(presented);
       } catch (err) {
-        if (err instanceof AppError && err.code === 'rate_limit_exceeded') c.header('Retry-After', String(keyGate.retryAfter()));
+        if (err instanceof AppError && err.code === 'rate_limit_exceeded')
+          c.header('Retry-After', String(keyGate.retryAfter()));
         // The unread body is not drained: the connection closes after the answer.
         c.header('Connection', 'close');
         throw err;
@@ -111,7 +146,12 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
           const limit = deps.config.webhookRateLimitPerMinute;
           applyRateLimit(
             c,
-            { allowed: credential.windowCount <= limit, limit, remaining: Math.max(0, limit - credential.windowCount), resetAt: credential.windowReset },
+            {
+              allowed: credential.windowCount <= limit,
+              limit,
+              remaining: Math.max(0, limit - credential.windowCount),
+              resetAt: credential.windowReset,
+            },
             deps.clock(),
           );
           return credential;
@@ -123,10 +163,12 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
         } catch (err) {
           // What is wrong with a payload is told only to a caller whose key is good: the key is
           // judged on its own first (a valid payload has its key judged in the batch instead).
-          if (err instanceof AppError && err.code === 'validation_error') admit(await credentials.submit({ tenantId, keyHash }));
+          if (err instanceof AppError && err.code === 'validation_error')
+            admit(await credentials.submit({ tenantId, keyHash }));
           throw err;
         }
-        const deliveryId = parsed.deliveryId && deliveryIdPattern.test(parsed.deliveryId) ? parsed.deliveryId : undefined;
+        const deliveryId =
+          parsed.deliveryId && deliveryIdPattern.test(parsed.deliveryId) ? parsed.deliveryId : undefined;
         const deliveryKey = deliveryId ? `id:${deliveryId}` : `body:${parsed.bodyHash}`;
 
         let credential: WebhookCredential | undefined;
@@ -142,7 +184,9 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
           bytes: rawBody.byteLength,
         });
         if (credential?.touchDue) {
-          touchApiKey(deps.db, credential.keyId).catch((err: unknown) => c.get('logger').warn({ err }, 'could not record key use'));
+          touchApiKey(deps.db, credential.keyId).catch((err: unknown) =>
+            c.get('logger').warn({ err }, 'could not record key use'),
+          );
         }
         if (replayed) c.header('Idempotent-Replayed', 'true');
         keyGate.accepted(tenantId, keyHash);

@@ -22,7 +22,9 @@ export const CreatedApiKey = z
     keyId: z.string(),
     name: z.string(),
     key: z.string().openapi({ description: 'flo_… — shown only in this response' }),
-    signingSecret: z.string().openapi({ description: 'HMAC-SHA256 secret for X-Webhook-Signature — shown only in this response' }),
+    signingSecret: z
+      .string()
+      .openapi({ description: 'HMAC-SHA256 secret for X-Webhook-Signature — shown only in this response' }),
     prefix: z.string(),
     createdAt: z.string(),
   })
@@ -30,4 +32,10 @@ export const CreatedApiKey = z
 
 export const ListApiKeysQuery = z.object({ limit: limitParam(50, 200), cursor: z.string().min(1).max(512).optional() });
 export const ApiKeyList = z.object({ items: z.array(ApiKey), nextCursor: z.string().nullable() }).openapi('ApiKeyList');
-export const KeyIdParam = z.object({ keyId: z.string().min(1).max(64).openapi({ param: { name: 'keyId', in: 'path' } }) });
+export const KeyIdParam = z.object({
+  keyId: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'keyId', in: 'path' } }),
+});

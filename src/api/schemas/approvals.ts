@@ -33,7 +33,11 @@ export const ApprovalList = z
   .openapi('ApprovalList');
 
 export const RemediationIdParam = z.object({
-  remediationId: z.string().min(1).max(64).openapi({ param: { name: 'remediationId', in: 'path' }, example: 'rem_01j…' }),
+  remediationId: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'remediationId', in: 'path' }, example: 'rem_01j…' }),
 });
 
 export const RemediationStep = z

@@ -3,15 +3,19 @@ import { exportFormats, exportStatuses } from '../../db/schema/audit.js';
 import { AuditFilters, instant } from './audit.js';
 
 /** The audit listing's filters (an action may be a `prefix.*`); unknown keys are refused. */
-export const ExportFiltersSchema = AuditFilters.strict()
-  .openapi('AuditExportFilters');
+export const ExportFiltersSchema = AuditFilters.strict().openapi('AuditExportFilters');
 
 export const ExportDestinationSchema = z
   .object({
-    type: z.literal('s3').openapi({ description: 'S3-compatible object storage (endpoint and credentials from the service configuration)' }),
+    type: z.literal('s3').openapi({
+      description: 'S3-compatible object storage (endpoint and credentials from the service configuration)',
+    }),
     bucket: z
       .string()
-      .regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be a bucket name: 3-63 lowercase letters, digits, dots and hyphens'),
+      .regex(
+        /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/,
+        'must be a bucket name: 3-63 lowercase letters, digits, dots and hyphens',
+      ),
     prefix: z
       .string()
       .max(512)
@@ -64,14 +68,29 @@ export const AuditExportView = z
     completedAt: z.string().nullable(),
     downloadUrl: z.string().nullable().openapi({ description: 'Signed URL, null until completed' }),
     downloadUrlExpiresAt: z.string().nullable().openapi({ description: '2 hours after completion' }),
-    location: z.string().nullable().openapi({ description: 'The object (s3://bucket/key) of an export with a destination' }),
+    location: z
+      .string()
+      .nullable()
+      .openapi({ description: 'The object (s3://bucket/key) of an export with a destination' }),
     failure: z.string().optional(),
   })
   .openapi('AuditExport');
 
-export const ExportIdParam = z.object({ exportId: z.string().min(1).max(64).openapi({ param: { name: 'exportId', in: 'path' } }) });
+export const ExportIdParam = z.object({
+  exportId: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'exportId', in: 'path' } }),
+});
 
 export const DownloadQuery = z.object({
-  expires: z.string().optional().openapi({ param: { name: 'expires', in: 'query' }, description: 'Expiry, epoch milliseconds' }),
-  signature: z.string().optional().openapi({ param: { name: 'signature', in: 'query' }, description: 'HMAC-SHA256, base64url' }),
+  expires: z
+    .string()
+    .optional()
+    .openapi({ param: { name: 'expires', in: 'query' }, description: 'Expiry, epoch milliseconds' }),
+  signature: z
+    .string()
+    .optional()
+    .openapi({ param: { name: 'signature', in: 'query' }, description: 'HMAC-SHA256, base64url' }),
 });

@@ -21,12 +21,18 @@ export function errorResponses(...statuses: Array<400 | 401 | 403 | 404 | 409 | 
     503: 'A dependency is unavailable',
   };
   return Object.fromEntries(
-    statuses.map((s) => [s, { description: descriptions[s]!, content: { 'application/json': { schema: ErrorSchema } } }]),
+    statuses.map((s) => [
+      s,
+      { description: descriptions[s]!, content: { 'application/json': { schema: ErrorSchema } } },
+    ]),
   );
 }
 
 /** An OpenAPI response with a JSON body of `schema`. */
-export const jsonResponse = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } });
+export const jsonResponse = <T>(schema: T, description: string) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
 
 /** Query booleans arrive as strings. */
 export const queryBoolean = z.enum(['true', 'false']).transform((v) => v === 'true');
@@ -42,7 +48,14 @@ export const limitParam = (defaultLimit: number, max: number) =>
     .transform(Number)
     .pipe(z.number().int().min(1).max(max))
     .default(defaultLimit)
-    .openapi({ param: { name: 'limit', in: 'query' }, type: 'integer', minimum: 1, maximum: max, default: defaultLimit, example: defaultLimit });
+    .openapi({
+      param: { name: 'limit', in: 'query' },
+      type: 'integer',
+      minimum: 1,
+      maximum: max,
+      default: defaultLimit,
+      example: defaultLimit,
+    });
 
 // eslint-disable-next-line no-control-regex
 const NO_CONTROL_CHARACTERS = /^[^\u0000-\u001f\u007f-\u009f]*$/;
@@ -65,4 +78,3 @@ export const oneLine = (max: number, requiredMessage?: string) =>
 
 /** For a refinement after a length check: empty text is that check's to refuse. */
 export const visibleOrEmpty = (text: string): boolean => text.length === 0 || hasVisibleText(text);
-

@@ -21,7 +21,9 @@ export const CreateServiceBody = z
 export const UpdateServiceBody = z
   .object({ team: Team.nullable().optional(), criticality: Criticality.optional(), type: ServiceTypeSchema.optional() })
   .strict()
-  .refine((body) => Object.values(body).some((v) => v !== undefined), { message: 'Give at least one of team, criticality, type' })
+  .refine((body) => Object.values(body).some((v) => v !== undefined), {
+    message: 'Give at least one of team, criticality, type',
+  })
   .openapi('UpdateServiceNode', { minProperties: 1 });
 
 export const ServiceNode = z
@@ -47,7 +49,11 @@ export const ServiceNodeList = z
   .openapi('ServiceNodeList');
 
 export const ServiceIdParam = z.object({
-  serviceId: z.string().min(1).max(64).openapi({ param: { name: 'serviceId', in: 'path' } }),
+  serviceId: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'serviceId', in: 'path' } }),
 });
 
 export const CreateEdgeBody = z
@@ -67,7 +73,12 @@ export const ServiceEdge = z
   .openapi('ServiceEdge');
 
 export const ListEdgesQuery = z.object({
-  serviceId: z.string().min(1).max(64).optional().openapi({ description: 'Only edges with this service at either end' }),
+  serviceId: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .openapi({ description: 'Only edges with this service at either end' }),
   limit: limitParam(50, 200),
   cursor: Cursor,
 });
@@ -76,7 +87,11 @@ export const ServiceEdgeList = z
   .openapi('ServiceEdgeList');
 
 export const EdgeIdParam = z.object({
-  edgeId: z.string().min(1).max(64).openapi({ param: { name: 'edgeId', in: 'path' } }),
+  edgeId: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'edgeId', in: 'path' } }),
 });
 
 export const BlastRadiusSchema = z

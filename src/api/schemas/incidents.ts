@@ -15,9 +15,10 @@ export const CreateIncidentBody = z
       .max(4000, 'description must be 10 to 4000 characters')
       .refine(visibleOrEmpty, 'description must not be blank')
       .openapi({ example: 'p99 latency of the checkout api rose after the 14:02 deploy' }),
-    service: oneLine(200)
-      .optional()
-      .openapi({ description: 'The affected service; when it names a topology node, its team owns the incident', example: 'checkout-api' }),
+    service: oneLine(200).optional().openapi({
+      description: 'The affected service; when it names a topology node, its team owns the incident',
+      example: 'checkout-api',
+    }),
   })
   .strict()
   .openapi('CreateIncident');
@@ -30,8 +31,14 @@ export const CreatedIncident = z
     status: IncidentStatusSchema,
     source: z.enum(incidentSources),
     createdAt: z.string(),
-    investigationsRemaining: z.number().int().openapi({ description: "Investigations left this month (an enterprise tenant's custom quota, decision 251)" }),
-    eventsRemaining: z.number().int().openapi({ description: "Events left this month (an enterprise tenant's custom quota, decision 251)" }),
+    investigationsRemaining: z
+      .number()
+      .int()
+      .openapi({ description: "Investigations left this month (an enterprise tenant's custom quota, decision 251)" }),
+    eventsRemaining: z
+      .number()
+      .int()
+      .openapi({ description: "Events left this month (an enterprise tenant's custom quota, decision 251)" }),
   })
   .openapi('CreatedIncident');
 
@@ -52,7 +59,10 @@ export const Incident = z
     immediateAttention: z.boolean().openapi({ description: 'The service is rated 8–10: on-call attention now' }),
     occurrenceCount: z.number().int().openapi({ description: 'Alerts that fired into this incident' }),
     lastSeenAt: z.string().nullable(),
-    recoveredAt: z.string().nullable().openapi({ description: 'When its alerts reported resolved; null while any fires' }),
+    recoveredAt: z
+      .string()
+      .nullable()
+      .openapi({ description: 'When its alerts reported resolved; null while any fires' }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
@@ -83,5 +93,9 @@ export const IncidentList = z
 export const UpdateIncidentBody = z.object({ status: IncidentStatusSchema }).strict().openapi('UpdateIncident');
 
 export const IncidentIdParam = z.object({
-  incidentId: z.string().min(1).max(64).openapi({ param: { name: 'incidentId', in: 'path' } }),
+  incidentId: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'incidentId', in: 'path' } }),
 });

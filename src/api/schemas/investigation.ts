@@ -26,9 +26,14 @@ export const InvestigationContextBody = z
 export const InvestigationContextAccepted = z
   .object({
     incidentId: z.string(),
-    sequence: z.number().int().openapi({ description: 'Position of this context among the incident\'s context entries' }),
+    sequence: z
+      .number()
+      .int()
+      .openapi({ description: "Position of this context among the incident's context entries" }),
     createdAt: z.string(),
-    resynthesis: z.boolean().openapi({ description: 'True when a finished investigation will be re-synthesised with it' }),
+    resynthesis: z
+      .boolean()
+      .openapi({ description: 'True when a finished investigation will be re-synthesised with it' }),
   })
   .openapi('InvestigationContextAccepted');
 
@@ -36,11 +41,17 @@ export const InvestigationResult = z
   .object({
     incidentId: z.string(),
     status: z.enum(['running', 'completed', 'failed']).openapi({ description: 'Poll until it is not `running`' }),
-    rootCause: z.string().nullable().openapi({ description: 'null while the investigation is running; when it failed, says so and why' }),
+    rootCause: z
+      .string()
+      .nullable()
+      .openapi({ description: 'null while the investigation is running; when it failed, says so and why' }),
     confidence: z.number().min(0).max(1).openapi({ description: '0 when the investigation failed' }),
     evidence: z.array(z.object({ agentRole: z.string(), content: z.string() })),
     recommendedActions: z.array(z.string()),
-    failure: z.string().nullable().openapi({ description: 'Why the investigation failed, as recorded; null unless failed' }),
+    failure: z
+      .string()
+      .nullable()
+      .openapi({ description: 'Why the investigation failed, as recorded; null unless failed' }),
     startedAt: z.string(),
     completedAt: z.string().nullable(),
   })

@@ -13,15 +13,26 @@ export const ChatBody = z
       .max(MAX_CHAT_MESSAGE, `message must be at most ${MAX_CHAT_MESSAGE} characters`)
       .refine(hasVisibleText, 'message must not be empty')
       .openapi({ example: 'What caused the last checkout outage?' }),
-    sessionId: z.string().min(1).max(64).optional().openapi({ description: 'Continue this conversation (one of yours); a new one starts when omitted', example: 'sess_01j…' }),
-    incidentId: z.string().min(1).max(64).optional().openapi({ description: 'Anchor the conversation to this incident', example: 'inc_01j…' }),
+    sessionId: z.string().min(1).max(64).optional().openapi({
+      description: 'Continue this conversation (one of yours); a new one starts when omitted',
+      example: 'sess_01j…',
+    }),
+    incidentId: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .openapi({ description: 'Anchor the conversation to this incident', example: 'inc_01j…' }),
   })
   .strict()
   .openapi('ChatMessageRequest');
 
 export const ChatSourceSchema = z
   .object({
-    type: z.string().openapi({ description: `One of ${chatSourceTypes.join(', ')}. An investigation's id is its incident's id`, example: 'incident' }),
+    type: z.string().openapi({
+      description: `One of ${chatSourceTypes.join(', ')}. An investigation's id is its incident's id`,
+      example: 'incident',
+    }),
     id: z.string(),
     title: z.string(),
   })
@@ -32,7 +43,9 @@ export const ChatReply = z
     sessionId: z.string().openapi({ example: 'sess_01j…' }),
     messageId: z.string().openapi({ description: "The assistant message's id", example: 'msg_01j…' }),
     reply: z.string(),
-    sources: z.array(ChatSourceSchema).openapi({ description: 'Exactly the records the reply used, most important first' }),
+    sources: z
+      .array(ChatSourceSchema)
+      .openapi({ description: 'Exactly the records the reply used, most important first' }),
     timestamp: z.string(),
   })
   .openapi('ChatReply');
@@ -58,7 +71,9 @@ export const ChatMessage = z
     role: z.enum(['user', 'assistant']),
     content: z.string(),
     sources: z.array(ChatSourceSchema),
-    model: z.string().nullable().openapi({ description: 'Who wrote an assistant message (the built-in responder or the model); null for the user' }),
+    model: z.string().nullable().openapi({
+      description: 'Who wrote an assistant message (the built-in responder or the model); null for the user',
+    }),
     tokensUsed: z.number().int(),
     costUsd: z.number(),
     createdAt: z.string(),
@@ -66,7 +81,12 @@ export const ChatMessage = z
   .openapi('ChatMessage');
 
 export const ChatMessageList = z
-  .object({ sessionId: z.string(), items: z.array(ChatMessage), total: z.number().int(), nextCursor: z.string().nullable() })
+  .object({
+    sessionId: z.string(),
+    items: z.array(ChatMessage),
+    total: z.number().int(),
+    nextCursor: z.string().nullable(),
+  })
   .openapi('ChatMessageList');
 
 export const ListSessionsQuery = z.object({
@@ -80,5 +100,9 @@ export const ListMessagesQuery = z.object({
 });
 
 export const SessionIdParam = z.object({
-  sessionId: z.string().min(1).max(64).openapi({ param: { name: 'sessionId', in: 'path' } }),
+  sessionId: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'sessionId', in: 'path' } }),
 });

@@ -20,7 +20,10 @@ export const Notification = z
 export const NotificationList = z
   .object({
     items: z.array(Notification),
-    unreadCount: z.number().int().openapi({ description: "All of the caller's unread notifications, whatever the filters" }),
+    unreadCount: z
+      .number()
+      .int()
+      .openapi({ description: "All of the caller's unread notifications, whatever the filters" }),
     nextCursor: z.string().nullable(),
   })
   .openapi('NotificationList');
@@ -31,7 +34,12 @@ export const ListNotificationsQuery = z.object({
     .transform((v) => v === 'true')
     .optional()
     .openapi({ description: 'true: read ones only; false: unread ones only', type: 'boolean' }),
-  type: z.string().min(1).max(100).optional().openapi({ description: 'Only this event type', example: 'incident.created' }),
+  type: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .openapi({ description: 'Only this event type', example: 'incident.created' }),
   limit: limitParam(50, 200),
   cursor: z.string().min(1).max(512).optional(),
 });
@@ -46,5 +54,7 @@ export const MarkNotificationsReadBody = z
     all: z.literal(true, { message: 'all must be true' }).optional(),
   })
   .strict()
-  .refine((b) => (b.notificationIds !== undefined) !== (b.all !== undefined), { message: 'Give exactly one of notificationIds and all' })
+  .refine((b) => (b.notificationIds !== undefined) !== (b.all !== undefined), {
+    message: 'Give exactly one of notificationIds and all',
+  })
   .openapi('MarkNotificationsRead', { minProperties: 1, maxProperties: 1 });

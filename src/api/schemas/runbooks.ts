@@ -16,7 +16,10 @@ const Tags = z
   // Counted after duplicates are dropped, as the description says.
   .refine((tags) => new Set(tags).size <= MAX_RUNBOOK_TAGS, `at most ${MAX_RUNBOOK_TAGS} distinct tags`)
   .transform((tags) => [...new Set(tags)])
-  .openapi({ description: 'Each tag is trimmed and lowercased, then checked; duplicates are dropped', example: ['postgres', 'connections'] });
+  .openapi({
+    description: 'Each tag is trimmed and lowercased, then checked; duplicates are dropped',
+    example: ['postgres', 'connections'],
+  });
 const Title = oneLine(200, 'title is required').openapi({ example: 'Postgres connection exhaustion' });
 const Service = oneLine(200, 'service must not be empty').openapi({ example: 'checkout-api' });
 const Content = z
@@ -26,7 +29,8 @@ const Content = z
   .refine(hasVisibleText, 'content must not be blank')
   .openapi({
     description: 'Markdown. Its steps are `## Step N …` headings, else numbered items, else bullet items (see `steps`)',
-    example: '1. Check `pg_stat_activity` for idle connections\n2. Restart the pgbouncer pool\n3. Scale checkout-api down to 4 replicas',
+    example:
+      '1. Check `pg_stat_activity` for idle connections\n2. Restart the pgbouncer pool\n3. Scale checkout-api down to 4 replicas',
   });
 
 export const CreateRunbookBody = z
@@ -35,9 +39,16 @@ export const CreateRunbookBody = z
   .openapi('CreateRunbook');
 
 export const UpdateRunbookBody = z
-  .object({ title: Title.optional(), service: Service.nullable().optional(), tags: Tags.optional(), content: Content.optional() })
+  .object({
+    title: Title.optional(),
+    service: Service.nullable().optional(),
+    tags: Tags.optional(),
+    content: Content.optional(),
+  })
   .strict()
-  .refine((body) => Object.values(body).some((v) => v !== undefined), { message: 'Give at least one of title, service, tags, content' })
+  .refine((body) => Object.values(body).some((v) => v !== undefined), {
+    message: 'Give at least one of title, service, tags, content',
+  })
   .openapi('UpdateRunbook', { minProperties: 1 });
 
 export const RunbookStep = z
@@ -87,5 +98,9 @@ export const RunbookList = z
   .openapi('RunbookList');
 
 export const RunbookIdParam = z.object({
-  runbookId: z.string().min(1).max(64).openapi({ param: { name: 'runbookId', in: 'path' } }),
+  runbookId: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'runbookId', in: 'path' } }),
 });

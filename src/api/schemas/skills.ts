@@ -14,13 +14,27 @@ export const MAX_HEADER_VALUE_LENGTH = 4096;
  * the body length and its encoding) and Host (the URL names the host).
  */
 export const forbiddenSkillHeaders = new Set([
-  'host', 'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer',
-  'transfer-encoding', 'upgrade', 'content-length', 'accept-encoding', 'expect',
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'accept-encoding',
+  'expect',
 ]);
 
 const SkillName = z
   .string()
-  .regex(/^[a-z][a-z0-9_]{0,63}$/, 'name must be snake_case: a lowercase letter, then up to 63 lowercase letters, digits or underscores')
+  .regex(
+    /^[a-z][a-z0-9_]{0,63}$/,
+    'name must be snake_case: a lowercase letter, then up to 63 lowercase letters, digits or underscores',
+  )
   .openapi({ example: 'lookup_customer' });
 
 const Description = z
@@ -29,7 +43,10 @@ const Description = z
   .min(1, 'description is required')
   .max(500, 'description must be at most 500 characters')
   .refine(visibleOrEmpty, 'description must not be blank')
-  .openapi({ description: 'Used by the AI to decide when to invoke the skill', example: 'Looks up a customer account by id' });
+  .openapi({
+    description: 'Used by the AI to decide when to invoke the skill',
+    example: 'Looks up a customer account by id',
+  });
 
 const InputSchema = z
   .record(z.string(), z.unknown())
@@ -39,7 +56,8 @@ const InputSchema = z
     }
   })
   .openapi({
-    description: 'JSON Schema (draft-07, or 2020-12 with $schema) of the accepted input; checked when the skill is invoked',
+    description:
+      'JSON Schema (draft-07, or 2020-12 with $schema) of the accepted input; checked when the skill is invoked',
     example: { type: 'object', properties: { customerId: { type: 'string' } }, required: ['customerId'] },
   });
 
@@ -82,7 +100,8 @@ export const HttpSkillConfig = z
           const problem = headerNameProblem(name);
           if (problem) ctx.addIssue({ code: 'custom', message: problem });
         }
-        if (names.length > MAX_SKILL_HEADERS) ctx.addIssue({ code: 'custom', message: `at most ${MAX_SKILL_HEADERS} headers` });
+        if (names.length > MAX_SKILL_HEADERS)
+          ctx.addIssue({ code: 'custom', message: `at most ${MAX_SKILL_HEADERS} headers` });
         if (new Set(names.map((h) => h.toLowerCase())).size !== names.length) {
           ctx.addIssue({ code: 'custom', message: 'header names must be unique (case-insensitively)' });
         }
@@ -115,8 +134,7 @@ export const BuiltinSkillConfig = z
   .strict()
   .openapi('BuiltinSkillConfig');
 
-const configDescription =
-  `By type (components HttpSkillConfig, IntegrationSkillConfig and BuiltinSkillConfig). For \`http\`: \`url\` (https; http only when the tenant setting allowHttpSkills is true), \`method\` (GET, POST, PUT, PATCH, DELETE), optional \`headers\` (name → value; values are stored encrypted and never returned). For \`integration\`: \`action\` and optionally \`provider\`. For \`builtin\`: \`action\`, one of ${builtinActions.join(', ')}.`;
+const configDescription = `By type (components HttpSkillConfig, IntegrationSkillConfig and BuiltinSkillConfig). For \`http\`: \`url\` (https; http only when the tenant setting allowHttpSkills is true), \`method\` (GET, POST, PUT, PATCH, DELETE), optional \`headers\` (name → value; values are stored encrypted and never returned). For \`integration\`: \`action\` and optionally \`provider\`. For \`builtin\`: \`action\`, one of ${builtinActions.join(', ')}.`;
 
 export const CreateSkillBody = z
   .object({
@@ -124,7 +142,9 @@ export const CreateSkillBody = z
     description: Description,
     type: z.enum(skillTypes),
     config: z.record(z.string(), z.unknown()).openapi({ description: configDescription }),
-    inputSchema: InputSchema.optional().openapi({ description: 'JSON Schema of the accepted input; a `builtin` skill takes its action’s and accepts none' }),
+    inputSchema: InputSchema.optional().openapi({
+      description: 'JSON Schema of the accepted input; a `builtin` skill takes its action’s and accepts none',
+    }),
     enabled: z.boolean().optional(),
   })
   .strict()
@@ -133,7 +153,10 @@ export const CreateSkillBody = z
 export const UpdateSkillBody = z
   .object({
     description: Description.optional(),
-    config: z.record(z.string(), z.unknown()).optional().openapi({ description: `Replaces the whole config. ${configDescription}` }),
+    config: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .openapi({ description: `Replaces the whole config. ${configDescription}` }),
     inputSchema: InputSchema.nullable().optional(),
     enabled: z.boolean().optional(),
   })
@@ -144,7 +167,10 @@ export const SkillConfigView = z
   .object({
     url: z.string().optional(),
     method: z.enum(httpMethods).optional(),
-    headerNames: z.array(z.string()).optional().openapi({ description: 'Names of the configured headers; their values are never returned' }),
+    headerNames: z
+      .array(z.string())
+      .optional()
+      .openapi({ description: 'Names of the configured headers; their values are never returned' }),
     action: z.string().optional(),
     provider: z.string().optional(),
   })
@@ -190,8 +216,16 @@ export const SkillList = z
   .openapi('SkillList');
 
 export const SkillPathParams = z.object({
-  tenantId: z.string().min(1).max(64).openapi({ param: { name: 'tenantId', in: 'path' } }),
-  skillId: z.string().min(1).max(64).openapi({ param: { name: 'skillId', in: 'path' } }),
+  tenantId: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'tenantId', in: 'path' } }),
+  skillId: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'skillId', in: 'path' } }),
 });
 
 export const TestSkillBody = z

@@ -30,7 +30,10 @@ export const Tenant = z
   .openapi('Tenant');
 
 const QuotaUse = z.object({
-  limit: z.number().int().openapi({ description: "The month's quota: the plan's, or an enterprise tenant's custom one" }),
+  limit: z
+    .number()
+    .int()
+    .openapi({ description: "The month's quota: the plan's, or an enterprise tenant's custom one" }),
   used: z.number().int(),
   remaining: z.number().int().openapi({ description: 'limit − used, never below 0' }),
 });
@@ -48,7 +51,11 @@ export const TenantUsage = z
 
 /** Clearing a cloud setting: `""` (what a read of an unset one shows) or `null`, both stored as not set. */
 const cleared = z.literal('').transform(() => null);
-const optionalText = (max: number) => z.union([cleared, z.string().trim().min(1).max(max)]).nullable().optional();
+const optionalText = (max: number) =>
+  z
+    .union([cleared, z.string().trim().min(1).max(max)])
+    .nullable()
+    .optional();
 
 export const UpdateTenantBody = z
   .object({
@@ -58,7 +65,10 @@ export const UpdateTenantBody = z
         cloudRoleArn: optionalText(2048),
         cloudExternalId: optionalText(1224),
         cloudRegion: z
-          .union([cleared, z.string().regex(/^[a-z0-9-]{2,32}$/, 'cloudRegion must be a region name such as eu-west-1')])
+          .union([
+            cleared,
+            z.string().regex(/^[a-z0-9-]{2,32}$/, 'cloudRegion must be a region name such as eu-west-1'),
+          ])
           .nullable()
           .optional(),
         autoRemediation: z.boolean().optional(),
@@ -74,5 +84,9 @@ export const UpdateTenantBody = z
   .openapi('UpdateTenant');
 
 export const TenantIdParam = z.object({
-  tenantId: z.string().min(1).max(64).openapi({ param: { name: 'tenantId', in: 'path' } }),
+  tenantId: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'tenantId', in: 'path' } }),
 });

@@ -5,16 +5,32 @@ import { limitParam, oneLine, queryBoolean } from './common.js';
 
 /** The 21 event types of DESIGN §5: the catalogue a trigger's `eventType` comes from. */
 export const eventCatalogue = [
-  'incident.created', 'incident.status_changed', 'incident.severity_changed', 'incident.resolved',
-  'triage.completed', 'triage.failed',
-  'investigation.started', 'investigation.evidence_added', 'investigation.completed', 'investigation.failed',
-  'approval.requested', 'approval.expired',
-  'remediation.approved', 'remediation.rejected', 'remediation.completed', 'remediation.failed',
-  'knowledge.pattern_created', 'knowledge.pattern_promoted', 'knowledge.feedback_received',
-  'system.quota_warning', 'system.export_completed',
+  'incident.created',
+  'incident.status_changed',
+  'incident.severity_changed',
+  'incident.resolved',
+  'triage.completed',
+  'triage.failed',
+  'investigation.started',
+  'investigation.evidence_added',
+  'investigation.completed',
+  'investigation.failed',
+  'approval.requested',
+  'approval.expired',
+  'remediation.approved',
+  'remediation.rejected',
+  'remediation.completed',
+  'remediation.failed',
+  'knowledge.pattern_created',
+  'knowledge.pattern_promoted',
+  'knowledge.feedback_received',
+  'system.quota_warning',
+  'system.export_completed',
 ] as const;
 
-const EventType = z.enum(eventCatalogue, { message: `eventType must be one of the event catalogue: ${eventCatalogue.join(', ')}` });
+const EventType = z.enum(eventCatalogue, {
+  message: `eventType must be one of the event catalogue: ${eventCatalogue.join(', ')}`,
+});
 
 export const TriggerConditions = z
   .object({
@@ -23,11 +39,15 @@ export const TriggerConditions = z
     services: z.array(oneLine(200)).max(50).optional(),
   })
   .strict()
-  .openapi('TriggerConditions', { description: 'Each given list must contain the event’s (or its incident’s) value; an absent list matches anything' });
+  .openapi('TriggerConditions', {
+    description: 'Each given list must contain the event’s (or its incident’s) value; an absent list matches anything',
+  });
 
 const Action = z.enum(triggerActions);
 /** Checked per action by the route (webhook: url; invoke_skill: skillId and optional input; others: nothing). */
-const ActionConfig = z.record(z.string(), z.unknown()).openapi({ description: 'webhook: `url`; invoke_skill: `skillId`, optional `input`; notify and start_investigation: empty' });
+const ActionConfig = z.record(z.string(), z.unknown()).openapi({
+  description: 'webhook: `url`; invoke_skill: `skillId`, optional `input`; notify and start_investigation: empty',
+});
 
 export const CreateTriggerBody = z
   .object({
@@ -50,7 +70,9 @@ export const UpdateTriggerBody = z
     actionConfig: ActionConfig.optional(),
   })
   .strict()
-  .refine((b) => Object.values(b).some((v) => v !== undefined), { message: 'Give at least one of name, enabled, conditions, action, actionConfig' })
+  .refine((b) => Object.values(b).some((v) => v !== undefined), {
+    message: 'Give at least one of name, enabled, conditions, action, actionConfig',
+  })
   .openapi('UpdateTrigger', { minProperties: 1 });
 
 export const Trigger = z
@@ -58,7 +80,11 @@ export const Trigger = z
     triggerId: z.string().openapi({ example: 'trg_01j…' }),
     name: z.string(),
     eventType: z.string(),
-    conditions: z.object({ severities: z.array(z.string()).optional(), sources: z.array(z.string()).optional(), services: z.array(z.string()).optional() }),
+    conditions: z.object({
+      severities: z.array(z.string()).optional(),
+      sources: z.array(z.string()).optional(),
+      services: z.array(z.string()).optional(),
+    }),
     action: Action,
     actionConfig: z.record(z.string(), z.unknown()),
     enabled: z.boolean(),
@@ -68,10 +94,15 @@ export const Trigger = z
   .openapi('Trigger');
 
 export const CreatedTrigger = Trigger.extend({
-  signingSecret: z.string().optional().openapi({ description: 'Webhook triggers only, shown once: the HMAC key of `X-Webhook-Signature: sha256=…`' }),
+  signingSecret: z
+    .string()
+    .optional()
+    .openapi({ description: 'Webhook triggers only, shown once: the HMAC key of `X-Webhook-Signature: sha256=…`' }),
 }).openapi('CreatedTrigger');
 
-export const TriggerList = z.object({ items: z.array(Trigger), total: z.number().int(), nextCursor: z.string().nullable() }).openapi('TriggerList');
+export const TriggerList = z
+  .object({ items: z.array(Trigger), total: z.number().int(), nextCursor: z.string().nullable() })
+  .openapi('TriggerList');
 
 export const ListTriggersQuery = z.object({
   enabled: queryBoolean.optional().openapi({ type: 'string', enum: ['true', 'false'] }),
@@ -80,4 +111,10 @@ export const ListTriggersQuery = z.object({
   cursor: z.string().min(1).max(512).optional(),
 });
 
-export const TriggerIdParam = z.object({ triggerId: z.string().min(1).max(100).openapi({ param: { name: 'triggerId', in: 'path' } }) });
+export const TriggerIdParam = z.object({
+  triggerId: z
+    .string()
+    .min(1)
+    .max(100)
+    .openapi({ param: { name: 'triggerId', in: 'path' } }),
+});

@@ -31,14 +31,7 @@ export async function listApiKeys(db: Db, tenantId: string, limit: number, after
   const rows = await db
     .select()
     .from(apiKeys)
-    .where(
-      and(
-        eq(apiKeys.tenantId, tenantId),
-        after
-          ? olderThan(apiKeys.createdAt, apiKeys.id, after)
-          : undefined,
-      ),
-    )
+    .where(and(eq(apiKeys.tenantId, tenantId), after ? olderThan(apiKeys.createdAt, apiKeys.id, after) : undefined))
     .orderBy(desc(apiKeys.createdAt), desc(apiKeys.id))
     .limit(limit + 1);
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
@@ -95,7 +88,12 @@ export function webhookCredentialsQuery(sql: postgres.Sql, lookups: Array<{ tena
 
 /** The rows of `webhookCredentialsQuery` in input order; `undefined` for no such active key. */
 export function credentialsInOrder(rows: CredentialRow[], lookups: number): Array<WebhookCredential | undefined> {
-  const byPosition = new Map(rows.map(({ n, windowReset, ...row }) => [Number(n), { ...row, windowCount: Number(row.windowCount), windowReset: Number(windowReset) }]));
+  const byPosition = new Map(
+    rows.map(({ n, windowReset, ...row }) => [
+      Number(n),
+      { ...row, windowCount: Number(row.windowCount), windowReset: Number(windowReset) },
+    ]),
+  );
   return Array.from({ length: lookups }, (_, i) => byPosition.get(i + 1));
 }
 
@@ -112,14 +110,22 @@ export async function touchApiKey(db: Db, keyId: string): Promise<void> {
   await db
     .update(apiKeys)
     .set({ lastUsedAt: sql`now()` })
-    .where(and(eq(apiKeys.id, keyId), or(isNull(apiKeys.lastUsedAt), lt(apiKeys.lastUsedAt, sql`now() - interval '1 minute'`))));
+    .where(
+      and(
+        eq(apiKeys.id, keyId),
+        or(isNull(apiKeys.lastUsedAt), lt(apiKeys.lastUsedAt, sql`now() - interval '1 minute'`)),
+      ),
+    );
 }
 
 /**
  * Which (tenant, key hash) pairs name an active key of an active tenant: read only, counting
  * nothing, for judging a webhook's key before its body is read (ADR 0252).
  */
-export async function findActiveWebhookKeys(sql: postgres.Sql, lookups: Array<{ tenantId: string; keyHash: string }>): Promise<boolean[]> {
+export async function findActiveWebhookKeys(
+  sql: postgres.Sql,
+  lookups: Array<{ tenantId: string; keyHash: string }>,
+): Promise<boolean[]> {
   const rows = await sql<Array<{ n: string }>>`
     select r.n
     from unnest(${lookups.map((l) => l.tenantId)}::text[], ${lookups.map((l) => l.keyHash)}::text[]) with ordinality as r(tenant_id, key_hash, n)

@@ -11,8 +11,21 @@ import { auditExports, type AuditExportRow, type ExportFilters, type ExportForma
 
 /** The exported columns, in file order (the CSV header; the NDJSON keys). */
 export const exportColumns = [
-  'auditId', 'occurredAt', 'actorType', 'actorId', 'action', 'targetType', 'targetId', 'incidentId',
-  'requestId', 'workflowId', 'historyEventId', 'details', 'seq', 'prevHash', 'hash',
+  'auditId',
+  'occurredAt',
+  'actorType',
+  'actorId',
+  'action',
+  'targetType',
+  'targetId',
+  'incidentId',
+  'requestId',
+  'workflowId',
+  'historyEventId',
+  'details',
+  'seq',
+  'prevHash',
+  'hash',
 ] as const;
 
 export const csvHeader = `${exportColumns.join(',')}\r\n`;
@@ -79,7 +92,11 @@ const dialect = new PgDialect();
  * (`auditConditions`, so the filters mean the same in both), rendered for postgres.js.
  */
 function selectionWhere(selection: AuditSelection): { where: string; params: Array<string | number> } {
-  const conditions = auditConditions(selection.tenantId, { ...selection.filters, from: selection.from, to: selection.to });
+  const conditions = auditConditions(selection.tenantId, {
+    ...selection.filters,
+    from: selection.from,
+    to: selection.to,
+  });
   const { sql: where, params } = dialect.sqlToQuery(and(...conditions)!);
   return { where: `${where} and seq is not null`, params: params as Array<string | number> };
 }
@@ -128,14 +145,20 @@ export async function fetchExportBatch(
       ? `select seq, ${csvLine} as line from audit_log ${bounds}`
       : `select r.seq, row_to_json(r)::text || chr(10) as line from (select ${ndjsonColumns} from audit_log ${bounds}) r`;
   const rows = await sql
-    .unsafe(`select count(*)::text, coalesce(max(seq), 0)::text, coalesce(string_agg(line, '' order by seq), '') from (${batch}) batch`, params)
+    .unsafe(
+      `select count(*)::text, coalesce(max(seq), 0)::text, coalesce(string_agg(line, '' order by seq), '') from (${batch}) batch`,
+      params,
+    )
     .raw();
   const [count, lastSeq, body] = rows[0] as unknown as [Buffer, Buffer, Buffer];
   return { rows: Number(count.toString()), lastSeq: Number(lastSeq.toString()), body };
 }
 
 export async function findExport(db: Db, tenantId: string, exportId: string): Promise<AuditExportRow | undefined> {
-  const [row] = await db.select().from(auditExports).where(and(eq(auditExports.id, exportId), eq(auditExports.tenantId, tenantId)));
+  const [row] = await db
+    .select()
+    .from(auditExports)
+    .where(and(eq(auditExports.id, exportId), eq(auditExports.tenantId, tenantId)));
   return row;
 }
 
@@ -144,6 +167,8 @@ export async function findExportById(db: Db, exportId: string): Promise<AuditExp
   return row;
 }
 
-export function selectionOf(row: Pick<AuditExportRow, 'tenantId' | 'rangeFrom' | 'rangeTo' | 'filters'>): AuditSelection {
+export function selectionOf(
+  row: Pick<AuditExportRow, 'tenantId' | 'rangeFrom' | 'rangeTo' | 'filters'>,
+): AuditSelection {
   return { tenantId: row.tenantId, from: row.rangeFrom, to: row.rangeTo, filters: row.filters };
 }

@@ -55,7 +55,8 @@ export async function purgeExpiredAudit(sql: postgres.Sql, options: AuditPurgeOp
           limit 1`;
         if (!last) return 0;
         await tx`update audit_chain_heads set purged_seq = ${last.seq}::bigint, purged_hash = ${last.hash} where tenant_id = ${tenantId}`;
-        const result = await tx`delete from audit_log where tenant_id = ${tenantId} and seq > ${purged}::bigint and seq <= ${last.seq}::bigint`;
+        const result =
+          await tx`delete from audit_log where tenant_id = ${tenantId} and seq > ${purged}::bigint and seq <= ${last.seq}::bigint`;
         return result.count;
       });
       deleted += count;

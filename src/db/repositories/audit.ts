@@ -131,7 +131,11 @@ const VERIFY_STATEMENT_TIMEOUT_MS = 10 * 60 * 1000;
  * purge the chain starts at the head's `purged_seq + 1`, whose prevHash must be the anchor the
  * purge recorded (`purged_hash`); any other missing entry is a gap.
  */
-export async function verifyAuditChain(db: Db, tenantId: string, range: { from?: Date | undefined; to?: Date | undefined }): Promise<ChainVerification> {
+export async function verifyAuditChain(
+  db: Db,
+  tenantId: string,
+  range: { from?: Date | undefined; to?: Date | undefined },
+): Promise<ChainVerification> {
   const from = range.from?.toISOString() ?? null;
   const to = range.to?.toISOString() ?? null;
   // One statement over the whole chain, which may run past the api's statement bound: it sets
@@ -194,19 +198,37 @@ export async function verifyAuditChain(db: Db, tenantId: string, range: { from?:
     // Nothing in the range; without a range an empty chain must also have no head beyond what
     // retention purged.
     const headBeyond =
-      from === null && to === null && r?.head_seq !== null && r?.head_seq !== undefined && Number(r.head_seq) > Number(r.purged_seq);
-    return { valid: !headBeyond, checked: 0, firstInvalidAuditId: null, fromSeq: null, toSeq: null, problem: headBeyond ? 'the chain head records entries that are missing' : null };
+      from === null &&
+      to === null &&
+      r?.head_seq !== null &&
+      r?.head_seq !== undefined &&
+      Number(r.head_seq) > Number(r.purged_seq);
+    return {
+      valid: !headBeyond,
+      checked: 0,
+      firstInvalidAuditId: null,
+      fromSeq: null,
+      toSeq: null,
+      problem: headBeyond ? 'the chain head records entries that are missing' : null,
+    };
   }
   const base = { checked: Number(r.checked), fromSeq: Number(r.lo), toSeq: Number(r.hi) };
   if (r.bad_id !== null) {
     const problem =
-      r.bad_kind === 'content' ? `entry ${r.bad_seq} does not match its hash (changed after it was written)`
-      : r.bad_kind === 'gap' ? `entries before ${r.bad_seq} are missing`
-      : `entry ${r.bad_seq} does not link to the entry before it`;
+      r.bad_kind === 'content'
+        ? `entry ${r.bad_seq} does not match its hash (changed after it was written)`
+        : r.bad_kind === 'gap'
+          ? `entries before ${r.bad_seq} are missing`
+          : `entry ${r.bad_seq} does not link to the entry before it`;
     return { ...base, valid: false, firstInvalidAuditId: r.bad_id, problem };
   }
   if (to === null && (Number(r.head_seq) !== Number(r.hi) || r.head_hash !== r.last_hash)) {
-    return { ...base, valid: false, firstInvalidAuditId: null, problem: `the chain head is at entry ${r.head_seq} but the last entry is ${r.hi}: newer entries are missing or changed` };
+    return {
+      ...base,
+      valid: false,
+      firstInvalidAuditId: null,
+      problem: `the chain head is at entry ${r.head_seq} but the last entry is ${r.hi}: newer entries are missing or changed`,
+    };
   }
   return { ...base, valid: true, firstInvalidAuditId: null, problem: null };
 }

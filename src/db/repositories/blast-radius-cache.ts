@@ -21,7 +21,10 @@ export class BlastRadiusCache {
    * every call would cost more than the lookup), or undefined when the tenant has no such service.
    */
   async get(db: Db, tenantId: string, serviceId: string): Promise<string | undefined> {
-    const [row] = await db.select({ version: topologyVersions.version }).from(topologyVersions).where(eq(topologyVersions.tenantId, tenantId));
+    const [row] = await db
+      .select({ version: topologyVersions.version })
+      .from(topologyVersions)
+      .where(eq(topologyVersions.tenantId, tenantId));
     const version = row?.version ?? 0;
     const key = `${tenantId}\u0000${serviceId}`;
     const hit = this.entries.get(key);

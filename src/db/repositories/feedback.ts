@@ -18,7 +18,17 @@ import { incidents } from '../schema/incidents.js';
 import { feedback, rootCauseRevisions, type FeedbackType, type PatternRow } from '../schema/knowledge.js';
 import { appendAudit } from './audit.js';
 import { appendEvent } from '../../outbox/append.js';
-import { changePattern, incidentSymptoms, lockPattern, lockSignature, matchedPatternIds, recordOccurrence, toPatternView, type KnowledgeActor, type PatternView } from './patterns.js';
+import {
+  changePattern,
+  incidentSymptoms,
+  lockPattern,
+  lockSignature,
+  matchedPatternIds,
+  recordOccurrence,
+  toPatternView,
+  type KnowledgeActor,
+  type PatternView,
+} from './patterns.js';
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 type FeedbackRow = typeof feedback.$inferSelect;
@@ -58,7 +68,11 @@ const toRecord = (row: FeedbackRow, correctedPattern?: PatternView | null): Feed
 });
 
 /** What a verdict counts on its pattern. */
-export function verdictEffect(type: FeedbackType, comment: string | null, pattern: Pick<PatternRow, 'category'>): { confirms: number; rejects: number } {
+export function verdictEffect(
+  type: FeedbackType,
+  comment: string | null,
+  pattern: Pick<PatternRow, 'category'>,
+): { confirms: number; rejects: number } {
   if (type === 'confirm_rca') return { confirms: 1, rejects: 0 };
   if (type === 'reject_rca') return { confirms: 0, rejects: 1 };
   return categorizeText(comment ?? '') === pattern.category ? { confirms: 1, rejects: 0 } : { confirms: 0, rejects: 1 };
@@ -76,10 +90,21 @@ async function replaceVerdict(
   const before = previous ? verdictEffect(previous.type, previous.comment, pattern) : { confirms: 0, rejects: 0 };
   const after = verdictEffect(next.type, next.comment, pattern);
   if (before.confirms === after.confirms && before.rejects === after.rejects) return pattern;
-  return changePattern(tx, pattern, { confirms: after.confirms - before.confirms, rejects: after.rejects - before.rejects }, actor, incidentId);
+  return changePattern(
+    tx,
+    pattern,
+    { confirms: after.confirms - before.confirms, rejects: after.rejects - before.rejects },
+    actor,
+    incidentId,
+  );
 }
 
-async function lockVerdict(tx: Tx, incidentId: string, userId: string, patternKey: string): Promise<FeedbackRow | undefined> {
+async function lockVerdict(
+  tx: Tx,
+  incidentId: string,
+  userId: string,
+  patternKey: string,
+): Promise<FeedbackRow | undefined> {
   const [row] = await tx
     .select()
     .from(feedback)
@@ -92,7 +117,14 @@ async function lockVerdict(tx: Tx, incidentId: string, userId: string, patternKe
 async function writeVerdict(
   tx: Tx,
   existing: FeedbackRow | undefined,
-  values: { tenantId: string; incidentId: string; userId: string; pattern: PatternRow | undefined; type: FeedbackType; comment: string | null },
+  values: {
+    tenantId: string;
+    incidentId: string;
+    userId: string;
+    pattern: PatternRow | undefined;
+    type: FeedbackType;
+    comment: string | null;
+  },
 ): Promise<FeedbackRow> {
   const updatedConfidence = values.pattern ? values.pattern.confidence : null;
   if (existing) {
@@ -125,9 +157,13 @@ async function writeVerdict(
  * entries, in one transaction. Feedback on one incident is serialised (its row is locked).
  * 404 `not_found` for an unknown incident or pattern (another tenant's is unknown).
  */
-export async function submitFeedback(db: Db, input: FeedbackInput): Promise<{ record: FeedbackRecord; changed: boolean }> {
+export async function submitFeedback(
+  db: Db,
+  input: FeedbackInput,
+): Promise<{ record: FeedbackRecord; changed: boolean }> {
   const comment = input.comment !== undefined && hasVisibleText(input.comment) ? input.comment.trim() : null;
-  if (input.type === 'correct_rca' && !comment) throw new AppError('comment_required', 'correct_rca needs a comment: the corrected root cause');
+  if (input.type === 'correct_rca' && !comment)
+    throw new AppError('comment_required', 'correct_rca needs a comment: the corrected root cause');
   const actor: KnowledgeActor = { type: 'user', id: input.userId, requestId: input.requestId ?? null };
 
   return db.transaction(async (tx) => {
@@ -139,7 +175,8 @@ export async function submitFeedback(db: Db, input: FeedbackInput): Promise<{ re
     if (!incident) throw new AppError('not_found', 'No incident has that identifier');
     // A correction records an occurrence of the pattern it describes (below), which serialises on
     // the signature's lock: taken now, before any pattern row, in the order learning takes them.
-    const symptoms = input.type === 'correct_rca' ? await incidentSymptoms(tx, input.tenantId, input.incidentId) : undefined;
+    const symptoms =
+      input.type === 'correct_rca' ? await incidentSymptoms(tx, input.tenantId, input.incidentId) : undefined;
     const recognisable = symptoms && (symptoms.service || symptoms.alertNames.length > 0) ? symptoms : undefined;
     if (recognisable) await lockSignature(tx, input.tenantId, recognisable.service, categorizeText(comment!));
 
@@ -157,22 +194,50 @@ export async function submitFeedback(db: Db, input: FeedbackInput): Promise<{ re
       const [same] = await tx
         .select()
         .from(feedback)
-        .where(and(eq(feedback.incidentId, input.incidentId), eq(feedback.userId, input.userId), eq(feedback.type, 'correct_rca'), eq(feedback.comment, comment!)));
+        .where(
+          and(
+            eq(feedback.incidentId, input.incidentId),
+            eq(feedback.userId, input.userId),
+            eq(feedback.type, 'correct_rca'),
+            eq(feedback.comment, comment!),
+          ),
+        );
       if (same) {
         const [described] = await tx
           .select({ patternId: feedback.patternId })
           .from(feedback)
-          .where(and(eq(feedback.incidentId, input.incidentId), eq(feedback.userId, input.userId), eq(feedback.type, 'confirm_rca'), eq(feedback.comment, comment!)));
-        const describedId = described?.patternId ?? (same.patternId && categorizeText(comment!) === (await lockPattern(tx, input.tenantId, same.patternId))?.category ? same.patternId : null);
+          .where(
+            and(
+              eq(feedback.incidentId, input.incidentId),
+              eq(feedback.userId, input.userId),
+              eq(feedback.type, 'confirm_rca'),
+              eq(feedback.comment, comment!),
+            ),
+          );
+        const describedId =
+          described?.patternId ??
+          (same.patternId &&
+          categorizeText(comment!) === (await lockPattern(tx, input.tenantId, same.patternId))?.category
+            ? same.patternId
+            : null);
         const pattern = describedId ? await lockPattern(tx, input.tenantId, describedId) : undefined;
         return { record: toRecord(same, pattern ? toPatternView(pattern) : null), changed: false };
       }
     }
     const existing = await lockVerdict(tx, input.incidentId, input.userId, target?.id ?? '');
-    if (existing && existing.type === input.type && existing.comment === comment) return { record: toRecord(existing), changed: false };
+    if (existing && existing.type === input.type && existing.comment === comment)
+      return { record: toRecord(existing), changed: false };
 
-    if (target) target = await replaceVerdict(tx, target, existing, { type: input.type, comment }, actor, input.incidentId);
-    const row = await writeVerdict(tx, existing, { tenantId: input.tenantId, incidentId: input.incidentId, userId: input.userId, pattern: target, type: input.type, comment });
+    if (target)
+      target = await replaceVerdict(tx, target, existing, { type: input.type, comment }, actor, input.incidentId);
+    const row = await writeVerdict(tx, existing, {
+      tenantId: input.tenantId,
+      incidentId: input.incidentId,
+      userId: input.userId,
+      pattern: target,
+      type: input.type,
+      comment,
+    });
 
     let corrected: PatternRow | undefined;
     let correctionSkipped: string | undefined;
@@ -186,7 +251,10 @@ export async function submitFeedback(db: Db, input: FeedbackInput): Promise<{ re
         source: 'feedback',
         actorId: input.userId,
       });
-      await tx.update(incidents).set({ rootCause: comment, updatedAt: sql`now()` }).where(eq(incidents.id, input.incidentId));
+      await tx
+        .update(incidents)
+        .set({ rootCause: comment, updatedAt: sql`now()` })
+        .where(eq(incidents.id, input.incidentId));
       await appendAudit(tx, {
         tenantId: input.tenantId,
         actorType: 'user',
@@ -199,7 +267,12 @@ export async function submitFeedback(db: Db, input: FeedbackInput): Promise<{ re
         details: { feedbackId: row.id, previousRootCause: incident.rootCause?.slice(0, 500) ?? null },
       });
       if (recognisable) {
-        const signature: PatternSignature = { ...recognisable, category: categorizeText(comment), evidenceTypes: [], rootCause: comment };
+        const signature: PatternSignature = {
+          ...recognisable,
+          category: categorizeText(comment),
+          evidenceTypes: [],
+          rootCause: comment,
+        };
         const occurrence = await recordOccurrence(tx, {
           tenantId: input.tenantId,
           incidentId: input.incidentId,
@@ -215,8 +288,22 @@ export async function submitFeedback(db: Db, input: FeedbackInput): Promise<{ re
           // The correction is this user's confirmation of the pattern it describes.
           const previous = await lockVerdict(tx, input.incidentId, input.userId, corrected.id);
           if (previous?.type !== 'confirm_rca') {
-            corrected = await replaceVerdict(tx, corrected, previous, { type: 'confirm_rca', comment }, actor, input.incidentId);
-            await writeVerdict(tx, previous, { tenantId: input.tenantId, incidentId: input.incidentId, userId: input.userId, pattern: corrected, type: 'confirm_rca', comment });
+            corrected = await replaceVerdict(
+              tx,
+              corrected,
+              previous,
+              { type: 'confirm_rca', comment },
+              actor,
+              input.incidentId,
+            );
+            await writeVerdict(tx, previous, {
+              tenantId: input.tenantId,
+              incidentId: input.incidentId,
+              userId: input.userId,
+              pattern: corrected,
+              type: 'confirm_rca',
+              comment,
+            });
           }
         } else {
           corrected = target;
@@ -259,6 +346,9 @@ export async function submitFeedback(db: Db, input: FeedbackInput): Promise<{ re
         ...(correctionSkipped ? { correctionSkipped } : {}),
       },
     });
-    return { record: toRecord(row, input.type === 'correct_rca' ? (corrected ? toPatternView(corrected) : null) : undefined), changed: true };
+    return {
+      record: toRecord(row, input.type === 'correct_rca' ? (corrected ? toPatternView(corrected) : null) : undefined),
+      changed: true,
+    };
   });
 }

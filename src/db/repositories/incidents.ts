@@ -92,7 +92,11 @@ export async function listIncidents(
 }
 
 /** The ownership an incident gets from the tenant's service of this name, if there is one. */
-export async function findOwnership(db: Pick<Db, 'select'>, tenantId: string, serviceName: string): Promise<Ownership | undefined> {
+export async function findOwnership(
+  db: Pick<Db, 'select'>,
+  tenantId: string,
+  serviceName: string,
+): Promise<Ownership | undefined> {
   const rows = await db
     .select({ id: services.id, team: services.team, criticality: services.criticality })
     .from(services)
@@ -121,7 +125,13 @@ type IncidentChanges = Omit<Partial<typeof incidents.$inferInsert>, 'id' | 'tena
  * the wait: the correction committed meanwhile was overwritten (decision 234). The UPDATE after
  * the lock has a snapshot that includes it.
  */
-export async function setRootCauseUnlessCorrected(tx: Tx, tenantId: string, incidentId: string, rootCause: string | null, changes: IncidentChanges = {}): Promise<void> {
+export async function setRootCauseUnlessCorrected(
+  tx: Tx,
+  tenantId: string,
+  incidentId: string,
+  rootCause: string | null,
+  changes: IncidentChanges = {},
+): Promise<void> {
   const where = and(eq(incidents.id, incidentId), eq(incidents.tenantId, tenantId));
   await tx.select({ id: incidents.id }).from(incidents).where(where).for('update');
   await tx

@@ -7,11 +7,20 @@ import { ingestedEvents, type IngestedEventRow } from '../schema/ingestion.js';
  * the incident index (incident_id, kind, occurred_at, id) that stops at the limit, however many
  * repeats an alert storm attached to the incident. A query, so its plan can be checked.
  */
-export function latestIncidentAlerts(db: Pick<Db, 'select'>, args: { tenantId: string; incidentId: string; limit: number }) {
+export function latestIncidentAlerts(
+  db: Pick<Db, 'select'>,
+  args: { tenantId: string; incidentId: string; limit: number },
+) {
   return db
     .select()
     .from(ingestedEvents)
-    .where(and(eq(ingestedEvents.tenantId, args.tenantId), eq(ingestedEvents.incidentId, args.incidentId), eq(ingestedEvents.kind, 'alert')))
+    .where(
+      and(
+        eq(ingestedEvents.tenantId, args.tenantId),
+        eq(ingestedEvents.incidentId, args.incidentId),
+        eq(ingestedEvents.kind, 'alert'),
+      ),
+    )
     .orderBy(desc(ingestedEvents.occurredAt), desc(ingestedEvents.id))
     .limit(args.limit);
 }
@@ -38,13 +47,25 @@ export async function nearestOtherAlerts(
     db
       .select()
       .from(ingestedEvents)
-      .where(and(others, gte(ingestedEvents.occurredAt, new Date(at.getTime() - args.beforeMs)), lte(ingestedEvents.occurredAt, at)))
+      .where(
+        and(
+          others,
+          gte(ingestedEvents.occurredAt, new Date(at.getTime() - args.beforeMs)),
+          lte(ingestedEvents.occurredAt, at),
+        ),
+      )
       .orderBy(desc(ingestedEvents.occurredAt), idOrder)
       .limit(limit),
     db
       .select()
       .from(ingestedEvents)
-      .where(and(others, gt(ingestedEvents.occurredAt, at), lte(ingestedEvents.occurredAt, new Date(at.getTime() + args.afterMs))))
+      .where(
+        and(
+          others,
+          gt(ingestedEvents.occurredAt, at),
+          lte(ingestedEvents.occurredAt, new Date(at.getTime() + args.afterMs)),
+        ),
+      )
       .orderBy(ingestedEvents.occurredAt, idOrder)
       .limit(limit),
   ]);

@@ -10,6 +10,10 @@ import { deleteOldestInChunks, type PurgeOptions } from './purge.js';
 export const NOTIFICATION_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
 /** Deletes notifications older than `retentionMs`, oldest first, in chunks. */
-export function purgeNotifications(sql: postgres.Sql, retentionMs = NOTIFICATION_RETENTION_MS, options: PurgeOptions = {}): Promise<number> {
+export function purgeNotifications(
+  sql: postgres.Sql,
+  retentionMs = NOTIFICATION_RETENTION_MS,
+  options: PurgeOptions = {},
+): Promise<number> {
   return deleteOldestInChunks(sql, 'notifications', retentionMs, null, options);
 }

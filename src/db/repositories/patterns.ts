@@ -89,7 +89,12 @@ export async function listPatterns(
   const where = and(...filters);
   const pageWhere = query.after ? and(where, olderThan(patterns.createdAt, patterns.id, query.after)) : where;
   const [rows, totals] = await Promise.all([
-    db.select(patternColumns).from(patterns).where(pageWhere).orderBy(desc(patterns.createdAt), desc(patterns.id)).limit(query.limit + 1),
+    db
+      .select(patternColumns)
+      .from(patterns)
+      .where(pageWhere)
+      .orderBy(desc(patterns.createdAt), desc(patterns.id))
+      .limit(query.limit + 1),
     db.select({ total: count() }).from(patterns).where(where),
   ]);
   return { rows: rows.slice(0, query.limit), total: totals[0]?.total ?? 0, hasMore: rows.length > query.limit };
@@ -102,16 +107,31 @@ export interface IncidentSymptoms {
   labels: Record<string, string>;
 }
 
-export async function incidentSymptoms(db: Reader, tenantId: string, incidentId: string): Promise<IncidentSymptoms | undefined> {
+export async function incidentSymptoms(
+  db: Reader,
+  tenantId: string,
+  incidentId: string,
+): Promise<IncidentSymptoms | undefined> {
   const [incident] = await db
     .select({ service: incidents.service })
     .from(incidents)
     .where(and(eq(incidents.tenantId, tenantId), eq(incidents.id, incidentId)));
   if (!incident) return undefined;
   const alerts = await db
-    .select({ alertName: ingestedEvents.alertName, title: ingestedEvents.title, labels: ingestedEvents.labels, service: ingestedEvents.service })
+    .select({
+      alertName: ingestedEvents.alertName,
+      title: ingestedEvents.title,
+      labels: ingestedEvents.labels,
+      service: ingestedEvents.service,
+    })
     .from(ingestedEvents)
-    .where(and(eq(ingestedEvents.tenantId, tenantId), eq(ingestedEvents.incidentId, incidentId), eq(ingestedEvents.kind, 'alert')))
+    .where(
+      and(
+        eq(ingestedEvents.tenantId, tenantId),
+        eq(ingestedEvents.incidentId, incidentId),
+        eq(ingestedEvents.kind, 'alert'),
+      ),
+    )
     .orderBy(asc(ingestedEvents.occurredAt), asc(ingestedEvents.id))
     .limit(500);
   return {
@@ -126,7 +146,12 @@ async function patternsOfService(db: Reader, tenantId: string, service: string |
   return db
     .select(patternColumns)
     .from(patterns)
-    .where(and(eq(patterns.tenantId, tenantId), service ? sql`lower(${patterns.service}) = lower(${service})` : sql`${patterns.service} is null`))
+    .where(
+      and(
+        eq(patterns.tenantId, tenantId),
+        service ? sql`lower(${patterns.service}) = lower(${service})` : sql`${patterns.service} is null`,
+      ),
+    )
     .orderBy(desc(patterns.lastSeenAt), desc(patterns.id))
     .limit(500);
 }
@@ -142,7 +167,12 @@ export interface SymptomMatch {
  * The patterns whose symptoms an incident shows (the knowledge agent's question: the cause is
  * not known yet), best first: stable before emerging, then overlap, then confidence.
  */
-export async function findSymptomMatches(db: Reader, tenantId: string, symptoms: IncidentSymptoms, limit = 3): Promise<SymptomMatch[]> {
+export async function findSymptomMatches(
+  db: Reader,
+  tenantId: string,
+  symptoms: IncidentSymptoms,
+  limit = 3,
+): Promise<SymptomMatch[]> {
   const candidates = await patternsOfService(db, tenantId, symptoms.service);
   const lowerNames = new Set(symptoms.alertNames.map((n) => n.toLowerCase()));
   return candidates
@@ -191,13 +221,20 @@ export interface PatternChange {
  * Applies counts to a locked pattern row and recomputes its confidence and maturity; a move to
  * `stable` appends `knowledge.pattern_promoted`, a move back is audited as a demotion.
  */
-export async function changePattern(tx: Tx, pattern: PatternRow, change: PatternChange, actor: KnowledgeActor, incidentId: string | null): Promise<PatternRow> {
+export async function changePattern(
+  tx: Tx,
+  pattern: PatternRow,
+  change: PatternChange,
+  actor: KnowledgeActor,
+  incidentId: string | null,
+): Promise<PatternRow> {
   const confirms = Math.max(0, pattern.confirms + (change.confirms ?? 0));
   const rejects = Math.max(0, pattern.rejects + (change.rejects ?? 0));
   const occurrences = Math.max(0, pattern.occurrences + (change.occurrences ?? 0));
   const confidence = patternConfidence(confirms, rejects);
   const status = patternStatus(occurrences, confidence);
-  const merge = (a: string[], b: string[] | undefined, max: number) => (b ? [...new Set([...a, ...b])].sort().slice(0, max) : a);
+  const merge = (a: string[], b: string[] | undefined, max: number) =>
+    b ? [...new Set([...a, ...b])].sort().slice(0, max) : a;
   const [updated] = await tx
     .update(patterns)
     .set({
@@ -222,7 +259,16 @@ export async function changePattern(tx: Tx, pattern: PatternRow, change: Pattern
         tenantId: row.tenantId,
         type: 'knowledge.pattern_promoted',
         incidentId,
-        payload: { patternId: row.id, title: row.title, confidence, occurrences, confirms, rejects, status, incidentId },
+        payload: {
+          patternId: row.id,
+          title: row.title,
+          confidence,
+          occurrences,
+          confirms,
+          rejects,
+          status,
+          incidentId,
+        },
         idempotencyKey: `knowledge:${row.id}:promoted:${occurrences}:${confirms}:${rejects}`,
       });
     }
@@ -273,7 +319,8 @@ export async function lockSignature(tx: Tx, tenantId: string, service: string | 
 }
 
 /** The text whose hash is `lockSignature`'s advisory lock. */
-export const signatureLockKey = (tenantId: string, service: string | null, category: string): string => `patterns:${tenantId}:${(service ?? '').toLowerCase()}:${category}`;
+export const signatureLockKey = (tenantId: string, service: string | null, category: string): string =>
+  `patterns:${tenantId}:${(service ?? '').toLowerCase()}:${category}`;
 
 /**
  * Records that an incident is an occurrence of the pattern its signature describes: matches the
@@ -282,13 +329,22 @@ export const signatureLockKey = (tenantId: string, service: string | null, categ
  * (`pattern_occurrences`), with `lastSeenAt`, and the confirmation when asked. Serialised per
  * tenant, service and category so two similar resolutions never create two patterns.
  */
-export async function recordOccurrence(tx: Tx, input: OccurrenceInput): Promise<{ pattern: PatternRow; created: boolean; counted: boolean }> {
+export async function recordOccurrence(
+  tx: Tx,
+  input: OccurrenceInput,
+): Promise<{ pattern: PatternRow; created: boolean; counted: boolean }> {
   const sig = input.signature;
   await lockSignature(tx, input.tenantId, sig.service, sig.category);
   const candidates = (await patternsOfService(tx, input.tenantId, sig.service))
     .map((pattern) => ({ pattern, score: signatureMatch(sig, pattern) }))
     .filter((c): c is { pattern: PatternRow; score: number } => c.score !== null)
-    .sort((a, b) => b.score - a.score || Number(b.pattern.status === 'stable') - Number(a.pattern.status === 'stable') || b.pattern.confidence - a.pattern.confidence || (a.pattern.createdAt < b.pattern.createdAt ? -1 : 1));
+    .sort(
+      (a, b) =>
+        b.score - a.score ||
+        Number(b.pattern.status === 'stable') - Number(a.pattern.status === 'stable') ||
+        b.pattern.confidence - a.pattern.confidence ||
+        (a.pattern.createdAt < b.pattern.createdAt ? -1 : 1),
+    );
   let created = false;
   let pattern = candidates[0]?.pattern;
   if (!pattern) {
@@ -322,7 +378,15 @@ export async function recordOccurrence(tx: Tx, input: OccurrenceInput): Promise<
         tenantId: input.tenantId,
         type: 'knowledge.pattern_created',
         incidentId: input.incidentId,
-        payload: { patternId: inserted.id, title: inserted.title, service: inserted.service, category: inserted.category, alertNames: inserted.alertNames, source: input.source, incidentId: input.incidentId },
+        payload: {
+          patternId: inserted.id,
+          title: inserted.title,
+          service: inserted.service,
+          category: inserted.category,
+          alertNames: inserted.alertNames,
+          source: input.source,
+          incidentId: input.incidentId,
+        },
         idempotencyKey: `knowledge:${inserted.id}:created`,
       });
       await appendAudit(tx, {
@@ -332,11 +396,19 @@ export async function recordOccurrence(tx: Tx, input: OccurrenceInput): Promise<
         targetType: 'pattern',
         targetId: inserted.id,
         incidentId: input.incidentId,
-        details: { title: inserted.title, category: inserted.category, service: inserted.service, source: input.source },
+        details: {
+          title: inserted.title,
+          category: inserted.category,
+          service: inserted.service,
+          source: input.source,
+        },
         idempotencyKey: `knowledge:${inserted.id}:created:audit`,
       });
     } else {
-      [pattern] = await tx.select(patternColumns).from(patterns).where(and(eq(patterns.tenantId, input.tenantId), eq(patterns.signatureKey, key)));
+      [pattern] = await tx
+        .select(patternColumns)
+        .from(patterns)
+        .where(and(eq(patterns.tenantId, input.tenantId), eq(patterns.signatureKey, key)));
     }
   }
   const locked = (await lockPattern(tx, input.tenantId, pattern!.id))!;
@@ -350,7 +422,14 @@ export async function recordOccurrence(tx: Tx, input: OccurrenceInput): Promise<
   const updated = await changePattern(
     tx,
     locked,
-    { occurrences: 1, confirms: input.confirm ? 1 : 0, seen: true, alertNames: sig.alertNames, evidenceTypes: sig.evidenceTypes, ...(fix ? { fix } : {}) },
+    {
+      occurrences: 1,
+      confirms: input.confirm ? 1 : 0,
+      seen: true,
+      alertNames: sig.alertNames,
+      evidenceTypes: sig.evidenceTypes,
+      ...(fix ? { fix } : {}),
+    },
     input.actor,
     input.incidentId,
   );

@@ -42,7 +42,11 @@ export function toRunbookSummary(row: RunbookSummaryRow) {
   };
 }
 
-export async function findRunbook(db: Pick<Db, 'select'>, tenantId: string, runbookId: string): Promise<RunbookRow | undefined> {
+export async function findRunbook(
+  db: Pick<Db, 'select'>,
+  tenantId: string,
+  runbookId: string,
+): Promise<RunbookRow | undefined> {
   const [row] = await db
     .select()
     .from(runbooks)
@@ -69,11 +73,14 @@ export async function listRunbooks(
   if (query.q) filters.push(or(containsText(runbooks.title, query.q), containsText(runbooks.content, query.q))!);
   const where = and(...filters);
   const { after } = query;
-  const pageWhere = after
-    ? and(where, olderThan(runbooks.createdAt, runbooks.id, after))
-    : where;
+  const pageWhere = after ? and(where, olderThan(runbooks.createdAt, runbooks.id, after)) : where;
   const [rows, totals] = await Promise.all([
-    db.select(summaryColumns).from(runbooks).where(pageWhere).orderBy(desc(runbooks.createdAt), desc(runbooks.id)).limit(query.limit + 1),
+    db
+      .select(summaryColumns)
+      .from(runbooks)
+      .where(pageWhere)
+      .orderBy(desc(runbooks.createdAt), desc(runbooks.id))
+      .limit(query.limit + 1),
     db.select({ total: count() }).from(runbooks).where(where),
   ]);
   return { rows: rows.slice(0, query.limit), total: totals[0]?.total ?? 0, hasMore: rows.length > query.limit };
@@ -128,7 +135,10 @@ export async function findRunbooksFor(
     return sql`(case when ${runbooks.title} ~* ${wordStart} or ${runbooks.tags} @> ${JSON.stringify([keyword])}::jsonb then 2
                      when ${runbooks.content} ~* ${wordStart} then 1 else 0 end)`;
   });
-  const hits = keywordHits.length > 0 ? sql<number[]>`array[${sql.join(keywordHits, sql`, `)}]::int[]` : sql<number[]>`'{}'::int[]`;
+  const hits =
+    keywordHits.length > 0
+      ? sql<number[]>`array[${sql.join(keywordHits, sql`, `)}]::int[]`
+      : sql<number[]>`'{}'::int[]`;
   const score = sql<number>`((case when ${serviceMatch} then 3 else 0 end)${sql.join(
     keywordHits.map((hit) => sql` + ${hit}`),
   )})`.mapWith(Number);

@@ -11,6 +11,10 @@ import { deleteOldestInChunks, type PurgeOptions } from './purge.js';
 export const SKILL_INVOCATION_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
 /** Deletes skill invocation records older than `retentionMs`, oldest first, in chunks. */
-export function purgeSkillInvocations(sql: postgres.Sql, retentionMs = SKILL_INVOCATION_RETENTION_MS, options: PurgeOptions = {}): Promise<number> {
+export function purgeSkillInvocations(
+  sql: postgres.Sql,
+  retentionMs = SKILL_INVOCATION_RETENTION_MS,
+  options: PurgeOptions = {},
+): Promise<number> {
   return deleteOldestInChunks(sql, 'skill_invocations', retentionMs, null, options);
 }

@@ -57,8 +57,16 @@ export function toBuiltinView(skill: BuiltinSkill, tenantId: string): SkillView 
   };
 }
 
-export async function findSkill(db: Pick<Db, 'select'>, tenantId: string, skillId: string): Promise<SkillRow | undefined> {
-  const rows = await db.select().from(skills).where(and(eq(skills.tenantId, tenantId), eq(skills.id, skillId))).limit(1);
+export async function findSkill(
+  db: Pick<Db, 'select'>,
+  tenantId: string,
+  skillId: string,
+): Promise<SkillRow | undefined> {
+  const rows = await db
+    .select()
+    .from(skills)
+    .where(and(eq(skills.tenantId, tenantId), eq(skills.id, skillId)))
+    .limit(1);
   return rows[0];
 }
 
@@ -81,7 +89,10 @@ export async function listSkills(db: Db, tenantId: string, limit: number, after?
       and(
         eq(skills.tenantId, tenantId),
         after && afterBuiltins
-          ? or(gt(skills.createdAt, after.createdAt), and(eq(skills.createdAt, after.createdAt), gt(skills.id, after.id)))
+          ? or(
+              gt(skills.createdAt, after.createdAt),
+              and(eq(skills.createdAt, after.createdAt), gt(skills.id, after.id)),
+            )
           : undefined,
       ),
     )

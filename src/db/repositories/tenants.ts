@@ -94,7 +94,15 @@ export async function setCustomQuotas(
       .returning();
     const row = rows[0];
     if (row) {
-      await appendAudit(tx, { tenantId, actorType: actor.type, actorId: actor.id, action: 'tenant.quotas_updated', targetType: 'tenant', targetId: tenantId, details: quotas });
+      await appendAudit(tx, {
+        tenantId,
+        actorType: actor.type,
+        actorId: actor.id,
+        action: 'tenant.quotas_updated',
+        targetType: 'tenant',
+        targetId: tenantId,
+        details: quotas,
+      });
     }
     return row;
   });

@@ -15,7 +15,11 @@ export const TRIGGER_FIRING_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
  * running ones stay whatever their age. One status at a time, so each statement walks the
  * `(status, updated_at)` index in order.
  */
-export async function purgeTriggerFirings(sql: postgres.Sql, retentionMs = TRIGGER_FIRING_RETENTION_MS, options: PurgeOptions = {}): Promise<number> {
+export async function purgeTriggerFirings(
+  sql: postgres.Sql,
+  retentionMs = TRIGGER_FIRING_RETENTION_MS,
+  options: PurgeOptions = {},
+): Promise<number> {
   const settled = { ...options, age: 'updated_at' as const };
   return (
     (await deleteOldestInChunks(sql, 'trigger_firings', retentionMs, sql`status = 'succeeded'`, settled)) +

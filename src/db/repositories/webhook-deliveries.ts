@@ -14,11 +14,27 @@ export interface DeliveryRetention {
  * walks its own partial index (migration 0013). Rows a concurrent batch has locked are skipped
  * and left for the next purge. Returns how many rows it deleted.
  */
-export async function purgeWebhookDeliveries(sql: postgres.Sql, retention: DeliveryRetention, options: PurgeOptions = {}): Promise<number> {
+export async function purgeWebhookDeliveries(
+  sql: postgres.Sql,
+  retention: DeliveryRetention,
+  options: PurgeOptions = {},
+): Promise<number> {
   // Literal patterns (fragments, not parameters), so that a generic plan still proves each
   // partial index's predicate.
   return (
-    (await deleteOldestInChunks(sql, 'webhook_deliveries', retention.bodyWindowMs, sql`delivery_key like 'body:%'`, options)) +
-    (await deleteOldestInChunks(sql, 'webhook_deliveries', retention.idRetentionMs, sql`delivery_key like 'id:%'`, options))
+    (await deleteOldestInChunks(
+      sql,
+      'webhook_deliveries',
+      retention.bodyWindowMs,
+      sql`delivery_key like 'body:%'`,
+      options,
+    )) +
+    (await deleteOldestInChunks(
+      sql,
+      'webhook_deliveries',
+      retention.idRetentionMs,
+      sql`delivery_key like 'id:%'`,
+      options,
+    ))
   );
 }

@@ -15,7 +15,9 @@ export const auditLog = pgTable(
   'audit_log',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     occurredAt: timestamp('occurred_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
     actorType: text('actor_type', { enum: actorTypes }).notNull(),
     actorId: text('actor_id').notNull(),
@@ -37,7 +39,9 @@ export const auditLog = pgTable(
   (t) => [
     index('audit_tenant_time_idx').on(t.tenantId, t.occurredAt, t.id),
     uniqueIndex('audit_tenant_seq_idx').on(t.tenantId, t.seq),
-    index('audit_tenant_incident_idx').on(t.tenantId, t.incidentId, t.occurredAt, t.id).where(sql`${t.incidentId} is not null`),
+    index('audit_tenant_incident_idx')
+      .on(t.tenantId, t.incidentId, t.occurredAt, t.id)
+      .where(sql`${t.incidentId} is not null`),
   ],
 );
 
@@ -47,7 +51,9 @@ export const auditLog = pgTable(
  * entries or events, so both are numbered in commit order.
  */
 export const auditChainHeads = pgTable('audit_chain_heads', {
-  tenantId: text('tenant_id').primaryKey().references(() => tenants.id),
+  tenantId: text('tenant_id')
+    .primaryKey()
+    .references(() => tenants.id),
   lastSeq: bigint('last_seq', { mode: 'number' }).notNull().default(0),
   lastHash: text('last_hash').notNull(),
   lastStreamSeq: bigint('last_stream_seq', { mode: 'number' }).notNull().default(0),
@@ -80,7 +86,9 @@ export const auditExports = pgTable(
   'audit_exports',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     status: text('status', { enum: exportStatuses }).notNull().default('queued'),
     format: text('format', { enum: exportFormats }).notNull(),
     rangeFrom: timestamp('range_from', { withTimezone: true, precision: 3 }).notNull(),
@@ -102,7 +110,9 @@ export const auditExports = pgTable(
   },
   (t) => [
     index('audit_exports_tenant_submitted_idx').on(t.tenantId, t.submittedAt, t.id),
-    index('audit_exports_unstarted_idx').on(t.submittedAt).where(sql`${t.workflowStartedAt} is null`),
+    index('audit_exports_unstarted_idx')
+      .on(t.submittedAt)
+      .where(sql`${t.workflowStartedAt} is null`),
   ],
 );
 export type AuditExportRow = typeof auditExports.$inferSelect;

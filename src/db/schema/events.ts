@@ -15,7 +15,9 @@ export const events = pgTable(
     // this builder cannot state: the outbox consumers' gap settle relies on that order.
     seq: bigserial('seq', { mode: 'number' }).primaryKey(),
     id: text('id').notNull().unique(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     type: text('type').notNull(),
     incidentId: text('incident_id'),
     payload: jsonb('payload').$type<Record<string, unknown>>().notNull(),

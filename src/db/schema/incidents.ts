@@ -3,7 +3,13 @@ import { boolean, index, integer, jsonb, pgTable, text, timestamp } from 'drizzl
 import { tenants } from './tenants.js';
 
 export const incidentStatuses = [
-  'open', 'triaging', 'investigating', 'awaiting_approval', 'remediating', 'resolved', 'closed',
+  'open',
+  'triaging',
+  'investigating',
+  'awaiting_approval',
+  'remediating',
+  'resolved',
+  'closed',
 ] as const;
 export type IncidentStatus = (typeof incidentStatuses)[number];
 export const severities = ['critical', 'high', 'medium', 'low'] as const;
@@ -19,7 +25,9 @@ export const incidents = pgTable(
   'incidents',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     title: text('title').notNull(),
     description: text('description').notNull(),
     severity: text('severity', { enum: severities }).notNull(),
@@ -53,7 +61,9 @@ export const incidents = pgTable(
     index('incidents_open_fingerprint_idx')
       .on(t.tenantId, t.fingerprint)
       .where(sql`${t.fingerprint} is not null and ${t.status} not in ('resolved', 'closed')`),
-    index('incidents_unstarted_idx').on(t.createdAt).where(sql`${t.workflowStartedAt} is null`),
+    index('incidents_unstarted_idx')
+      .on(t.createdAt)
+      .where(sql`${t.workflowStartedAt} is null`),
   ],
 );
 

@@ -8,7 +8,9 @@ export const apiKeys = pgTable(
   'api_keys',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     name: text('name').notNull(),
     keyHash: text('key_hash').notNull().unique(),
     prefix: text('prefix').notNull(),
@@ -31,7 +33,9 @@ export const ingestedEvents = pgTable(
   'ingested_events',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     provider: text('provider').notNull(),
     kind: text('kind', { enum: ingestedEventKinds }).notNull(),
     status: text('status', { enum: ['firing', 'resolved'] }),
@@ -53,7 +57,9 @@ export const ingestedEvents = pgTable(
     // An incident's own alerts in time order (triage, investigation, pattern symptoms) without
     // scanning the tenant's other events; also serves every lookup by incident alone.
     index('ingested_events_incident_kind_idx').on(t.incidentId, t.kind, t.occurredAt, t.id),
-    index('ingested_events_undelivered_idx').on(t.receivedAt).where(sql`${t.deliveredAt} is null`),
+    index('ingested_events_undelivered_idx')
+      .on(t.receivedAt)
+      .where(sql`${t.deliveredAt} is null`),
     index('ingested_events_tenant_kind_idx').on(t.tenantId, t.kind, t.occurredAt),
   ],
 );
@@ -64,7 +70,9 @@ export type IngestedEventRow = typeof ingestedEvents.$inferSelect;
 export const webhookDeliveries = pgTable(
   'webhook_deliveries',
   {
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     provider: text('provider').notNull(),
     deliveryKey: text('delivery_key').notNull(),
     response: jsonb('response').$type<Record<string, unknown>>(),
@@ -75,7 +83,11 @@ export const webhookDeliveries = pgTable(
     // The housekeeping purge walks each kind of key oldest first: a body hash is answered for
     // 10 minutes, a tool's delivery id for 7 days (decision 150). One partial index per kind,
     // so neither purge reads the rows the other keeps.
-    index('webhook_deliveries_body_created_idx').on(t.createdAt).where(sql`${t.deliveryKey} like 'body:%'`),
-    index('webhook_deliveries_id_created_idx').on(t.createdAt).where(sql`${t.deliveryKey} like 'id:%'`),
+    index('webhook_deliveries_body_created_idx')
+      .on(t.createdAt)
+      .where(sql`${t.deliveryKey} like 'body:%'`),
+    index('webhook_deliveries_id_created_idx')
+      .on(t.createdAt)
+      .where(sql`${t.deliveryKey} like 'id:%'`),
   ],
 );

@@ -1,4 +1,14 @@
-import { doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 import { incidents, severities } from './incidents.js';
 import { tenants } from './tenants.js';
 
@@ -7,7 +17,9 @@ export const runbooks = pgTable(
   'runbooks',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     title: text('title').notNull(),
     service: text('service'),
     tags: jsonb('tags').$type<string[]>().notNull().default([]),
@@ -25,8 +37,12 @@ export const runbooks = pgTable(
 export const triageResults = pgTable(
   'triage_results',
   {
-    incidentId: text('incident_id').primaryKey().references(() => incidents.id),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    incidentId: text('incident_id')
+      .primaryKey()
+      .references(() => incidents.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     priority: text('priority', { enum: severities }).notNull(),
     summary: text('summary').notNull(),
     confidence: doublePrecision('confidence').notNull(),
@@ -53,8 +69,12 @@ export type InvestigationStatus = (typeof investigationStatuses)[number];
 export const investigations = pgTable(
   'investigations',
   {
-    incidentId: text('incident_id').primaryKey().references(() => incidents.id),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    incidentId: text('incident_id')
+      .primaryKey()
+      .references(() => incidents.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     status: text('status', { enum: investigationStatuses }).notNull(),
     rootCause: text('root_cause'),
     confidence: doublePrecision('confidence').notNull().default(0),
@@ -88,8 +108,12 @@ export const evidenceItems = pgTable(
   'evidence_items',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
-    incidentId: text('incident_id').notNull().references(() => incidents.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    incidentId: text('incident_id')
+      .notNull()
+      .references(() => incidents.id),
     agentRole: text('agent_role').notNull(),
     type: text('type', { enum: evidenceTypes }).notNull(),
     source: text('source').notNull(),
@@ -111,8 +135,12 @@ export const evidenceItems = pgTable(
 export const investigationContext = pgTable(
   'investigation_context',
   {
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
-    incidentId: text('incident_id').notNull().references(() => incidents.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    incidentId: text('incident_id')
+      .notNull()
+      .references(() => incidents.id),
     seq: integer('seq').notNull(),
     content: text('content').notNull(),
     actorId: text('actor_id').notNull(),

@@ -1,4 +1,14 @@
-import { doublePrecision, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  doublePrecision,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 import { incidents } from './incidents.js';
 import { tenants } from './tenants.js';
 
@@ -15,7 +25,9 @@ export const patterns = pgTable(
   'patterns',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     title: text('title').notNull(),
     signatureKey: text('signature_key').notNull(),
     service: text('service'),
@@ -46,12 +58,21 @@ export type PatternRow = typeof patterns.$inferSelect;
 export const patternOccurrences = pgTable(
   'pattern_occurrences',
   {
-    patternId: text('pattern_id').notNull().references(() => patterns.id),
-    incidentId: text('incident_id').notNull().references(() => incidents.id),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    patternId: text('pattern_id')
+      .notNull()
+      .references(() => patterns.id),
+    incidentId: text('incident_id')
+      .notNull()
+      .references(() => incidents.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
-  (t) => [primaryKey({ columns: [t.patternId, t.incidentId] }), index('pattern_occurrences_incident_idx').on(t.tenantId, t.incidentId)],
+  (t) => [
+    primaryKey({ columns: [t.patternId, t.incidentId] }),
+    index('pattern_occurrences_incident_idx').on(t.tenantId, t.incidentId),
+  ],
 );
 
 export const feedbackTypes = ['confirm_rca', 'reject_rca', 'correct_rca'] as const;
@@ -65,8 +86,12 @@ export const feedback = pgTable(
   'feedback',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
-    incidentId: text('incident_id').notNull().references(() => incidents.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    incidentId: text('incident_id')
+      .notNull()
+      .references(() => incidents.id),
     patternId: text('pattern_id').references(() => patterns.id),
     patternKey: text('pattern_key').notNull().default(''),
     userId: text('user_id').notNull(),
@@ -87,8 +112,12 @@ export const rootCauseRevisions = pgTable(
   'root_cause_revisions',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
-    incidentId: text('incident_id').notNull().references(() => incidents.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    incidentId: text('incident_id')
+      .notNull()
+      .references(() => incidents.id),
     previousRootCause: text('previous_root_cause'),
     rootCause: text('root_cause').notNull(),
     source: text('source').notNull(),
@@ -103,7 +132,9 @@ export const chatSessions = pgTable(
   'chat_sessions',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     userId: text('user_id').notNull(),
     incidentId: text('incident_id').references(() => incidents.id),
     title: text('title').notNull(),
@@ -126,8 +157,12 @@ export const chatMessages = pgTable(
   'chat_messages',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
-    sessionId: text('session_id').notNull().references(() => chatSessions.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => chatSessions.id),
     role: text('role', { enum: chatRoles }).notNull(),
     content: text('content').notNull(),
     sources: jsonb('sources').$type<ChatSource[]>().notNull().default([]),

@@ -8,7 +8,9 @@ export type UsageMetric = (typeof usageMetrics)[number];
 export const usageCounters = pgTable(
   'usage_counters',
   {
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     period: text('period').notNull(),
     metric: text('metric', { enum: usageMetrics }).notNull(),
     count: integer('count').notNull().default(0),

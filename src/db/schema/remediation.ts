@@ -2,7 +2,16 @@ import { bigint, index, integer, jsonb, pgTable, primaryKey, text, timestamp } f
 import { incidents } from './incidents.js';
 import { tenants } from './tenants.js';
 
-export const remediationStatuses = ['awaiting_approval', 'approved', 'executing', 'completed', 'failed', 'rejected', 'cancelled', 'expired'] as const;
+export const remediationStatuses = [
+  'awaiting_approval',
+  'approved',
+  'executing',
+  'completed',
+  'failed',
+  'rejected',
+  'cancelled',
+  'expired',
+] as const;
 export type RemediationStatus = (typeof remediationStatuses)[number];
 
 /** One step of a remediation plan: a builtin action, an enabled skill, or an integration action. */
@@ -28,8 +37,12 @@ export const remediations = pgTable(
   'remediations',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
-    incidentId: text('incident_id').notNull().references(() => incidents.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    incidentId: text('incident_id')
+      .notNull()
+      .references(() => incidents.id),
     investigationRun: integer('investigation_run').notNull(),
     status: text('status', { enum: remediationStatuses }).notNull(),
     plan: jsonb('plan').$type<RemediationStepPlan[]>().notNull(),
@@ -50,9 +63,13 @@ export const stepStatuses = ['pending', 'running', 'succeeded', 'failed', 'skipp
 export const remediationSteps = pgTable(
   'remediation_steps',
   {
-    remediationId: text('remediation_id').notNull().references(() => remediations.id),
+    remediationId: text('remediation_id')
+      .notNull()
+      .references(() => remediations.id),
     index: integer('index').notNull(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     status: text('status', { enum: stepStatuses }).notNull(),
     idempotencyKey: text('idempotency_key').notNull().unique(),
     attempts: integer('attempts').notNull().default(0),
@@ -72,9 +89,15 @@ export const approvals = pgTable(
   'approvals',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
-    incidentId: text('incident_id').notNull().references(() => incidents.id),
-    remediationId: text('remediation_id').notNull().references(() => remediations.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    incidentId: text('incident_id')
+      .notNull()
+      .references(() => incidents.id),
+    remediationId: text('remediation_id')
+      .notNull()
+      .references(() => remediations.id),
     status: text('status', { enum: approvalStatuses }).notNull(),
     deadline: timestamp('deadline', { withTimezone: true, precision: 3 }).notNull(),
     evidenceHash: text('evidence_hash').notNull(),
@@ -96,7 +119,9 @@ export const approvals = pgTable(
 export const users = pgTable(
   'users',
   {
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     userId: text('user_id').notNull(),
     email: text('email'),
     roles: jsonb('roles').$type<string[]>().notNull(),
@@ -111,7 +136,9 @@ export const notifications = pgTable(
   'notifications',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     userId: text('user_id').notNull(),
     type: text('type').notNull(),
     incidentId: text('incident_id'),
@@ -139,7 +166,9 @@ export const streamTokens = pgTable(
   'stream_tokens',
   {
     tokenHash: text('token_hash').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     userId: text('user_id').notNull(),
     roles: jsonb('roles').$type<string[]>().notNull(),
     expiresAt: timestamp('expires_at', { withTimezone: true, precision: 3 }).notNull(),

@@ -13,7 +13,9 @@ export const skills = pgTable(
   'skills',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     name: text('name').notNull(),
     description: text('description').notNull(),
     type: text('type', { enum: skillTypes }).notNull(),
@@ -39,7 +41,9 @@ export const skillInvocations = pgTable(
   'skill_invocations',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     skillId: text('skill_id').notNull(),
     skillName: text('skill_name').notNull(),
     idempotencyKey: text('idempotency_key').unique(),

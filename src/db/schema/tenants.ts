@@ -22,7 +22,9 @@ export const tenants = pgTable('tenants', {
   id: text('id').primaryKey(),
   name: text('name').notNull(),
   slug: text('slug').notNull().unique(),
-  status: text('status', { enum: ['active', 'suspended'] }).notNull().default('active'),
+  status: text('status', { enum: ['active', 'suspended'] })
+    .notNull()
+    .default('active'),
   plan: text('plan', { enum: ['plan_starter', 'plan_pro', 'plan_business', 'plan_enterprise'] }).notNull(),
   settings: jsonb('settings').$type<TenantSettings>().notNull().default({}),
   createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),

@@ -10,7 +10,9 @@ export const services = pgTable(
   'services',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     name: text('name').notNull(),
     type: text('type', { enum: serviceTypes }).notNull(),
     team: text('team'),
@@ -34,9 +36,15 @@ export const serviceEdges = pgTable(
   'service_edges',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
-    sourceServiceId: text('source_service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
-    targetServiceId: text('target_service_id').notNull().references(() => services.id, { onDelete: 'cascade' }),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    sourceServiceId: text('source_service_id')
+      .notNull()
+      .references(() => services.id, { onDelete: 'cascade' }),
+    targetServiceId: text('target_service_id')
+      .notNull()
+      .references(() => services.id, { onDelete: 'cascade' }),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
   (t) => [
@@ -56,6 +64,8 @@ export type ServiceEdgeRow = typeof serviceEdges.$inferSelect;
  * whether the graph it was computed on is still the graph.
  */
 export const topologyVersions = pgTable('topology_versions', {
-  tenantId: text('tenant_id').primaryKey().references(() => tenants.id),
+  tenantId: text('tenant_id')
+    .primaryKey()
+    .references(() => tenants.id),
   version: bigint('version', { mode: 'number' }).notNull().default(0),
 });

@@ -19,7 +19,9 @@ export const triggers = pgTable(
   'triggers',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
     name: text('name').notNull(),
     eventType: text('event_type').notNull(),
     conditions: jsonb('conditions').$type<TriggerConditions>().notNull().default({}),
@@ -30,7 +32,10 @@ export const triggers = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
-  (t) => [index('triggers_tenant_created_idx').on(t.tenantId, t.createdAt, t.id), index('triggers_tenant_event_idx').on(t.tenantId, t.eventType)],
+  (t) => [
+    index('triggers_tenant_created_idx').on(t.tenantId, t.createdAt, t.id),
+    index('triggers_tenant_event_idx').on(t.tenantId, t.eventType),
+  ],
 );
 
 export const firingStatuses = ['pending', 'running', 'succeeded', 'failed'] as const;
@@ -40,8 +45,12 @@ export const triggerFirings = pgTable(
   'trigger_firings',
   {
     id: text('id').primaryKey(),
-    tenantId: text('tenant_id').notNull().references(() => tenants.id),
-    triggerId: text('trigger_id').notNull().references(() => triggers.id, { onDelete: 'cascade' }),
+    tenantId: text('tenant_id')
+      .notNull()
+      .references(() => tenants.id),
+    triggerId: text('trigger_id')
+      .notNull()
+      .references(() => triggers.id, { onDelete: 'cascade' }),
     eventSeq: bigint('event_seq', { mode: 'number' }).notNull(),
     status: text('status', { enum: firingStatuses }).notNull().default('pending'),
     attempts: integer('attempts').notNull().default(0),
@@ -49,7 +58,10 @@ export const triggerFirings = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
-  (t) => [unique('trigger_firings_trigger_seq_key').on(t.triggerId, t.eventSeq), index('trigger_firings_status_idx').on(t.status, t.updatedAt)],
+  (t) => [
+    unique('trigger_firings_trigger_seq_key').on(t.triggerId, t.eventSeq),
+    index('trigger_firings_status_idx').on(t.status, t.updatedAt),
+  ],
 );
 
 export type TriggerRow = typeof triggers.$inferSelect;

@@ -40,9 +40,7 @@ export const alertmanagerAlertSchema = z.looseObject({
 export type AlertmanagerAlert = z.output<typeof alertmanagerAlertSchema>;
 
 export function alertsArray<T extends z.ZodType>(alert: T) {
-  return z
-    .array(alert)
-    .max(MAX_ALERTS_PER_DELIVERY, `at most ${MAX_ALERTS_PER_DELIVERY} alerts per delivery`);
+  return z.array(alert).max(MAX_ALERTS_PER_DELIVERY, `at most ${MAX_ALERTS_PER_DELIVERY} alerts per delivery`);
 }
 
 /** Group-level fields shared by Alertmanager and Grafana. */
@@ -116,7 +114,9 @@ export function normalizeAlertmanagerAlert(
  * alert's description says so, since those alerts reach no incident from this delivery.
  */
 export function truncationNote(truncatedAlerts: number | undefined): string | undefined {
-  return truncatedAlerts ? `The sender left ${truncatedAlerts} more alert(s) of this group out of the notification (truncatedAlerts).` : undefined;
+  return truncatedAlerts
+    ? `The sender left ${truncatedAlerts} more alert(s) of this group out of the notification (truncatedAlerts).`
+    : undefined;
 }
 
 /** The original (unparsed) alert objects, kept as evidence. */

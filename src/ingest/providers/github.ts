@@ -144,10 +144,7 @@ function pushEvent(body: unknown): NormalizedChange {
     service: repo.name,
     title: clip(title, TITLE_MAX),
     description: makeDescription(
-      [
-        commitLines.length > 0 ? `Commits:\n${commitLines.join('\n')}` : undefined,
-        compare && `Compare: ${compare}`,
-      ],
+      [commitLines.length > 0 ? `Commits:\n${commitLines.join('\n')}` : undefined, compare && `Compare: ${compare}`],
       labels,
     ),
     labels,
@@ -178,8 +175,7 @@ export const githubProvider: WebhookProvider = {
         { path: 'headers.x-github-event', message: 'the x-github-event header is required' },
       ]);
     }
-    const withId = (delivery: ParsedDelivery): ParsedDelivery =>
-      deliveryId ? { ...delivery, deliveryId } : delivery;
+    const withId = (delivery: ParsedDelivery): ParsedDelivery => (deliveryId ? { ...delivery, deliveryId } : delivery);
     switch (event) {
       case 'deployment_status':
         return withId({ events: [deploymentEvent(body)] });

@@ -98,7 +98,12 @@ const legacySchema = z
     }),
   })
   .superRefine((payload, ctx) => {
-    if (!legacyTitle(payload)) ctx.addIssue({ code: 'custom', path: ['event', 'title'], message: 'the event title is required (event.title, event.metadata.title or message)' });
+    if (!legacyTitle(payload))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['event', 'title'],
+        message: 'the event title is required (event.title, event.metadata.title or message)',
+      });
   });
 
 /** Sentry 8 and 9 send the title only in `event.metadata.title` (and the message at the top). */
@@ -106,7 +111,11 @@ function legacyTitle(payload: {
   message?: string | null | undefined;
   event: { title?: string | null | undefined; metadata?: { title?: string | null | undefined } | null | undefined };
 }): string | undefined {
-  return nonEmpty(payload.event.title?.trim()) ?? nonEmpty(payload.event.metadata?.title?.trim()) ?? nonEmpty(payload.message?.trim());
+  return (
+    nonEmpty(payload.event.title?.trim()) ??
+    nonEmpty(payload.event.metadata?.title?.trim()) ??
+    nonEmpty(payload.message?.trim())
+  );
 }
 
 function tagsToLabels(tags: z.output<typeof tagsSchema> | null | undefined): Record<string, string> {
@@ -262,7 +271,9 @@ function parseIssue(body: unknown, header: HeaderReader): ParsedDelivery {
 
 const metricAlertSchema = z
   .looseObject({
-    action: z.enum(['critical', 'warning', 'resolved'], { error: 'action must be "critical", "warning" or "resolved" for a metric alert' }),
+    action: z.enum(['critical', 'warning', 'resolved'], {
+      error: 'action must be "critical", "warning" or "resolved" for a metric alert',
+    }),
     data: z.looseObject({
       description_title: z.string().nullish(),
       description_text: z.string().nullish(),
@@ -286,12 +297,21 @@ const metricAlertSchema = z
   })
   .superRefine((payload, ctx) => {
     if (!metricAlertName(payload.data)) {
-      ctx.addIssue({ code: 'custom', path: ['data', 'metric_alert', 'alert_rule', 'name'], message: 'the alert rule name is required (or the metric alert title)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['data', 'metric_alert', 'alert_rule', 'name'],
+        message: 'the alert rule name is required (or the metric alert title)',
+      });
     }
   });
 
-function metricAlertName(data: { description_title?: string | null | undefined; metric_alert: { title?: string | null | undefined; alert_rule: { name?: string | null | undefined } } }): string | undefined {
-  return nonEmpty(data.metric_alert.alert_rule.name) ?? nonEmpty(data.metric_alert.title) ?? nonEmpty(data.description_title);
+function metricAlertName(data: {
+  description_title?: string | null | undefined;
+  metric_alert: { title?: string | null | undefined; alert_rule: { name?: string | null | undefined } };
+}): string | undefined {
+  return (
+    nonEmpty(data.metric_alert.alert_rule.name) ?? nonEmpty(data.metric_alert.title) ?? nonEmpty(data.description_title)
+  );
 }
 
 /**
@@ -322,13 +342,17 @@ function parseMetricAlert(body: unknown): ParsedDelivery {
       [
         nonEmpty(data.description_text),
         `Metric alert: ${payload.action}`,
-        nonEmpty(rule.aggregate) && `Metric: ${rule.aggregate!.trim()}${nonEmpty(rule.query) ? ` where ${rule.query!.trim()}` : ''}`,
+        nonEmpty(rule.aggregate) &&
+          `Metric: ${rule.aggregate!.trim()}${nonEmpty(rule.query) ? ` where ${rule.query!.trim()}` : ''}`,
         nonEmpty(data.web_url) && `Link: ${data.web_url!.trim()}`,
       ],
       labels,
     ),
     labels,
-    occurredAt: parseTime(firing ? (incident.date_detected ?? incident.date_started) : incident.date_closed, new Date()),
+    occurredAt: parseTime(
+      firing ? (incident.date_detected ?? incident.date_started) : incident.date_closed,
+      new Date(),
+    ),
     raw: body,
   };
   return { events: [alert] };

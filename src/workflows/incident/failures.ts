@@ -21,7 +21,9 @@ export const approvalNotFound = () => failure(types.ApprovalNotFound, 'no pendin
 export const approvalExpired = (why: 'deadline' | 'superseded') =>
   failure(
     types.ApprovalExpired,
-    why === 'superseded' ? 'this approval was superseded by a proposal on newer evidence' : 'the approval deadline has passed',
+    why === 'superseded'
+      ? 'this approval was superseded by a proposal on newer evidence'
+      : 'the approval deadline has passed',
   );
 export const alreadyDecided = () => failure(types.AlreadyDecided, 'this approval has already been answered');
 export const invalidDecision = () => failure(types.InvalidDecision, 'decision must be approve or reject');

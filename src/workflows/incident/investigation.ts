@@ -107,7 +107,11 @@ export class Investigation {
       .catch((err: unknown) => {
         // Only a non-retryable failure gets here (every write it makes retries without limit):
         // never an unhandled rejection, which would fail every workflow task from then on.
-        log.error('investigation stopped', { incidentId: this.record.state.incidentId, run: started.run, error: failureReason(err) });
+        log.error('investigation stopped', {
+          incidentId: this.record.state.incidentId,
+          run: started.run,
+          error: failureReason(err),
+        });
         this.record.state.investigationStatus = 'failed';
       })
       .finally(() => {
@@ -121,15 +125,19 @@ export class Investigation {
       await record.exclusive(() => runTriage(record, started.actor)).catch(() => undefined); // recorded as triage.failed
     }
     await record.exclusive(async () => {
-      if (record.state.status === 'open' || record.state.status === 'triaging') await record.transition('investigating', started.actor);
+      if (record.state.status === 'open' || record.state.status === 'triaging')
+        await record.transition('investigating', started.actor);
     });
     const request: InvestigationRequest = { ...record.traced(), run: started.run };
     // One agent failing costs its evidence, not the investigation.
     this.reports = await Promise.all(
       agentRoles.map((role) =>
-        agents[agentActivityNames[role]](request).catch(
-          (err: unknown): AgentReport => ({ agentRole: role, content: `The ${role} agent failed: ${failureReason(err)}`, evidenceIds: [], found: false }),
-        ),
+        agents[agentActivityNames[role]](request).catch((err: unknown): AgentReport => ({
+          agentRole: role,
+          content: `The ${role} agent failed: ${failureReason(err)}`,
+          evidenceIds: [],
+          found: false,
+        })),
       ),
     );
     await this.synthesise(request);
@@ -146,7 +154,11 @@ export class Investigation {
      */
     const superseded = () => request.run !== state.investigationRun;
     try {
-      await synthesis.synthesizeInvestigation({ ...request, reports: this.reports ?? [], ...(state.alertsReceived ? { alertsSeen: state.alertsReceived } : {}) });
+      await synthesis.synthesizeInvestigation({
+        ...request,
+        reports: this.reports ?? [],
+        ...(state.alertsReceived ? { alertsSeen: state.alertsReceived } : {}),
+      });
       if (!superseded()) {
         state.investigationStatus = 'completed';
         state.syntheses = (state.syntheses ?? 0) + 1;
@@ -167,7 +179,12 @@ export class Investigation {
 
   /** Human context after this run's own investigation finished: re-synthesise with its reports. */
   resynthesisDue(): boolean {
-    return !this.task && this.reports !== null && this.contextVersion > this.contextSynthesised && Boolean(this.record.state.investigationRun);
+    return (
+      !this.task &&
+      this.reports !== null &&
+      this.contextVersion > this.contextSynthesised &&
+      Boolean(this.record.state.investigationRun)
+    );
   }
 
   async resynthesiseLatest(): Promise<void> {
@@ -187,14 +204,16 @@ export class Investigation {
   async resynthesiseStored(): Promise<void> {
     const { state } = this.record;
     const seen = this.contextVersion;
-    const stored = state.investigationRun === undefined ? await investigationRecords.latestInvestigation(this.record.ids()) : null;
+    const stored =
+      state.investigationRun === undefined ? await investigationRecords.latestInvestigation(this.record.ids()) : null;
     // A run begun while the stored one was read is the incident's now (decision 202).
     const begunMeanwhile = stored !== null && state.investigationRun !== undefined;
     if (stored && stored.status !== 'running' && !begunMeanwhile) {
       state.investigationRun = stored.run;
       state.investigationStatus = stored.status === 'failed' ? 'failed' : 'completed';
     }
-    if (state.investigationRun !== undefined && state.investigationStatus !== 'running') await this.resynthesise(state.investigationRun);
+    if (state.investigationRun !== undefined && state.investigationStatus !== 'running')
+      await this.resynthesise(state.investigationRun);
     this.contextSynthesised = Math.max(this.contextSynthesised, seen); // nothing stored to re-synthesise: the context waits for the next run
   }
 }

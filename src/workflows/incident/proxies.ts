@@ -26,7 +26,12 @@ export const analysis = proxyActivities<IncidentActivities>({
 // land eventually, like a projection.
 export const investigationLifecycle = proxyActivities<InvestigationActivities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
+  retry: {
+    initialInterval: '500 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 10,
+  },
 });
 export const investigationRecords = proxyActivities<InvestigationActivities>({
   startToCloseTimeout: '30 seconds',
@@ -57,7 +62,10 @@ export const learning = proxyActivities<IncidentActivities>({
 // retry without limit: a database outage longer than a few minutes must delay a remediation, not
 // end it halfway (decision 165).
 const remediationRetry = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
-export const remediation = proxyActivities<RemediationActivities>({ startToCloseTimeout: '2 minutes', retry: remediationRetry });
+export const remediation = proxyActivities<RemediationActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: remediationRetry,
+});
 // A step may call a skill, and heartbeats while it runs.
 export const remediationSteps = proxyActivities<RemediationActivities>({
   startToCloseTimeout: '2 minutes',

@@ -63,7 +63,13 @@ export class IncidentRecord {
   async transition(target: IncidentStatus, actor: Actor): Promise<IncidentView> {
     if (target === this.state.status) return this.read();
     const version = this.state.version + 1;
-    const view = await projections.projectStatusChange({ ...this.traced(), from: this.state.status, to: target, version, actor });
+    const view = await projections.projectStatusChange({
+      ...this.traced(),
+      from: this.state.status,
+      to: target,
+      version,
+      actor,
+    });
     this.state.status = target;
     this.state.version = version;
     upsertSearchAttributes([{ key: IncidentStatusKey, value: target }]);

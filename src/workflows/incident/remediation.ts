@@ -82,7 +82,11 @@ export class Remediation {
     return this.decide(approval, response, response.notes);
   }
 
-  private decide(approval: Approval, decision: ApprovalResponse, notes: string | undefined): Promise<ApprovalDecidedView> {
+  private decide(
+    approval: Approval,
+    decision: ApprovalResponse,
+    notes: string | undefined,
+  ): Promise<ApprovalDecidedView> {
     approval.decision = decision;
     approval.decidedView = remediation.recordApprovalDecision({
       ...this.record.traced(),
@@ -160,7 +164,12 @@ export class Remediation {
   }
 
   private grantedBySystem(approval: Approval): ApprovalResponse {
-    const decision: ApprovalResponse = { approvalId: approval.approvalId, decision: 'approve', actor: { type: 'system', id: 'auto-remediation' }, notes: 'autoRemediation' };
+    const decision: ApprovalResponse = {
+      approvalId: approval.approvalId,
+      decision: 'approve',
+      actor: { type: 'system', id: 'auto-remediation' },
+      notes: 'autoRemediation',
+    };
     void this.decide(approval, decision, 'Granted by the system: the tenant enables autoRemediation');
     return decision;
   }
@@ -180,7 +189,15 @@ export class Remediation {
       const remaining = Date.parse(approval.deadline) - Date.now();
       const woke =
         remaining > 0 &&
-        (await condition(() => approval.decision !== undefined || record.closeRequested || this.evidenceMayHaveChanged || resolvedMeanwhile() || movedOnMeanwhile(), remaining));
+        (await condition(
+          () =>
+            approval.decision !== undefined ||
+            record.closeRequested ||
+            this.evidenceMayHaveChanged ||
+            resolvedMeanwhile() ||
+            movedOnMeanwhile(),
+          remaining,
+        ));
       if (!woke) break; // deadline
       if (approval.decision || record.closeRequested || resolvedMeanwhile() || movedOnMeanwhile()) break;
       // A re-synthesis happened while waiting: is the proposal still about the same evidence?
@@ -203,7 +220,12 @@ export class Remediation {
             : 'superseded';
     this.endedApprovals.set(approval.approvalId, reason === 'superseded' ? 'superseded' : 'expired');
     this.endApproval();
-    await remediation.expireApproval({ ...record.traced(), approvalId: approval.approvalId, remediationId: approval.remediationId, reason });
+    await remediation.expireApproval({
+      ...record.traced(),
+      approvalId: approval.approvalId,
+      remediationId: approval.remediationId,
+      reason,
+    });
     if (reason === 'superseded') {
       this.requested = this.requested ?? run;
       return 'superseded';
@@ -245,7 +267,12 @@ export class Remediation {
       }
       const outcome = await remediationSteps.executeRemediationStep({ ...record.traced(), ...base, index });
       if (!outcome.ok) {
-        await remediation.completeRemediation({ ...record.traced(), ...base, ok: false, detail: `Step ${index + 1} failed: ${outcome.error ?? 'unknown error'}` });
+        await remediation.completeRemediation({
+          ...record.traced(),
+          ...base,
+          ok: false,
+          detail: `Step ${index + 1} failed: ${outcome.error ?? 'unknown error'}`,
+        });
         state.remediationStatus = 'failed';
         await this.moveTo('investigating');
         return;

@@ -127,7 +127,9 @@ export class IncidentState {
       .catch(() => undefined); // recorded as triage.failed
     if (!this.investigation.busy()) {
       await record
-        .exclusive(async () => (record.settled() ? false : this.investigation.begin({ type: 'system', id: 'auto-investigate' }, true)))
+        .exclusive(async () =>
+          record.settled() ? false : this.investigation.begin({ type: 'system', id: 'auto-investigate' }, true),
+        )
         .catch(() => undefined);
     }
   }
@@ -170,7 +172,12 @@ export class IncidentState {
       // approval when the conclusion it was based on changed.
       if (this.remediation.awaitingDecision() && this.investigation.hasReports()) this.investigation.contextArrived();
       // Last status wins: every alert of the incident has recovered when the latest one says so.
-      if (last.status === 'resolved' && this.autoResolve && record.state.status !== 'resolved' && record.state.status !== 'closed') {
+      if (
+        last.status === 'resolved' &&
+        this.autoResolve &&
+        record.state.status !== 'resolved' &&
+        record.state.status !== 'closed'
+      ) {
         await record.transition('resolved', { type: 'system', id: 'auto-resolve' });
       }
     });

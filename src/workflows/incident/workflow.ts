@@ -23,7 +23,9 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
   const { record, investigation, remediation } = incident;
 
   setHandler(getStateQuery, () => incident.snapshot());
-  setHandler(setStatusUpdate, (request) => incident.setStatus(request), { validator: (request) => incident.validateSetStatus(request) });
+  setHandler(setStatusUpdate, (request) => incident.setStatus(request), {
+    validator: (request) => incident.validateSetStatus(request),
+  });
   setHandler(startInvestigationUpdate, (command) => incident.startInvestigation(command), {
     validator: (command) => incident.validateCommand(command, 'investigated'),
   });
@@ -31,7 +33,9 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     validator: (response) => incident.validateApprovalResponse(response),
   });
   setHandler(investigationContextSignal, () => incident.contextArrived());
-  setHandler(triageUpdate, (command) => incident.triage(command), { validator: (command) => incident.validateCommand(command, 'triaged') });
+  setHandler(triageUpdate, (command) => incident.triage(command), {
+    validator: (command) => incident.validateCommand(command, 'triaged'),
+  });
   setHandler(alertsReceivedSignal, (alerts) => incident.alertsReceived(alerts));
 
   await incident.runAutomatedSteps();

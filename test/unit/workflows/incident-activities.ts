@@ -73,7 +73,14 @@ export function fakeIncidentActivities(input: IncidentWorkflowInput) {
     },
     async triageIncident(req) {
       record('triageIncident', req);
-      return { incidentId: req.incidentId, priority: view.severity, summary: 'Checkout errors', confidence: 0.8, suggestedAgents: [], severityChangedFrom: null };
+      return {
+        incidentId: req.incidentId,
+        priority: view.severity,
+        summary: 'Checkout errors',
+        confidence: 0.8,
+        suggestedAgents: [],
+        severityChangedFrom: null,
+      };
     },
     async recordTriageFailure(req) {
       record('recordTriageFailure', req);
@@ -84,7 +91,11 @@ export function fakeIncidentActivities(input: IncidentWorkflowInput) {
     },
     async synthesizeInvestigation(req) {
       record('synthesizeInvestigation', req);
-      return { rootCause: `Deployment behind ${state.evidenceHash}`, confidence: 0.9, recommendedActions: ['Roll back checkout-api'] };
+      return {
+        rootCause: `Deployment behind ${state.evidenceHash}`,
+        confidence: 0.9,
+        recommendedActions: ['Roll back checkout-api'],
+      };
     },
     async recordInvestigationFailure(req) {
       record('recordInvestigationFailure', req);

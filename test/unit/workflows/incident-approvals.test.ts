@@ -58,9 +58,18 @@ async function withIncident(test: (incident: Incident) => Promise<void>): Promis
     version: 1,
   };
   const fake = fakeIncidentActivities(input);
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities: fake.activities });
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: bundle,
+    activities: fake.activities,
+  });
   await worker.runUntil(async () => {
-    const handle = await env.client.workflow.start<typeof incidentWorkflow>(incidentWorkflowType, { workflowId: input.incidentId, taskQueue, args: [input] });
+    const handle = await env.client.workflow.start<typeof incidentWorkflow>(incidentWorkflowType, {
+      workflowId: input.incidentId,
+      taskQueue,
+      args: [input],
+    });
     try {
       await test({ input, taskQueue, handle, fake });
     } finally {
@@ -83,7 +92,9 @@ async function endQuietly(workflowId: string): Promise<void> {
     if (description.status.name !== 'RUNNING') return;
     const events = (await handle.fetchHistory()).events ?? [];
     const lastTask = events.findLast((e) => workflowTaskEvents.has(e.eventType ?? 0));
-    const idle = lastTask?.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED && !description.raw.pendingActivities?.length;
+    const idle =
+      lastTask?.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED &&
+      !description.raw.pendingActivities?.length;
     if (idle && events.length === seen) break; // and nothing happened for a moment
     seen = events.length;
     await new Promise((r) => setTimeout(r, 20));
@@ -99,7 +110,10 @@ interface Incident {
 }
 
 /** Polls the workflow's state (real milliseconds; the server's clock stands still meanwhile). */
-async function stateWhen(handle: WorkflowHandle, done: (s: IncidentWorkflowState) => boolean): Promise<IncidentWorkflowState> {
+async function stateWhen(
+  handle: WorkflowHandle,
+  done: (s: IncidentWorkflowState) => boolean,
+): Promise<IncidentWorkflowState> {
   const until = Date.now() + 10_000;
   for (;;) {
     const state = await handle.query(getStateQuery);
@@ -111,16 +125,24 @@ async function stateWhen(handle: WorkflowHandle, done: (s: IncidentWorkflowState
 
 /** Investigates the incident to a conclusion and waits until its remediation awaits approval. */
 async function awaitingApproval(handle: WorkflowHandle, approvalId: string) {
-  expect(await handle.executeUpdate(startInvestigationUpdate, { args: [{ actor: member }] })).toMatchObject({ status: 'investigating' });
+  expect(await handle.executeUpdate(startInvestigationUpdate, { args: [{ actor: member }] })).toMatchObject({
+    status: 'investigating',
+  });
   return stateWhen(handle, (s) => s.pendingApprovalId === approvalId && s.status === 'awaiting_approval');
 }
 
 /** The refusal an answer gets, as `type: message` (the type once validators throw typed failures). */
-async function refusal(handle: WorkflowHandle, approvalId: string, decision: 'approve' | 'reject' = 'approve'): Promise<string> {
-  const err = await handle.executeUpdate(respondToApprovalUpdate, { args: [{ approvalId, decision, actor: admin }] }).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
+async function refusal(
+  handle: WorkflowHandle,
+  approvalId: string,
+  decision: 'approve' | 'reject' = 'approve',
+): Promise<string> {
+  const err = await handle
+    .executeUpdate(respondToApprovalUpdate, { args: [{ approvalId, decision, actor: admin }] })
+    .then(
+      () => undefined,
+      (e: unknown) => e,
+    );
   expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
   const cause = (err as WorkflowUpdateFailedError).cause as (Error & { type?: string }) | undefined;
   return `${cause?.type ?? ''}: ${cause?.message ?? ''}`;
@@ -134,14 +156,19 @@ describe('the incident workflow on a time-skipping server', () => {
 
       // A minute before the deadline the approval still waits.
       await env.sleep(minutes(APPROVAL_MINUTES - 1));
-      expect(await handle.query(getStateQuery)).toMatchObject({ pendingApprovalId: 'apr-1', remediationStatus: 'awaiting_approval' });
+      expect(await handle.query(getStateQuery)).toMatchObject({
+        pendingApprovalId: 'apr-1',
+        remediationStatus: 'awaiting_approval',
+      });
       expect(fake.callsTo('expireApproval')).toEqual([]);
 
       // Past it, the durable timer has fired: expired, cancelled, the incident back with a human.
       await env.sleep(minutes(2));
       const state = await stateWhen(handle, (s) => s.remediationStatus === 'cancelled' && s.status === 'investigating');
       expect(state.pendingApprovalId).toBeUndefined();
-      expect(fake.callsTo('expireApproval')).toEqual([expect.objectContaining({ approvalId: 'apr-1', remediationId: 'rem-1', reason: 'deadline' })]);
+      expect(fake.callsTo('expireApproval')).toEqual([
+        expect.objectContaining({ approvalId: 'apr-1', remediationId: 'rem-1', reason: 'deadline' }),
+      ]);
       expect((await env.currentTimeMs()) - proposedAt).toBeGreaterThanOrEqual(minutes(APPROVAL_MINUTES));
 
       expect(await refusal(handle, 'apr-1')).toMatch(/approval_?expired.*deadline/i);
@@ -159,22 +186,31 @@ describe('the incident workflow on a time-skipping server', () => {
       fake.changeEvidence('evidence-2');
       await handle.signal(investigationContextSignal);
       await stateWhen(handle, (s) => s.pendingApprovalId === 'apr-2' && s.status === 'awaiting_approval');
-      expect(fake.callsTo('expireApproval')).toEqual([expect.objectContaining({ approvalId: 'apr-1', reason: 'superseded' })]);
+      expect(fake.callsTo('expireApproval')).toEqual([
+        expect.objectContaining({ approvalId: 'apr-1', reason: 'superseded' }),
+      ]);
       expect(await refusal(handle, 'apr-1')).toMatch(/approval_?expired.*superseded/i);
 
       // Past the first approval's deadline the second one still waits: its timer is its own.
       await env.sleep(minutes(30));
-      expect(await handle.query(getStateQuery)).toMatchObject({ pendingApprovalId: 'apr-2', remediationStatus: 'awaiting_approval' });
+      expect(await handle.query(getStateQuery)).toMatchObject({
+        pendingApprovalId: 'apr-2',
+        remediationStatus: 'awaiting_approval',
+      });
       expect(fake.callsTo('expireApproval')).toHaveLength(1);
 
-      const decided = await handle.executeUpdate(respondToApprovalUpdate, { args: [{ approvalId: 'apr-2', decision: 'approve', actor: admin }] });
+      const decided = await handle.executeUpdate(respondToApprovalUpdate, {
+        args: [{ approvalId: 'apr-2', decision: 'approve', actor: admin }],
+      });
       expect(decided).toMatchObject({ approvalId: 'apr-2', remediationId: 'rem-2', decision: 'approve' });
       await stateWhen(handle, (s) => s.remediationStatus === 'completed' && s.status === 'resolved');
       expect(fake.callsTo('executeRemediationStep').map((a) => [a.remediationId, a.index])).toEqual([
         ['rem-2', 0],
         ['rem-2', 1],
       ]);
-      expect(fake.callsTo('completeRemediation')).toEqual([expect.objectContaining({ remediationId: 'rem-2', ok: true })]);
+      expect(fake.callsTo('completeRemediation')).toEqual([
+        expect.objectContaining({ remediationId: 'rem-2', ok: true }),
+      ]);
     });
   });
 
@@ -187,7 +223,9 @@ describe('the incident workflow on a time-skipping server', () => {
       expect(closed.status).toBe('closed');
       const ended = await handle.result();
       expect(ended).toMatchObject({ status: 'closed', remediationStatus: 'cancelled' });
-      expect(fake.callsTo('expireApproval')).toEqual([expect.objectContaining({ approvalId: 'apr-1', reason: 'closed' })]);
+      expect(fake.callsTo('expireApproval')).toEqual([
+        expect.objectContaining({ approvalId: 'apr-1', reason: 'closed' }),
+      ]);
 
       // Three days later a person reopens it to investigate again: a new run of the same
       // workflow id, started from the stored closed incident (as the api's port does).
@@ -206,7 +244,10 @@ describe('the incident workflow on a time-skipping server', () => {
       expect((await reopenedHandle.describe()).runId).not.toBe(firstRunId);
 
       // The reopen investigates (automatically) and asks again; the old approval is not this run's.
-      const state = await stateWhen(reopenedHandle, (s) => s.pendingApprovalId === 'apr-2' && s.status === 'awaiting_approval');
+      const state = await stateWhen(
+        reopenedHandle,
+        (s) => s.pendingApprovalId === 'apr-2' && s.status === 'awaiting_approval',
+      );
       expect(state.version).toBeGreaterThan(ended.version);
       expect(fake.callsTo('beginInvestigation').map((a) => a.automatic)).toEqual([false, true]);
       expect(await refusal(reopenedHandle, 'apr-1')).toMatch(/not_?found/i);
