@@ -4,7 +4,8 @@ import { quotaWarningKey, quotaWarningsCrossed } from '../domain/plans.js';
 import type { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import type { NewEvent } from '../outbox/events.js';
-import { dispatchChannel, type IngestOutcome, type IngestRequest } from './ingest.js';
+import { dispatchChannel } from '../outbox/append.js';
+import type { IngestOutcome, IngestRequest } from './ingest.js';
 import type { ParsedAlert } from './types.js';
 
 /** An incident the batch opens (`isNew`) or an open one its alerts attach to. */

@@ -1,9 +1,6 @@
 import type { WebhookCredential } from '../db/repositories/api-keys.js';
 import type { ParsedEvent } from './types.js';
 
-/** The channel the dispatcher listens on: something waits for a workflow start or signal. */
-export const dispatchChannel = 'incident_dispatch';
-
 /** A delivery retried with the same body within this window gets the first answer. */
 export const BODY_REPLAY_WINDOW_MS = 10 * 60 * 1000;
 

@@ -4,6 +4,9 @@ import { newId } from '../ids.js';
 import type { NewEvent } from './events.js';
 
 /** The channel NOTIFY wakes for every appended event (payload: `tenantId:streamSeq`, sent at commit by the `events_seal` trigger). */
+/** The channel the workflow dispatcher listens on: something waits for a workflow start or signal. */
+export const dispatchChannel = 'incident_dispatch';
+
 export const eventsChannel = 'incident_events';
 
 type Executor = Pick<Db, 'insert' | 'execute'>;

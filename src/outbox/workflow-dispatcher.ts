@@ -13,8 +13,8 @@ import { auditExports } from '../db/schema/audit.js';
 import { incidents } from '../db/schema/incidents.js';
 import { ingestedEvents } from '../db/schema/ingestion.js';
 import { tenants } from '../db/schema/tenants.js';
-import { dispatchChannel } from '../ingest/ingest.js';
 import type { WorkflowPort } from '../temporal/port.js';
+import { dispatchChannel } from './append.js';
 import { failureLogFields, isWorkflowEngineUnavailable } from '../dependency-failures.js';
 import type { ReceivedAlert } from '../workflows/messages.js';
 
