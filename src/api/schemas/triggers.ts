@@ -2,31 +2,10 @@ import { z } from '@hono/zod-openapi';
 import { severities, incidentSources } from '../../db/schema/incidents.js';
 import { triggerActions } from '../../db/schema/triggers.js';
 import { limitParam, oneLine, queryBoolean } from './common.js';
+import { EVENT_TYPES } from '../../outbox/events.js';
 
-/** The 21 event types of DESIGN §5: the catalogue a trigger's `eventType` comes from. */
-export const eventCatalogue = [
-  'incident.created',
-  'incident.status_changed',
-  'incident.severity_changed',
-  'incident.resolved',
-  'triage.completed',
-  'triage.failed',
-  'investigation.started',
-  'investigation.evidence_added',
-  'investigation.completed',
-  'investigation.failed',
-  'approval.requested',
-  'approval.expired',
-  'remediation.approved',
-  'remediation.rejected',
-  'remediation.completed',
-  'remediation.failed',
-  'knowledge.pattern_created',
-  'knowledge.pattern_promoted',
-  'knowledge.feedback_received',
-  'system.quota_warning',
-  'system.export_completed',
-] as const;
+/** The 21 event types of DESIGN §5 (the outbox's catalogue): what a trigger's `eventType` names. */
+export const eventCatalogue = EVENT_TYPES;
 
 const EventType = z.enum(eventCatalogue, {
   message: `eventType must be one of the event catalogue: ${eventCatalogue.join(', ')}`,
