@@ -133,7 +133,7 @@ async function token(args: string[]): Promise<void> {
   if (!values.role || !(roles as readonly string[]).includes(values.role)) fail('--role must be admin or member');
   const config = configOrExit();
   const ttl = values.ttl === undefined ? config.auth.tokenTtlSeconds : Number(values.ttl);
-  // No longer than the api accepts (JWT_MAX_LIFETIME_SECONDS, decision 0248): a token we print is never refused for it.
+  // No longer than the api accepts (JWT_MAX_LIFETIME_SECONDS): a token we print is never refused for it.
   const maxTtl = config.auth.maxLifetimeSeconds;
   if (!Number.isInteger(ttl) || ttl < 1 || ttl > maxTtl)
     fail(`--ttl must be a whole number of seconds (1 to ${maxTtl}, JWT_MAX_LIFETIME_SECONDS)`);

@@ -35,7 +35,7 @@ const CONNECTIONS_CHECK_MS = 5_000;
 const DROP_WARNING_MS = 60_000;
 
 /**
- * Serves `app` with the bounds of `http` (decision 246). The app itself answers a body that is
+ * Serves `app` with the bounds of `http`. The app itself answers a body that is
  * late 408 with the error body (bodyDeadline); Node's own request bound, later, is the backstop
  * for what the app does not read, and answers a bare 408.
  */
@@ -143,7 +143,7 @@ export async function startApi(
   };
 }
 
-/** How long an api request waits before PostgreSQL is probed, and between probes (decision 238). */
+/** How long an api request waits before PostgreSQL is probed, and between probes. */
 export const DATABASE_WATCH_MS = 10_000;
 
 /** How long a stopping api goes on answering the requests it has (then it cuts the rest off). */

@@ -45,7 +45,7 @@ const envSchema = z.object({
   JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   JWKS_URL: z.url().refine(withoutCredentials, CREDENTIALS_IN_URL).optional(),
   JWT_TTL_SECONDS: z.coerce.number().int().min(60).max(86_400).default(3600),
-  /** The longest lifetime (`exp` - `iat`) a token may claim (decision 0248). */
+  /** The longest lifetime (`exp` - `iat`) a token may claim. */
   JWT_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(60).max(2_592_000).default(86_400),
   /** How far ahead of ours a token issuer's clock may be (`iat`, `nbf`). */
   JWT_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(600).default(60),
@@ -107,7 +107,7 @@ const envSchema = z.object({
     .optional(),
   LLM_API_KEY: optionalString,
   LLM_MODEL: z.string().trim().min(1).max(200).default('gpt-4o-mini'),
-  // Below triage's 60 s activity timeout, so a slow model falls back to the built-in analyzer (decision 180).
+  // Below triage's 60 s activity timeout, so a slow model falls back to the built-in analyzer (ADR 0180).
   LLM_TIMEOUT_MS: z.coerce.number().int().min(100).max(50_000).default(20_000),
   LLM_COST_PER_1K_TOKENS: z.coerce.number().min(0).max(1000).default(0),
   EXPORT_DIR: optionalString,
@@ -144,7 +144,7 @@ export interface S3Config {
   allowedBuckets?: string[];
 }
 
-/** The api's HTTP server bounds (decision 246). */
+/** The api's HTTP server bounds. */
 export interface HttpSettings {
   /** How long an idle keep-alive connection is kept open. */
   keepAliveTimeoutMs: number;
@@ -204,10 +204,10 @@ export interface Config {
   workerStatementTimeoutMs: number;
   /**
    * How many incident workflows the worker keeps in memory between their tasks (about 85 KB
-   * each); one evicted replays its history on its next task (decision 229).
+   * each); one evicted replays its history on its next task.
    */
   workerMaxCachedWorkflows: number;
-  /** The api's HTTP server bounds (decision 246). */
+  /** The api's HTTP server bounds. */
   http: HttpSettings;
   /** A task queue poller whose last poll is older than this counts as gone in /health/detailed. */
   workerPollStaleMs: number;

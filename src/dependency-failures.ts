@@ -88,7 +88,7 @@ export function isStatementTimeout(err: unknown): boolean {
 
 /**
  * Whether PostgreSQL aborted the transaction as a deadlock victim (40P01) or for a serialization
- * failure (40001): rolled back whole, so running it again may succeed (decision 242).
+ * failure (40001): rolled back whole, so running it again may succeed.
  */
 export function isTransactionConflict(err: unknown): boolean {
   return anyCause(err, (e) => e.name === 'PostgresError' && (e.code === '40P01' || e.code === '40001'));
@@ -111,7 +111,7 @@ export function isDeadlineExceeded(err: unknown): boolean {
 /**
  * How a failure is logged: an outage (a dependency that cannot be reached) as its reason in one
  * line, since an outage brings many and its stack says nothing; anything else with its error and
- * stack (decision 223).
+ * stack (ADR 0223).
  */
 export function failureLogFields(err: unknown): { reason: string } | { err: unknown } {
   return isWorkflowEngineUnavailable(err) || isDependencyUnavailable(err) ? { reason: failureReason(err) } : { err };
@@ -119,7 +119,7 @@ export function failureLogFields(err: unknown): { reason: string } | { err: unkn
 
 /**
  * An error's message with its causes' (`Failed query: select …: connect ECONNREFUSED …`), and
- * never a failed statement's parameters (decision 225).
+ * never a failed statement's parameters.
  */
 export function failureReason(err: unknown): string {
   withoutQueryParameters(err);
@@ -139,7 +139,7 @@ export function failureReason(err: unknown): string {
  * Runs `call`, watching the dependency it waits on: once it has waited `everyMs`, and every
  * `everyMs` after, `answers` probes the dependency; when it does not answer, the call is given up
  * with `unavailable()` (made once) and its outcome, whenever it comes, is dropped. Used for
- * Temporal (decision 216) and PostgreSQL (decision 238): their clients' own bounds cannot act on
+ * Temporal and PostgreSQL: their clients' own bounds cannot act on
  * a server that keeps its connections open and answers nothing.
  */
 export function watchCall<T>(

@@ -3,7 +3,7 @@ import { fieldsWithoutQueryParameters, withoutQueryParameters } from './db/query
 
 /**
  * Structured JSON logs; credentials are redacted wherever they might appear, including the
- * parameters of a failed statement in any error logged (decision 225).
+ * parameters of a failed statement in any error logged.
  */
 export function createLogger(
   level: string,

@@ -77,7 +77,7 @@ export function createInvestigationLifecycleActivities(deps: { db: Db; clock?: (
           })
           .returning({ run: investigations.run });
         // The machine's last conclusion is cleared; a person's correction (feedback correct_rca)
-        // stays, as synthesis keeps it (decision 111).
+        // stays, as synthesis keeps it.
         await setRootCauseUnlessCorrected(tx, req.tenantId, req.incidentId, null);
         const appended = await appendEvent(tx, {
           tenantId: req.tenantId,

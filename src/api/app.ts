@@ -56,7 +56,7 @@ import {
 export const MAX_BODY_BYTES = 1024 * 1024;
 /**
  * A webhook's body may be larger: Alertmanager and Grafana send a whole group in one
- * notification, and one refused for its size is lost (decision 219).
+ * notification, and one refused for its size is lost (ADR 0219).
  */
 export const MAX_WEBHOOK_BODY_BYTES = 4 * 1024 * 1024;
 
@@ -251,7 +251,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
       logger.debug({ reason: failureReason(err) }, 'a request given up on failed after its answer');
       return c.json(body, status as ContentfulStatusCode);
     }
-    // An outage's 503s are expected and many: one line each, without the stack (decision 223).
+    // An outage's 503s are expected and many: one line each, without the stack.
     if (status === 503)
       logger.warn({ reason: failureReason(err) }, logAs ?? 'unavailable'); // also a statement past its bound
     else if (status >= 500) logger.error({ err }, logAs ?? 'unhandled error');

@@ -32,9 +32,9 @@ export interface AppDeps {
   clock: () => Date;
   logger: Logger;
   config: Pick<Config, 'publicBaseUrl' | 'trustProxy' | 'publicRateLimitPerMinute' | 'webhookRateLimitPerMinute'> & {
-    /** Webhook requests with a refused key per address and minute before 429 (decision 182; default 600). */
+    /** Webhook requests with a refused key per address and minute before 429 (default 600). */
     webhookKeyFailuresPerMinute?: number;
-    /** How long a request's body may take after its headers before 408 (decision 246); no bound when absent. */
+    /** How long a request's body may take after its headers before 408; no bound when absent. */
     http?: Pick<HttpSettings, 'requestTimeoutMs'>;
   };
   /** Encrypts skill header values; its allowlist judges skill URLs at creation. */
@@ -57,8 +57,8 @@ export interface AppDeps {
   ingest?: Partial<IngestBatcherLimits>;
   /**
    * A request not answered after `everyMs` has PostgreSQL probed (`answers`, on a fresh
-   * connection), and again every `everyMs`; when it does not answer, the request is answered 503
-   * (decision 238). No watch when absent.
+   * connection), and again every `everyMs`; when it does not answer, the request is answered 503.
+   * No watch when absent.
    */
   databaseWatch?: { answers: () => Promise<boolean>; everyMs: number };
 }
@@ -90,7 +90,7 @@ export interface AppEnv {
     apiKeyId?: string;
     /** The caller a credential named (bearer-auth, stream-token), before its tenant is admitted. */
     identified?: Identified;
-    /** The 503 the database watch answered the request with while its handler ran on (decision 238). */
+    /** The 503 the database watch answered the request with while its handler ran on. */
     givenUp?: Error;
   };
 }

@@ -1,13 +1,12 @@
 /**
  * What every operation of the api answers besides its own responses, added to the published
- * OpenAPI document in one place rather than repeated on each route (decision 222): each route
+ * OpenAPI document in one place rather than repeated on each route: each route
  * states the answers that are its own (its 400 body rules, 404, 409, quota 429), and these are
  * the service's:
  * - every route but the health probes is rate limited: 429 `rate_limit_exceeded` with
- *   `Retry-After`; every answer, the probes' too, carries the `X-RateLimit-*` headers
- *   (decisions 209, 246);
+ *   `Retry-After`; every answer, the probes' too, carries the `X-RateLimit-*` headers;
  * - every route but the health probes reads PostgreSQL (its rate-limit window at least), so it
- *   may answer 503 `service_unavailable` with `Retry-After` (decision 153);
+ *   may answer 503 `service_unavailable` with `Retry-After`;
  * - a route that takes a body answers 413 `payload_too_large` past the body limit;
  * - a route with path parameters answers 400 `validation_error` for one out of its bounds;
  * - a webhook's body, which its handler reads raw, is described.
@@ -29,7 +28,7 @@ interface OperationObject {
   responses?: Record<string, ResponseObject | ReferenceObject>;
 }
 
-/** Routes that are not rate limited (their window is shown, not enforced) and read nothing (decisions 7, 246). */
+/** Routes that are not rate limited (their window is shown, not enforced) and read nothing. */
 const UNLIMITED_PATHS = new Set(['/health', '/health/detailed']);
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 

@@ -99,7 +99,7 @@ function checkTimes(
  * HS256 tokens signed with the configured secret and, when a JWKS URL is configured, RS256
  * tokens from an external identity provider. `iss`, `aud` and `exp` are always checked and only
  * these two algorithms are ever accepted (never `none`); the lifetime and the issuer's clock are
- * bounded (`checkTimes`; decision 0248).
+ * bounded (`checkTimes`).
  */
 export function createTokenVerifier(options: {
   jwtSecret?: string | undefined;

@@ -34,7 +34,7 @@ export interface DatabaseOptions {
  * failures since its last successful connect: 50 ms doubling to 1 s, with jitter. postgres.js's
  * default grows as 3^retries to 20 s, and the count is shared by the pool's connections: a
  * restart of PostgreSQL under load raised it past 10 within the second it took, and the pool
- * stayed away for up to 20 s after PostgreSQL was back, answering nothing (decision 236).
+ * stayed away for up to 20 s after PostgreSQL was back, answering nothing (ADR 0236).
  */
 export const reconnectBackoff = (retries: number): number =>
   (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 1);
@@ -46,7 +46,7 @@ type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 /**
  * A transaction whose callback runs once whatever PostgreSQL aborts it for: for the one callback
  * that acts outside the database (a remediation step calling the tenant's HTTP skill, whose
- * record and row lock share its transaction; decision 166), where running it again would act
+ * record and row lock share its transaction), where running it again would act
  * twice.
  */
 export function transactionOnce<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
@@ -63,8 +63,8 @@ export const CONFLICT_ATTEMPTS = 3;
  * so nothing of the attempt stays, and the other side of the conflict has gone ahead. Up to
  * `CONFLICT_ATTEMPTS` runs, 10–40 ms apart (jittered, so two crossed callers do not meet again);
  * then the error as before. Without it the caller got the error: a 500 for a person's request
- * (two crossed root-cause corrections, decision 235's remainder). Callbacks therefore do only
- * database work (decision 242), or run through `transactionOnce`; a savepoint
+ * (two crossed root-cause corrections). Callbacks therefore do only
+ * database work (ADR 0242), or run through `transactionOnce`; a savepoint
  * (`tx.transaction`) is not retried on its own, since its whole transaction is aborted.
  */
 export function retryConflicts(db: Db): Db {

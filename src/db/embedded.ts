@@ -67,7 +67,7 @@ export async function startEmbeddedPostgres(options: {
   databases: string[];
   log: Log;
   /**
-   * Start PostgreSQL again when it exits on its own (decision 224): after 1 s, doubling to 30 s
+   * Start PostgreSQL again when it exits on its own: after 1 s, doubling to 30 s
    * while it keeps exiting within a minute of its start or cannot start (its crashed backends
    * may still hold the shared memory for a moment). `exited` is told before each attempt, with
    * the last lines PostgreSQL logged, `restarted` after one succeeded, with the new process id.
@@ -91,7 +91,7 @@ export async function startEmbeddedPostgres(options: {
     createPostgresUser: userInfo().uid === 0,
     // No unix socket (its default folder may not exist or be writable); TCP on loopback only.
     // Terse errors: a DETAIL or CONTEXT line quotes the values a statement was refused for
-    // (decision 226), and this log reaches ours at debug level and in `supervise.exited`.
+    // (ADR 0226), and this log reaches ours at debug level and in `supervise.exited`.
     postgresFlags: [
       '-c',
       'unix_socket_directories=',

@@ -3,7 +3,7 @@
  * property carry the statement's parameters: a new API key's signing secret, a trigger's HMAC
  * secret, an alert's whole payload. Logged as it is, or sent to Temporal as an activity's failure
  * (kept in its history, shown in its Web UI and in `investigation.failed`), a database outage
- * would copy secrets into places they must never reach (decision 225).
+ * would copy secrets into places they must never reach (ADR 0225).
  *
  * `withoutQueryParameters` removes them, in place, from the error and its causes, so whatever
  * logs or reports the error later sees only the statement and the driver's error (its cause).

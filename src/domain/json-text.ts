@@ -4,7 +4,7 @@ import { AppError } from '../errors.js';
  * PostgreSQL stores no NUL character (in `text` or `jsonb`) and no unpaired UTF-16 surrogate (in
  * `jsonb`); such a value failed its statement, and the caller got a 500 (a monitoring tool then
  * retried the delivery for ever). They are refused up front instead, as 400 `validation_error`
- * naming where they are (decision 167). JSON can carry either only as a `\u` escape (a raw
+ * naming where they are. JSON can carry either only as a `\u` escape (a raw
  * control character is malformed JSON, and invalid UTF-8 decodes to U+FFFD), so a body whose
  * text holds no such escape is not walked at all.
  */
@@ -62,7 +62,7 @@ function storableString(text: string): string {
  * `value` with every string and key PostgreSQL cannot store made storable: each NUL and each
  * unpaired surrogate becomes U+FFFD, as invalid UTF-8 does when it is decoded. For what a
  * monitoring tool sends, which is kept rather than refused: refusing one alert's annotation
- * refused the whole notification, and the tool sent it again and again (decision 217).
+ * refused the whole notification, and the tool sent it again and again (ADR 0217).
  */
 export function storableCopy(value: unknown): unknown {
   if (typeof value === 'string') return textProblem(value) ? storableString(value) : value;

@@ -75,7 +75,7 @@ const chatMessagesPerMonth: Record<PlanId, number | 'custom'> = {
   plan_business: 5000,
   plan_enterprise: 'custom',
 };
-/** Days of audit log each plan keeps; older entries are purged (decision 152). */
+/** Days of audit log each plan keeps; older entries are purged. */
 export const auditRetentionDays: Readonly<Record<PlanId, number>> = {
   plan_starter: 30,
   plan_pro: 90,
@@ -102,7 +102,7 @@ export const customQuotaKeys: Readonly<Record<QuotaMetric, keyof CustomQuotas>> 
 export const MAX_CUSTOM_QUOTA = 1_000_000_000;
 
 /**
- * An enterprise tenant's quotas where its operator set none (decision 251): so every
+ * An enterprise tenant's quotas where its operator set none: so every
  * remaining count is an integer, and enforcement uses the same numbers.
  */
 export const enterpriseQuotaDefaults: Readonly<CustomQuotas> = {

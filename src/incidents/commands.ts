@@ -292,7 +292,7 @@ async function respondToApproval(
     .catch((err: unknown) => {
       // The stored approval is pending and within its deadline (judged above), but the
       // workflow does not wait on it yet: it has not taken in its own proposal (a worker
-      // behind). Not a 404 for an approval the list shows: retry shortly (decision 202).
+      // behind). Not a 404 for an approval the list shows: retry shortly (ADR 0202).
       if (err instanceof AppError && err.code === 'approval_not_found') {
         throw new AppError('service_unavailable', 'The approval is not ready to be answered yet; retry shortly');
       }

@@ -27,7 +27,7 @@ export interface IngestBatcherLimits {
   maxQueued: number;
   /**
    * Body bytes of the deliveries waiting or being written beyond which new ones are refused at
-   * once (503); a delivery alone is always taken. Webhook bodies may be 4 MiB (decision 219).
+   * once (503); a delivery alone is always taken. Webhook bodies may be 4 MiB.
    */
   maxHeldBytes: number;
 }
@@ -68,7 +68,7 @@ export class IngestBatcher {
   private readonly limits: IngestBatcherLimits;
   /**
    * After a batch was abandoned, the database is in doubt until `probe` says it answers: nothing
-   * is sent meanwhile (decision 240). `probing` while a probe runs (deliveries wait for it);
+   * is sent meanwhile (ADR 0240). `probing` while a probe runs (deliveries wait for it);
    * until `refuseUntil` after a failed one, deliveries are refused at once.
    */
   private inDoubt = false;
@@ -181,7 +181,7 @@ export class IngestBatcher {
    * Answers 503 the deliveries that have waited for a batch as long as a batch may take: they
    * were never sent, so nothing of them is stored. Without this, while the database did not
    * answer, the queue drained one abandoned batch per `timeoutMs` and a delivery waited there
-   * for a minute and more (decision 237). The queue is in submission order.
+   * for a minute and more. The queue is in submission order.
    */
   private expireQueued(): void {
     const expiredBefore = performance.now() - this.limits.timeoutMs;

@@ -260,7 +260,7 @@ function answerReplayed(previous: PreviousDelivery[], firstOfKey: Map<string, nu
  * delivery is refused only when its firing alerts do not fit, and one that carries a recovery
  * only when the firing alerts that would open an incident do not fit (Alertmanager sends a
  * group's still-firing alerts with the one that resolved). Refusing recoveries left incidents open
- * that the tool says are over until the month ended (decision 218). Returns the accepted requests.
+ * that the tool says are over until the month ended (ADR 0218). Returns the accepted requests.
  */
 function applyQuotas(
   requests: IngestRequest[],

@@ -1,5 +1,5 @@
 /**
- * One `npm start` per data folder (decision 245). Each launcher announces itself with a file in
+ * One `npm start` per data folder. Each launcher announces itself with a file in
  * `DATA_DIR/launcher.lock/` naming it by pid, start time and boot id (from `/proc`): a pid alone
  * is no proof, a killed launcher's pid may be reused, and neither was the command line
  * (`tsx src/launcher/start.ts` holds the path relative, the launcher sees it absolute). It then looks for

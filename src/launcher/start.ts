@@ -54,7 +54,7 @@ async function seedDemoTenant(databaseUrl: string) {
 }
 
 async function main() {
-  // One launcher per data folder (decision 245): a second one is refused before it touches
+  // One launcher per data folder (ADR 0245): a second one is refused before it touches
   // anything, so whatever runs on the folder's files below is a killed launcher's leftover.
   const releaseDataDir = await claimDataDir(config.dataDir);
   parts.push({ stop: async () => releaseDataDir() }); // stopped last
@@ -80,7 +80,7 @@ async function main() {
       port: config.pgPort,
       databases: [EMBEDDED_DATABASE],
       log: (m) => logger.debug({ component: 'postgres' }, m),
-      // Nothing else would notice: every request would answer 503 for ever (decision 224).
+      // Nothing else would notice: every request would answer 503 for ever.
       supervise: {
         exited: ({ code, signal, restartInMs, lastLog }) =>
           logger.error({ code, signal, restartInMs, lastLog }, 'the embedded PostgreSQL exited; restarting it'),
@@ -117,7 +117,7 @@ async function main() {
       namespace: config.temporal.namespace,
       logFile: path.join(config.dataDir, 'temporal.log'),
       log: say,
-      // Nothing else would notice: the api and worker would wait for it for ever (decision 223).
+      // Nothing else would notice: the api and worker would wait for it for ever.
       supervise: {
         exited: ({ code, signal, restartInMs }) =>
           logger.error(

@@ -1,6 +1,6 @@
 /**
  * What `npm start` is told when a part it supervises (the Temporal dev server, the embedded
- * PostgreSQL) exits on its own, and the delays between its restarts (decisions 223 and 224).
+ * PostgreSQL) exits on its own, and the delays between its restarts.
  */
 export interface Supervision<Exit = object> {
   exited(how: { code: number | null; signal: NodeJS.Signals | null; restartInMs: number } & Exit): void;

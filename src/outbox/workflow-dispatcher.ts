@@ -39,8 +39,7 @@ export const DISPATCH_CONCURRENCY = 8;
  * failure nothing more is tried (Temporal is likely unavailable: the next pass retries);
  * resolves with how many succeeded. Failures because Temporal cannot be reached are told once a
  * wave, by their first, with how many there were and no stack: while Temporal is away every item
- * of every pass fails so, and one line per item buried the outage in hundreds of stack traces
- * (decision 223).
+ * of every pass fails so, and one line per item buried the outage in hundreds of stack traces.
  */
 async function inWaves<T>(
   items: T[],

@@ -8,7 +8,7 @@ import { streamTokens } from '../db/schema/remediation.js';
 
 /**
  * How long a stream token opens the stream, by default. It opens it again until then (a browser's
- * EventSource reconnects with the same URL), and a stream opened with it ends then (decision 0247):
+ * EventSource reconnects with the same URL), and a stream opened with it ends then:
  * short, since URLs end up in proxy and browser logs.
  */
 export const STREAM_TOKEN_TTL_SECONDS = 300;
@@ -53,7 +53,7 @@ export async function issueStreamToken(
 
 /**
  * Uses a stream token: valid any number of times until it expires, so a client reconnects with
- * it (decision 0247); `used_at` keeps its first use. Resolves the principal with the token's
+ * it (ADR 0247); `used_at` keeps its first use. Resolves the principal with the token's
  * expiry, where the stream it opens ends, or undefined for an unknown or expired token (and for
  * anything else, such as an access token put in the URL).
  */

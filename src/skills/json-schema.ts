@@ -25,7 +25,7 @@ const SUPPORTED_DRAFT = /^https?:\/\/json-schema\.org\/(draft-07\/schema|draft\/
 /**
  * `pattern` and `patternProperties` run on RE2 (re2js), which matches in time linear in the
  * input, instead of a backtracking `RegExp`: a tenant's `^(a+)+$` against 40 characters would
- * hold the api's or the worker's event loop for hours (decision 163). RE2 has no lookaround or
+ * hold the api's or the worker's event loop for hours (ADR 0163). RE2 has no lookaround or
  * backreferences; a schema using them does not compile, and is refused when it is written.
  */
 const linearRegExp: RegExpEngine = Object.assign(
@@ -72,7 +72,7 @@ function parsedUrl(schemes?: string[]): (text: string) => boolean {
  * The string formats of ajv-formats, each in time linear in its input, or bounded to the longest
  * value the format allows. ajv-formats matches with backtracking regular expressions, and some
  * take quadratic time on crafted text: a 120 KB `url` held the event loop 13 s, for every tenant
- * of the process (decision 211). Here: the formats RE2 can run go through RE2; `url` and `uri`
+ * of the process (ADR 0211). Here: the formats RE2 can run go through RE2; `url` and `uri`
  * are read by the WHATWG URL parser; the rest (with lookarounds) get at most the length their
  * values can have (a hostname 253 characters, a date-time 64), so even a quadratic check is
  * short. Numeric formats are unchanged.
@@ -133,7 +133,7 @@ function addLinearFormats(ajv: Ajv): void {
 
 /**
  * `uniqueItems` compares every pair of items when they are objects or arrays: 20,000 of them
- * took 4 s. A schema that asks for it must bound the array with `maxItems` (decision 211).
+ * took 4 s. A schema that asks for it must bound the array with `maxItems` (ADR 0211).
  */
 export const MAX_UNIQUE_ITEMS = 1000;
 

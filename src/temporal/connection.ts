@@ -1,5 +1,5 @@
 /**
- * The gRPC retry of our Temporal client connections (decision 221). The SDK's own retry
+ * The gRPC retry of our Temporal client connections (ADR 0221). The SDK's own retry
  * interceptor (`makeGrpcRetryInterceptor`) sends a failed call again from a timer, as a new call
  * that neither the caller's cancellation nor the connection's close reaches: when the connection
  * is closed during a backoff, the timer throws "Channel has been shut down" out of the event loop
@@ -118,7 +118,7 @@ export const TEMPORAL_RECONNECT_BACKOFF_MAX_MS = 5_000;
 
 /**
  * The options of every Temporal client connection the service opens: its address, our retry and
- * the reconnect cap (decision 221).
+ * the reconnect cap.
  */
 export function temporalConnectionOptions(
   address: string,

@@ -62,7 +62,7 @@ export interface DevServerOptions {
   /** Server dynamic configuration (`--dynamic-config-value key=<JSON>`), e.g. a lower history limit for a test. */
   dynamicConfig?: Record<string, unknown>;
   /**
-   * Restart the server when it exits on its own (decision 223): after 1 s, doubling to 30 s
+   * Restart the server when it exits on its own: after 1 s, doubling to 30 s
    * while it keeps exiting within a minute of its start. `exited` is told before each restart,
    * `restarted` after it, with the new process id. No restart once `shuttingDown()` is true: a
    * terminal's Ctrl-C stops the server before the launcher does.

@@ -34,7 +34,7 @@ export interface IncidentWorkerOptions {
   /**
    * Workflows kept in memory between their tasks (`WORKER_MAX_CACHED_WORKFLOWS`; 0: none). Every
    * incident not closed has a running workflow, so the SDK's default, sized from the heap limit,
-   * would let the worker grow by about 85 KB per open incident up to thousands (decision 229).
+   * would let the worker grow by about 85 KB per open incident up to thousands (ADR 0229).
    */
   maxCachedWorkflows?: number;
 }
@@ -54,7 +54,7 @@ function cacheOptions(
 
 /**
  * An activity's failure goes into the workflow's history (its Web UI, `investigation.failed`) and
- * the SDK's log: never with a failed statement's parameters (decision 225).
+ * the SDK's log: never with a failed statement's parameters.
  */
 const activityFailuresWithoutQueryParameters = (): { inbound: ActivityInboundCallsInterceptor } => ({
   inbound: {

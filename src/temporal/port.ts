@@ -61,7 +61,7 @@ export const TEMPORAL_PROBE_MS = 2000;
 /**
  * How long a call waits before the server is probed, and how often after that. A server that
  * holds its connections but answers nothing (frozen, behind a partition) fails the probe, and
- * the call is answered 503 then instead of at its deadline (decision 216).
+ * the call is answered 503 then instead of at its deadline.
  */
 export const TEMPORAL_WATCH_MS = 10_000;
 
@@ -124,8 +124,8 @@ export function createTemporalGate(answers: () => Promise<boolean>): <T>(call: (
 /**
  * Watches a call on Temporal with `watchCall`: a frozen server keeps its connections open, the
  * keepalive drops them after 45 s, and the client's retry of a dropped call is a new call that
- * neither the request's cancellation reaches nor, without a deadline, anything ends (decision
- * 216). The call given up runs on to its deadline, and its outcome is dropped.
+ * neither the request's cancellation reaches nor, without a deadline, anything ends
+ * (ADR 0216). The call given up runs on to its deadline, and its outcome is dropped.
  */
 export function watchTemporalCall(
   answers: () => Promise<boolean>,
@@ -141,10 +141,10 @@ export const DEFAULT_ANSWER_TIMEOUT_MS = 120_000;
  * Bounds a call that waits for a workflow's answer (an Update, a workflow's result). The client
  * waits for one without end: with no worker polling, or a workflow that cannot make progress,
  * an api request (and the trigger dispatcher's pass that made it) hung for ever, while Temporal
- * itself answered every poll, so the gate never tripped (decision 171). Past the deadline the
+ * itself answered every poll, so the gate never tripped (ADR 0171). Past the deadline the
  * call is 503; an Update the server accepted still runs when a worker comes. The bound is a gRPC
  * deadline, which every attempt of every call inside carries (the client's retries included;
- * a cancellation reaches only the first attempt, decision 216).
+ * a cancellation reaches only the first attempt).
  */
 export function withAnswerDeadline<A extends unknown[], R>(
   client: Client,
@@ -188,7 +188,7 @@ export function createTemporalWorkflowPort(
   // A start or a signal has its deadline and is watched too, so that a manual incident is
   // answered (201; the dispatcher starts its workflow later) within a probe of the watch rather
   // than at the deadline when Temporal does not answer. It was bounded by its deadline alone
-  // while the client's retry of a call given up threw out of a timer (decisions 216, 223).
+  // while the client's retry of a call given up threw out of a timer (ADR 0216).
   const through =
     <A extends unknown[], R>(method: (...args: A) => Promise<R>) =>
     (...args: A) =>

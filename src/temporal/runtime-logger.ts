@@ -9,7 +9,7 @@ let installed = false;
  * activity can be completed or failed through Temporal's API. An activity that failed because a
  * dependency cannot be reached (the SDK's "Activity failed", one per attempt of every running
  * activity during a database outage) as its reason in one line, without the stack, as the api
- * logs its 503s (decisions 223, 239); any other failure with its error and stack.
+ * logs its 503s; any other failure with its error and stack.
  */
 export function sdkLogFields(meta: LogMetadata = {}): LogMetadata {
   const { taskToken: _taskToken, error, ...rest } = meta;
@@ -30,7 +30,7 @@ export function installTemporalRuntimeLogger(logger: Logger, level: LogLevel = '
   Runtime.install({
     // Not the SDK's own SIGINT/SIGTERM hook, which shuts the worker down the moment the signal
     // comes: the launchers stop their parts in order (the api first, so requests waiting on a
-    // workflow are answered, then the worker; decision 210).
+    // workflow are answered, then the worker; ADR 0210).
     shutdownSignals: [],
     logger: new DefaultLogger(level, (entry) => {
       const method =

@@ -83,7 +83,7 @@ export async function setIncidentStatus(
     workflowIdConflictPolicy: 'USE_EXISTING',
     // A stored `closed` row is a reopen: a new run after the completed one. From any other
     // row, a completed run means a close landed after the route read it, and a run from the
-    // stale row would hold a status the incident no longer has (decision 202).
+    // stale row would hold a status the incident no longer has (ADR 0202).
     ...(stored.status === 'closed' ? {} : { workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY' as const }),
   });
   try {
@@ -106,7 +106,7 @@ export async function triageIncident(
     ...incidentStartOptions(stored, title, taskQueue),
     workflowIdConflictPolicy: 'USE_EXISTING',
     // Never a new run after a completed one: the route read the row before a close ended the
-    // run, and a run from that stale row would work on a closed incident (decision 202).
+    // run, and a run from that stale row would work on a closed incident (ADR 0202).
     workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
   });
   try {

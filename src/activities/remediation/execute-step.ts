@@ -45,8 +45,8 @@ export async function executeRemediationStep(ctx: RemediationContext, req: StepR
   // The row lock serialises two attempts running at once (a timed-out attempt still going):
   // the second waits, then finds the outcome and returns it without acting again. The skill's
   // own reads and record go through the same transaction: a step waiting on the pool for a
-  // second connection while it holds one would deadlock a pool full of such steps (decision 166).
-  // Run once even when PostgreSQL aborts it for a conflict: the skill may have acted (decision 242).
+  // second connection while it holds one would deadlock a pool full of such steps (ADR 0166).
+  // Run once even when PostgreSQL aborts it for a conflict: the skill may have acted (ADR 0242).
   return transactionOnce(db, async (tx) => {
     const [locked] = await tx.select().from(remediationSteps).where(where).for('update');
     if (locked!.status === 'succeeded' || locked!.status === 'failed') return storedOutcome(locked!);

@@ -4,8 +4,8 @@ import { AppError } from '../../errors.js';
 import type { AppEnv } from '../context.js';
 
 /**
- * Answers 408 `request_timeout` a request whose body has not all arrived `ms` after its headers
- * (decision 246): a sender trickling or stalling a body held the request, its connection and its
+ * Answers 408 `request_timeout` a request whose body has not all arrived `ms` after its headers:
+ * a sender trickling or stalling a body held the request, its connection and its
  * handler until Node's own bound (300 s by default), which answers a bare 408. The connection is
  * closed with the answer, since the rest of the body is still on its way. A request whose body
  * has arrived is left alone however long its handler takes, and so are GET and HEAD, event

@@ -6,10 +6,10 @@ import type { AppDeps, AppEnv } from '../context.js';
  * Answers 503 a request that waits on a database that does not answer: once it has waited
  * `everyMs`, and every `everyMs` after, PostgreSQL is probed on a fresh connection, and when the
  * probe fails the request is given up (its handler runs on, its outcome dropped). PostgreSQL's
- * statement bound (decision 158) cannot act while the server itself is frozen or cut off, and
- * such requests waited until it answered again, 90 s and more (decision 238). A request that is
+ * statement bound cannot act while the server itself is frozen or cut off, and
+ * such requests waited until it answered again, 90 s and more (ADR 0238). A request that is
  * only slow (a model, Temporal, a long verification) is left alone: the probe answers. Webhooks
- * have their batch's bounds (decisions 156, 237); a delivery answered here would stay queued.
+ * have their batch's bounds (ADR 0156, ADR 0237); a delivery answered here would stay queued.
  * What the handler meets once the database answers (its request body already gone with the
  * answer, say) is logged at debug level only, marked by `givenUp`.
  */

@@ -10,7 +10,7 @@ const SHARED = '*';
 /**
  * The health probes' one-minute window per client address, held in this process: probes must not
  * depend on PostgreSQL, yet every answer carries the `X-RateLimit-*` headers (interface, Limits).
- * It is counted and shown, never enforced (decision 246): a load balancer probes from the same
+ * It is counted and shown, never enforced (ADR 0246): a load balancer probes from the same
  * addresses it forwards its clients from, and a probe refused for them would take this instance
  * out of rotation.
  */

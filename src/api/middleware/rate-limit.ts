@@ -54,7 +54,7 @@ export function addressRateLimit(deps: RateLimitDeps): MiddlewareHandler<AppEnv>
 /**
  * Counts an identified caller in its tenant's window, by plan. Before the tenant's status is
  * judged: a suspended tenant's requests count too (429 past it), since each still costs a token
- * check and a lookup (decision 212).
+ * check and a lookup (ADR 0212).
  */
 export function tenantRateLimit(deps: RateLimitDeps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {

@@ -7,7 +7,7 @@ const acceptableRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
 /**
  * Gives every request an id of the service's own (in X-Request-Id, the logs and the audit log)
  * and one structured log line. A caller's X-Request-Id is logged beside it as `clientRequestId`,
- * never used as it: the audit log's request ids must be ours, not chosen by a client (decision 0248).
+ * never used as it: the audit log's request ids must be ours, not chosen by a client (ADR 0248).
  */
 export function requestContext(deps: AppDeps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {

@@ -105,7 +105,7 @@ function registerStartExport(app: OpenAPIHono<AppEnv>, deps: ExportDeps): void {
       throw new AppError('validation_error', 'destination: object storage is not configured on this service');
     }
     // The service's credentials reach more than one tenant's buckets: a tenant names only one
-    // the operator allows (decision 175).
+    // the operator allows.
     if (
       body.destination &&
       deps.exports.s3?.allowedBuckets &&
@@ -241,7 +241,7 @@ function registerDownloadExport(app: OpenAPIHono<AppEnv>, deps: ExportDeps): voi
     }
     const stream = Readable.toWeb(createReadStream(file, { highWaterMark: 256 * 1024 })) as ReadableStream<Uint8Array>;
     // Through the context, so the answer keeps the X-Request-Id and X-RateLimit-* headers the
-    // middleware set (a raw Response dropped them, as the event stream's did; decision 209).
+    // middleware set (a raw Response dropped them, as the event stream's did; ADR 0209).
     return c.body(stream, 200, {
       'content-type': 'application/gzip',
       'content-length': String(size),

@@ -13,9 +13,9 @@ const bound = (value: string | undefined, end: 'from' | 'to') =>
 
 /**
  * Verifications that run at once on one api process, at most. Each is one statement over a
- * whole chain with its own 10-minute bound (decision 158) on a connection of the api's pool of
+ * whole chain with its own 10-minute bound on a connection of the api's pool of
  * 20: unbounded, concurrent calls could hold every connection. The same verification asked
- * again while it runs (same tenant and range) shares the running one (decision 179).
+ * again while it runs (same tenant and range) shares the running one.
  */
 const MAX_CONCURRENT_VERIFICATIONS = 2;
 

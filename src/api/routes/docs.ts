@@ -1,7 +1,7 @@
 /**
  * The API docs page (`/docs`): Swagger UI served from the pinned `swagger-ui-dist` package on
  * our own origin, so the page works without internet and loads nothing from elsewhere
- * (decision 250). Assets live under `/docs/assets/`, public and rate limited per address.
+ * Assets live under `/docs/assets/`, public and rate limited per address.
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';

@@ -20,7 +20,7 @@ const ACTIVITY_WRAPPER = /^Activity task failed: /;
 
 /**
  * What the result concludes. A failed run ends polling with a root cause saying why and no
- * confidence (decision 251); the stored conclusion column keeps only conclusions, which learning reads.
+ * confidence; the stored conclusion column keeps only conclusions, which learning reads.
  */
 function conclusion(row: InvestigationRow): { rootCause: string | null; confidence: number } {
   if (row.status === 'running') return { rootCause: null, confidence: row.confidence };

@@ -73,12 +73,12 @@ const streamRoute = createRoute({
 /**
  * The real-time stream of the caller's tenant's events (Server-Sent Events), resumable with
  * `Last-Event-ID`, and the short-lived tokens that let `EventSource` (no headers) open it. A
- * stream ends when its credential expires (decision 0247).
+ * stream ends when its credential expires.
  */
 export function registerStreamRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
   const hub = deps.realtime?.hub ?? createRealtimeHub({ sql: deps.sql, logger: deps.logger });
   const settings = { ...defaultStreamSettings, ...deps.realtime?.settings };
-  /** Open streams per tenant and user on this process (decision 173). */
+  /** Open streams per tenant and user on this process. */
   const openStreams = new Map<string, number>();
 
   app.openapi(streamTokenRoute, async (c) => {

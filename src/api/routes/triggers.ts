@@ -69,7 +69,7 @@ async function checkActionConfig(
     throw new AppError('validation_error', details.map((d) => `${d.path}: ${d.message}`).join('; '), details);
   }
   if (action === 'webhook') {
-    // The skill rules (decision 177): judged here as far as the URL alone tells, on delivery too.
+    // The skill URL rules: judged here as far as the URL alone tells, on delivery too.
     const tenant = await findTenant(db, tenantId);
     const message = outboundUrlRefusal(new URL(String(parsed.data.url)), {
       allowHttp: tenant?.settings.allowHttpSkills === true,
@@ -80,7 +80,7 @@ async function checkActionConfig(
   }
   if (action === 'invoke_skill') {
     // The skill named must be one the tenant can call (a builtin or its own), as an edge's ends
-    // must be its services: another tenant's skill, or none, is 404 (decision 203).
+    // must be its services: another tenant's skill, or none, is 404.
     const skillId = String(parsed.data.skillId);
     if (!findBuiltinSkill(skillId) && !(await findSkill(db, tenantId, skillId))) {
       throw new AppError('skill_not_found', `actionConfig.skillId: no skill of this tenant has the id ${skillId}`, [

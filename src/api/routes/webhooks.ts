@@ -30,7 +30,7 @@ const IngestResponse = z
 
 /** A tool's delivery id: 1–200 visible ASCII characters (base64 ids hold `/`, `+` and `=`); else the body hash is used. */
 const deliveryIdPattern = /^[\x21-\x7e]{1,200}$/;
-/** Webhook requests with a refused key one address may send a tenant path a minute before 429 (decision 182). */
+/** Webhook requests with a refused key one address may send a tenant path a minute before 429. */
 const DEFAULT_KEY_FAILURES_PER_MINUTE = 600;
 
 /** The webhook key gate (ADR 0252), one per api process: keys judged before bodies are read. */

@@ -2,7 +2,7 @@ import { z } from '@hono/zod-openapi';
 import { oneLine } from './common.js';
 import { planIds } from '../../domain/plans.js';
 
-/** The cloud settings are strings, as the interface types them: empty when not set (decision 243). */
+/** The cloud settings are strings, as the interface types them: empty when not set (ADR 0243). */
 const cloudText = () => z.string().openapi({ description: 'empty when not set' });
 
 export const TenantSettingsSchema = z.object({

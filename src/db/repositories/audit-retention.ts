@@ -10,7 +10,7 @@ export interface AuditPurgeOptions {
 
 /**
  * Purges each tenant's audit entries older than its plan's retention, from the start of its
- * chain (decision 152). Per transaction: lock the tenant's chain head (as sealing does), take the
+ * chain. Per transaction: lock the tenant's chain head (as sealing does), take the
  * next `chunkSize` entries after the head's `purged_seq` in chain order, keep the prefix that is
  * expired and follows without a gap, record its last entry as the purge anchor (`purged_seq`,
  * `purged_hash`, which the first remaining entry links to), then delete it; the append-only

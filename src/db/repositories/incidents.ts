@@ -118,11 +118,11 @@ type IncidentChanges = Omit<Partial<typeof incidents.$inferInsert>, 'id' | 'tena
 /**
  * Writes a machine's root cause (`rootCause`: the one an investigation clears when it starts, the
  * one its synthesis concludes) with `changes`, unless a person corrected it (feedback
- * `correct_rca`): a correction outranks the machine's conclusions (decision 111).
+ * `correct_rca`): a correction outranks the machine's conclusions.
  *
  * The row is locked first, in a statement of its own. Feedback corrects under that lock, and an
  * UPDATE that waited for it re-reads the row but not its subquery, whose snapshot is from before
- * the wait: the correction committed meanwhile was overwritten (decision 234). The UPDATE after
+ * the wait: the correction committed meanwhile was overwritten (ADR 0234). The UPDATE after
  * the lock has a snapshot that includes it.
  */
 export async function setRootCauseUnlessCorrected(

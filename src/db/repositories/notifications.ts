@@ -2,7 +2,7 @@ import type postgres from 'postgres';
 import { deleteOldestInChunks, type PurgeOptions } from './purge.js';
 
 /**
- * How long a notification is kept, read or not (decision 228). Every event fans out to every
+ * How long a notification is kept, read or not. Every event fans out to every
  * user the tenant has seen, so without a bound the table grows with events × users. A month
  * covers any approval (its deadline is at most 7 days) and a person back from leave; what a
  * notification pointed at (the incident, its timeline, the audit log) lives on.

@@ -312,7 +312,7 @@ export interface OccurrenceInput {
  * Serialises the recording of occurrences of one tenant, service and category until the
  * transaction ends. Taken before any pattern row is locked: a transaction that locks a pattern
  * first and then waits here deadlocks with one recording an occurrence of that pattern
- * (decision 235).
+ * (ADR 0235).
  */
 export async function lockSignature(tx: Tx, tenantId: string, service: string | null, category: string): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${signatureLockKey(tenantId, service, category)}))`);

@@ -3,7 +3,7 @@ import { deleteOldestInChunks, type PurgeOptions } from './purge.js';
 
 /**
  * How long a settled trigger firing (succeeded, or failed for good) is kept after it settled
- * (decision 230). Its row decides the firing once: the dispatcher writes it in the transaction
+ * Its row decides the firing once: the dispatcher writes it in the transaction
  * that moves the 'triggers' consumer past the event, so an event behind that position is never
  * matched again and its row has nothing left to prevent. What the firing did lives on in the
  * audit log (`trigger.fired`, `trigger.failed`) and in what its action made.

@@ -2,7 +2,7 @@ import { and, gt, sql, type SQL } from 'drizzle-orm';
 import { users } from '../schema/remediation.js';
 
 /**
- * A person is notified while the api has seen them within this window (decision 231): a
+ * A person is notified while the api has seen them within this window: a
  * person who left, or a token subject used once, stops receiving notifications nobody reads.
  * Longer than the notifications' own retention (30 days), so someone back from a long leave
  * finds what the last month left them, and is notified again from their first request.

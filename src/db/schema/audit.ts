@@ -58,7 +58,7 @@ export const auditChainHeads = pgTable('audit_chain_heads', {
   lastHash: text('last_hash').notNull(),
   lastStreamSeq: bigint('last_stream_seq', { mode: 'number' }).notNull().default(0),
   /**
-   * Retention: the entries up to this position were purged (decision 152); the next entry links
+   * Retention: the entries up to this position were purged; the next entry links
    * to `purgedHash`, the last purged entry's hash. Only entries up to here may be deleted.
    */
   purgedSeq: bigint('purged_seq', { mode: 'number' }).notNull().default(0),

@@ -11,7 +11,7 @@ import { tenants } from './tenants.js';
 export const events = pgTable(
   'events',
   {
-    // Its default takes the transaction id before the seq (drizzle/0017, decision 244), which
+    // Its default takes the transaction id before the seq (drizzle/0017, ADR 0244), which
     // this builder cannot state: the outbox consumers' gap settle relies on that order.
     seq: bigserial('seq', { mode: 'number' }).primaryKey(),
     id: text('id').notNull().unique(),

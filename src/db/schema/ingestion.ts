@@ -81,7 +81,7 @@ export const webhookDeliveries = pgTable(
   (t) => [
     primaryKey({ columns: [t.tenantId, t.provider, t.deliveryKey] }),
     // The housekeeping purge walks each kind of key oldest first: a body hash is answered for
-    // 10 minutes, a tool's delivery id for 7 days (decision 150). One partial index per kind,
+    // 10 minutes, a tool's delivery id for 7 days. One partial index per kind,
     // so neither purge reads the rows the other keeps.
     index('webhook_deliveries_body_created_idx')
       .on(t.createdAt)

@@ -13,7 +13,7 @@ export interface TenantSettings {
   approvalTimeoutMinutes?: number;
   /** Http skills may call plain `http://` URLs (default: https only). */
   allowHttpSkills?: boolean;
-  /** Enterprise custom quotas, set by an operator (CLI); the documented default when unset (decision 251). */
+  /** Enterprise custom quotas, set by an operator (CLI); the documented default when unset. */
   quotas?: { investigationsPerMonth?: number; eventsPerMonth?: number; chatMessagesPerMonth?: number };
   rateLimitPerMinute?: number;
 }

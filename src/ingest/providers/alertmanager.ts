@@ -29,7 +29,7 @@ const stringRecord = z.record(z.string(), z.string());
 export const alertmanagerAlertSchema = z.looseObject({
   status: z.enum(['firing', 'resolved']),
   // Prometheus always sets `alertname`; an alert posted to Alertmanager's API by something else
-  // may not, and refusing it refused its whole group (decision 217).
+  // may not, and refusing it refused its whole group (ADR 0217).
   labels: z.record(z.string(), z.string()),
   annotations: stringRecord.default({}),
   startsAt: z.string().optional(),

@@ -8,7 +8,7 @@
  *     `url`, `triggering_rules`, the event under `event`).
  *     Documented on Sentry's legacy "Webhook Plugin" docs page (getsentry/sentry-docs).
  *
- * Two more integration-platform resources are read (decision 215):
+ * Two more integration-platform resources are read:
  * (c) `issue` (an internal integration subscribed to issues): `action: "resolved"` is the recovery
  *     of the issue's alert (same fingerprint); `created`, `assigned`, `archived`, `unresolved` are
  *     acknowledged and ignored, since the issue alert rules decide what opens an incident.

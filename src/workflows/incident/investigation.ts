@@ -71,7 +71,7 @@ export class Investigation {
    * Begins a run, under the lock (every caller holds it). What the callers checked before they
    * waited for the lock can be stale by now: an automatic start after triage, a PATCH to
    * `investigating` and a POST can each pass their check while another start is in flight, and
-   * two starts charged the quota twice for one investigation (decision 169). So it is checked
+   * two starts charged the quota twice for one investigation (ADR 0169). So it is checked
    * again here; a second start is refused as already running.
    */
   async begin(actor: Actor, automatic: boolean): Promise<boolean> {
@@ -150,7 +150,7 @@ export class Investigation {
      * A newer run began while this (re-)synthesis of an older one ran (a re-synthesis is not
      * under the lock): its outcome is not the incident's any more (its write, keyed by run, did
      * nothing), and taking it would mark the new run completed and propose a remediation from
-     * the old conclusion (decision 202). The newer run reads every context stored so far.
+     * the old conclusion (ADR 0202). The newer run reads every context stored so far.
      */
     const superseded = () => request.run !== state.investigationRun;
     try {
@@ -195,7 +195,7 @@ export class Investigation {
   /**
    * Human context in a run that did not run the agents itself (a reopened incident, a run
    * continued as new): its investigation is the stored one, re-synthesised from its stored
-   * findings. It used to be ignored while the api answered `resynthesis: true` (decision 181).
+   * findings. It used to be ignored while the api answered `resynthesis: true`.
    */
   contextForStoredDue(): boolean {
     return !this.task && this.begun === null && this.reports === null && this.contextVersion > this.contextSynthesised;
@@ -206,7 +206,7 @@ export class Investigation {
     const seen = this.contextVersion;
     const stored =
       state.investigationRun === undefined ? await investigationRecords.latestInvestigation(this.record.ids()) : null;
-    // A run begun while the stored one was read is the incident's now (decision 202).
+    // A run begun while the stored one was read is the incident's now (ADR 0202).
     const begunMeanwhile = stored !== null && state.investigationRun !== undefined;
     if (stored && stored.status !== 'running' && !begunMeanwhile) {
       state.investigationRun = stored.run;

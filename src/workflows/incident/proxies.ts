@@ -10,7 +10,7 @@ export const projections = proxyActivities<IncidentActivities>({
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
-// An activity that waits on a model or a skill heartbeats while it waits (decision 206): a
+// An activity that waits on a model or a skill heartbeats while it waits: a
 // worker that dies is noticed after this long, not after the whole start-to-close timeout.
 const WAITING_HEARTBEAT_TIMEOUT = '15 seconds';
 
@@ -60,7 +60,7 @@ export const learning = proxyActivities<IncidentActivities>({
 // Remediation bookkeeping and steps. A step runs its action once (idempotency key per step), so
 // retrying the activity is safe; a step's own failure is an outcome, not a thrown error. They
 // retry without limit: a database outage longer than a few minutes must delay a remediation, not
-// end it halfway (decision 165).
+// end it halfway (ADR 0165).
 const remediationRetry = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
 export const remediation = proxyActivities<RemediationActivities>({
   startToCloseTimeout: '2 minutes',

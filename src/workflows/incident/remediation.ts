@@ -117,7 +117,7 @@ export class Remediation {
    * The last resort when a remediation activity fails for good (a non-retryable failure: its
    * remediation, step or approval row gone). Left unhandled, the rejection would fail every
    * workflow task from then on, and the incident would answer nothing again; instead the
-   * remediation ends as failed and the incident goes back to a human (decision 165).
+   * remediation ends as failed and the incident goes back to a human.
    */
   private async stopped(err: unknown): Promise<void> {
     log.error('remediation stopped', { incidentId: this.record.state.incidentId, error: failureReason(err) });
@@ -177,8 +177,8 @@ export class Remediation {
   /**
    * Waits for an admin's answer until the durable deadline (a timer in the workflow history,
    * kept across worker restarts). The approval ends unanswered when the incident is closed,
-   * resolved (decision 174) or moved out of `awaiting_approval` by a person, whose decision an
-   * approval must not act behind (decision 195), and is superseded when newer evidence changed
+   * resolved or moved out of `awaiting_approval` by a person, whose decision an
+   * approval must not act behind, and is superseded when newer evidence changed
    * the conclusion it was based on.
    */
   private async awaitDecision(approval: Approval, run: number): Promise<ApprovalResponse | 'superseded' | 'ended'> {
@@ -253,7 +253,7 @@ export class Remediation {
     for (let index = 0; index < approval.steps; index++) {
       // A person who resolved, closed or moved the incident while the steps run (or alerts that
       // auto-resolved it) has taken it out of this remediation's hands: the steps not yet run
-      // do not act behind that decision (decision 204).
+      // do not act behind that decision (ADR 0204).
       const now = record.status(); // read afresh: every await above may have let a person move it
       if (record.closeRequested || now !== 'remediating') {
         await remediation.completeRemediation({

@@ -64,14 +64,14 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     }
     // Before ending the run (closed, or continued as new), the tasks finish; work that arrives
     // meanwhile (an alert while an approval waits, a begun investigation, a conclusion's
-    // remediation request) is done first: continuing as new used to drop it (decision 170).
+    // remediation request) is done first: continuing as new used to drop it (ADR 0170).
     await condition(() => incident.hasWork() || (allHandlersFinished() && incident.tasksIdle()));
     if (incident.hasWork()) continue;
     if (record.closeRequested && isTerminal(record.state.status)) return record.state;
     const reopened = record.closeRequested;
     record.closeRequested = false;
     // Reopened while the close drained: work held back by the close (a conclusion's remediation
-    // request) is due again, and continuing as new now would drop it (decision 205).
+    // request) is due again, and continuing as new now would drop it (ADR 0205).
     if (reopened && incident.hasWork()) continue;
     if (workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof incidentWorkflow>(incident.nextRunInput());
