@@ -11,7 +11,7 @@ export const errorStatus = {
   skill_not_found: 404,
   approval_not_found: 404,
   session_not_found: 404,
-  // A request body that did not arrive in time (decision 246); not in the interface's list, which has no such case.
+  // A request body that did not arrive in time (ADR 0246); not in the interface's list, which has no such case.
   request_timeout: 408,
   conflict: 409,
   skill_name_conflict: 409,

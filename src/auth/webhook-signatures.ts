@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * Webhook signatures, all HMAC-SHA256 with the API key's signing secret (decision 249):
+ * Webhook signatures, all HMAC-SHA256 with the API key's signing secret:
  * - ours, timestamped: `X-Webhook-Timestamp: <Unix seconds>` and
  *   `X-Webhook-Signature: sha256=<hex of "<timestamp>.<raw body>">`, the timestamp within
  *   {@link SIGNATURE_TOLERANCE_SECONDS} of the server's clock either way, so a captured request

@@ -180,7 +180,7 @@ export function nonEmpty(value: unknown): string | undefined {
  * A label as one line: control characters (a newline, a tab, an escape sequence's ESC) become
  * spaces, runs of white space one space. What an alert says is kept, never refused (refusing
  * would lose the alert), but a label shown one per line cannot forge or garble a line
- * (decision 188's rule for what the api accepts).
+ * (as `oneLine` does for what the api accepts).
  */
 export function oneLineLabel(text: string): string {
   return text.replace(/[\p{Cc}\s]+/gu, ' ').trim();

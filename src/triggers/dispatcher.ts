@@ -287,7 +287,7 @@ async function runFiring(
     if (!trigger || !event) throw new Error('The trigger or its event is gone');
     await execute(deps, invoker, trigger, event);
   } catch (err) {
-    // Kept and audited, so never with a failed statement's parameters (decision 225).
+    // Kept and audited, so never with a failed statement's parameters.
     error = failureReason(err).slice(0, 1000);
     status = firing.attempts >= maxRuns ? 'failed' : 'pending';
     deps.logger.warn(
