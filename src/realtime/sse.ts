@@ -128,6 +128,185 @@ export interface EventStreamArgs {
   drop?: () => boolean;
 }
 
+type StreamEnd = 'closed' | 'dropped' | 'disconnected';
+
+/**
+ * One client's stream: the position sent so far, the events that arrive while the replay runs,
+ * the queue bound, the timers, and its one end.
+ */
+class EventStreamSession {
+  readonly stream: ReadableStream<Uint8Array>;
+  /**
+   * The last position sent (or the client's past when none yet). Positions arrive in order
+   * (numbered in commit order, read in order), so anything at or below it is a duplicate.
+   */
+  sentSeq: number;
+  ended = false;
+  readonly subscriber: HubSubscriber = {
+    deliver: (events) => {
+      if (this.ended) return;
+      if (this.replaying) {
+        this.pending.push(...events);
+        return;
+      }
+      for (const event of events) this.send(event);
+    },
+    close: () => this.end('closed'),
+  };
+  private readonly args: EventStreamArgs;
+  private controller!: ReadableStreamDefaultController<Uint8Array>;
+  private replaying = true;
+  private pending: StreamEvent[] = [];
+  /** Set once the stream is running, or while the client is past the bounds; `end` clears them. */
+  private readonly running: {
+    heartbeat?: NodeJS.Timeout;
+    overflow?: NodeJS.Timeout;
+    expiry?: () => void;
+    subscription?: { unsubscribe(): void };
+  } = {};
+  private readonly onAbort = () => this.end('disconnected');
+
+  constructor(args: EventStreamArgs) {
+    this.args = args;
+    this.sentSeq = args.lastEventId ?? 0;
+    const { settings } = args;
+    this.stream = new ReadableStream<Uint8Array>(
+      {
+        start: (c) => {
+          this.controller = c;
+        },
+        cancel: () => {
+          this.end('disconnected');
+        },
+      },
+      // Each message weighs at least bytes/messages, so both bounds hold with one queue.
+      {
+        highWaterMark: settings.maxQueuedBytes,
+        size: (chunk) => Math.max(chunk.byteLength, settings.maxQueuedBytes / settings.maxQueuedMessages),
+      },
+    );
+  }
+
+  /** The client has left more than the bound unread. */
+  get backedUp(): boolean {
+    return (this.controller.desiredSize ?? 0) < 0;
+  }
+
+  /**
+   * Takes the hub subscription; unless the client went away meanwhile, greets the client and
+   * arms the end at the credential's expiry. False when the stream has already ended.
+   */
+  begin(subscription: { unsubscribe(): void }): boolean {
+    const { args } = this;
+    this.running.subscription = subscription;
+    if (this.ended || args.signal.aborted) {
+      // The client went away while subscribing.
+      subscription.unsubscribe();
+      this.end('disconnected');
+      return false;
+    }
+    args.signal.addEventListener('abort', this.onAbort);
+    this.write(`retry: 2000\n: connected\n\n`);
+    const endsAt = args.endsAt;
+    if (endsAt)
+      this.running.expiry = runAt(endsAt, () => {
+        this.write(formatExpired(endsAt));
+        this.end('closed');
+      });
+    return true;
+  }
+
+  end(reason: StreamEnd): void {
+    if (this.ended) return;
+    const { args, running, controller } = this;
+    this.ended = true;
+    args.onEnd?.();
+    clearInterval(running.heartbeat);
+    clearTimeout(running.overflow);
+    running.expiry?.();
+    running.subscription?.unsubscribe();
+    args.signal.removeEventListener('abort', this.onAbort);
+    if (reason === 'dropped') {
+      args.logger.info({ tenantId: args.tenantId, sentSeq: this.sentSeq }, 'slow stream client dropped');
+      if (!args.drop?.()) controller.error(new Error('the client fell behind'));
+    } else if (reason === 'closed') {
+      try {
+        controller.close();
+      } catch {
+        // already closed
+      }
+    }
+  }
+
+  write(text: string | Uint8Array): void {
+    if (this.ended) return;
+    const bytes = typeof text === 'string' ? encoder.encode(text) : text;
+    this.controller.enqueue(bytes);
+    if (this.backedUp && !this.running.overflow) {
+      this.running.overflow = setTimeout(() => {
+        this.running.overflow = undefined;
+        if (this.backedUp) this.end('dropped');
+      }, this.args.settings.drainGraceMs);
+      this.running.overflow.unref();
+    }
+  }
+
+  send(event: StreamEvent): void {
+    if (event.seq <= this.sentSeq) return;
+    this.sentSeq = event.seq;
+    const { types, hidden } = this.args;
+    if ((types && !types.has(event.type)) || hidden?.has(event.type)) return;
+    this.write(encodedEvent(event, this.sentSeq));
+  }
+
+  /** Sends what arrived during the replay, then the live events as they come, with the heartbeat. */
+  goLive(): void {
+    this.replaying = false;
+    const buffered = this.pending;
+    this.pending = [];
+    for (const event of buffered) this.send(event);
+    if (this.ended) return;
+    this.running.heartbeat = setInterval(() => this.write(': ping\n\n'), this.args.settings.heartbeatMs);
+    this.running.heartbeat.unref();
+  }
+}
+
+/**
+ * Replays the outbox after the client's position, a page at a time as the client reads, then
+ * goes live. `startSeq` is where the live subscription starts.
+ */
+async function replayThenGoLive(session: EventStreamSession, args: EventStreamArgs, startSeq: number): Promise<void> {
+  const { hub, tenantId, logger } = args;
+  try {
+    // A position beyond the newest event (an id from before a restore, or from elsewhere)
+    // resumes at the newest: live events after it are sent, none skipped up to the old id. Only
+    // a position past where the live subscription starts can be (another api process may have
+    // read further, so that start is not the newest itself).
+    if (session.sentSeq > startSeq) {
+      const head = await hub.headSeq(tenantId);
+      if (session.sentSeq > head) {
+        logger.info(
+          { tenantId, lastEventId: session.sentSeq, head },
+          'stream resumed from beyond the newest event; starting at the newest',
+        );
+        session.sentSeq = head;
+      }
+    }
+    for (;;) {
+      const page = await hub.readEvents(tenantId, session.sentSeq, replayPage);
+      for (const event of page) session.send(event);
+      if (page.length < replayPage || session.ended) break;
+      while (!session.ended && session.backedUp) await new Promise((r) => setTimeout(r, 20));
+      if (session.ended) break;
+    }
+  } catch (err) {
+    logger.error({ err, tenantId }, 'replaying events failed');
+    session.end('closed');
+    return;
+  }
+  session.goLive();
+}
+
 /**
  * Opens a Server-Sent Events stream of the tenant's events. It subscribes to the hub first, then
  * replays the outbox after `lastEventId` (when given), then sends the live events, skipping any
@@ -138,159 +317,18 @@ export interface EventStreamArgs {
  * `endsAt` (its credential's expiry) the stream sends `stream.expired` and ends (decision 0247).
  */
 export async function openEventStream(args: EventStreamArgs): Promise<ReadableStream<Uint8Array>> {
-  const { hub, tenantId, types, hidden, settings, logger } = args;
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
-  /**
-   * The last position sent (or the client's past when none yet). Positions arrive in order
-   * (numbered in commit order, read in order), so anything at or below it is a duplicate.
-   */
-  let sentSeq = args.lastEventId ?? 0;
-  let replaying = true;
-  let pending: StreamEvent[] = [];
-  let ended = false;
-  /** Set once the stream is running, or while the client is past the bounds; `end` clears them. */
-  const running: {
-    heartbeat?: NodeJS.Timeout;
-    overflow?: NodeJS.Timeout;
-    expiry?: () => void;
-    subscription?: { unsubscribe(): void };
-  } = {};
-
-  const end = (reason: 'closed' | 'dropped' | 'disconnected') => {
-    if (ended) return;
-    ended = true;
-    args.onEnd?.();
-    clearInterval(running.heartbeat);
-    clearTimeout(running.overflow);
-    running.expiry?.();
-    running.subscription?.unsubscribe();
-    args.signal.removeEventListener('abort', onAbort);
-    if (reason === 'dropped') {
-      logger.info({ tenantId, sentSeq }, 'slow stream client dropped');
-      if (!args.drop?.()) controller.error(new Error('the client fell behind'));
-    } else if (reason === 'closed') {
-      try {
-        controller.close();
-      } catch {
-        // already closed
-      }
-    }
-  };
-  const onAbort = () => end('disconnected');
-
-  const write = (text: string | Uint8Array) => {
-    if (ended) return;
-    const bytes = typeof text === 'string' ? encoder.encode(text) : text;
-    controller.enqueue(bytes);
-    if ((controller.desiredSize ?? 0) < 0 && !running.overflow) {
-      running.overflow = setTimeout(() => {
-        running.overflow = undefined;
-        if ((controller.desiredSize ?? 0) < 0) end('dropped');
-      }, settings.drainGraceMs);
-      running.overflow.unref();
-    }
-  };
-
-  const send = (event: StreamEvent) => {
-    if (event.seq <= sentSeq) return;
-    sentSeq = event.seq;
-    if ((types && !types.has(event.type)) || hidden?.has(event.type)) return;
-    write(encodedEvent(event, sentSeq));
-  };
-
-  const subscriber: HubSubscriber = {
-    deliver(events) {
-      if (ended) return;
-      if (replaying) {
-        pending.push(...events);
-        return;
-      }
-      for (const event of events) send(event);
-    },
-    close: () => end('closed'),
-  };
-
-  const stream = new ReadableStream<Uint8Array>(
-    {
-      start(c) {
-        controller = c;
-      },
-      cancel() {
-        end('disconnected');
-      },
-    },
-    // Each message weighs at least bytes/messages, so both bounds hold with one queue.
-    {
-      highWaterMark: settings.maxQueuedBytes,
-      size: (chunk) => Math.max(chunk.byteLength, settings.maxQueuedBytes / settings.maxQueuedMessages),
-    },
-  );
-
-  const sub = await hub.subscribe(tenantId, subscriber);
-  running.subscription = sub;
-  if (ended || args.signal.aborted) {
-    // The client went away while subscribing.
-    sub.unsubscribe();
-    end('disconnected');
-    return stream;
-  }
-  args.signal.addEventListener('abort', onAbort);
-  write(`retry: 2000\n: connected\n\n`);
-  const endsAt = args.endsAt;
-  if (endsAt)
-    running.expiry = runAt(endsAt, () => {
-      write(formatExpired(endsAt));
-      end('closed');
-    });
-
-  const goLive = () => {
-    replaying = false;
-    const buffered = pending;
-    pending = [];
-    for (const event of buffered) send(event);
-    if (ended) return;
-    running.heartbeat = setInterval(() => write(': ping\n\n'), settings.heartbeatMs);
-    running.heartbeat.unref();
-  };
-
+  const session = new EventStreamSession(args);
+  const sub = await args.hub.subscribe(args.tenantId, session.subscriber);
+  if (!session.begin(sub)) return session.stream;
   if (args.lastEventId === undefined) {
-    sentSeq = sub.startSeq;
-    goLive();
-    return stream;
+    session.sentSeq = sub.startSeq;
+    session.goLive();
+    return session.stream;
   }
   // The replay runs once the stream is handed back, as the client reads: a page past the bound
   // waits for the client to take it, and nothing can read before the response has begun
   // (decision 232). A client that does not read holds one page past the bound until it is
   // dropped, not the whole history (decision 213).
-  void (async () => {
-    try {
-      // A position beyond the newest event (an id from before a restore, or from elsewhere)
-      // resumes at the newest: live events after it are sent, none skipped up to the old id. Only
-      // a position past where the live subscription starts can be (another api process may have
-      // read further, so that start is not the newest itself).
-      if (sentSeq > sub.startSeq) {
-        const head = await hub.headSeq(tenantId);
-        if (sentSeq > head) {
-          logger.info(
-            { tenantId, lastEventId: sentSeq, head },
-            'stream resumed from beyond the newest event; starting at the newest',
-          );
-          sentSeq = head;
-        }
-      }
-      for (;;) {
-        const page = await hub.readEvents(tenantId, sentSeq, replayPage);
-        for (const event of page) send(event);
-        if (page.length < replayPage || ended) break;
-        while (!ended && (controller.desiredSize ?? 0) < 0) await new Promise((r) => setTimeout(r, 20));
-        if (ended) break;
-      }
-    } catch (err) {
-      logger.error({ err, tenantId }, 'replaying events failed');
-      end('closed');
-      return;
-    }
-    goLive();
-  })();
-  return stream;
+  void replayThenGoLive(session, args, sub.startSeq);
+  return session.stream;
 }

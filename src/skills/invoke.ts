@@ -121,172 +121,195 @@ async function runBuiltinAction(db: SkillDb, skill: SkillRow, tenantId: string, 
   return action.run(db, tenantId, given as Record<string, unknown>);
 }
 
-export function createSkillInvoker(deps: {
-  db: Db;
-  runtime: SkillRuntime;
-  logger?: Pick<Logger, 'info' | 'warn'>;
-}): SkillInvoker {
-  const { runtime } = deps;
+/** A platform builtin by its id, else the tenant's own skill of that id. */
+async function resolveSkill(db: SkillDb, tenantId: string, skillId: string): Promise<Resolved | undefined> {
+  const builtin = findBuiltinSkill(skillId);
+  if (builtin) return { kind: 'builtin', skill: builtin };
+  const [row] = await db
+    .select()
+    .from(skills)
+    .where(and(eq(skills.tenantId, tenantId), eq(skills.id, skillId)))
+    .limit(1);
+  return row ? { kind: 'custom', skill: row } : undefined;
+}
 
-  async function resolve(db: SkillDb, tenantId: string, skillId: string): Promise<Resolved | undefined> {
-    const builtin = findBuiltinSkill(skillId);
-    if (builtin) return { kind: 'builtin', skill: builtin };
-    const [row] = await db
-      .select()
-      .from(skills)
-      .where(and(eq(skills.tenantId, tenantId), eq(skills.id, skillId)))
-      .limit(1);
-    return row ? { kind: 'custom', skill: row } : undefined;
+type InvocationLog = (msg: string, extra?: object) => void;
+
+/** An http skill: its sealed header values opened, then the SSRF-checked call. */
+async function runHttpSkill(
+  runtime: SkillRuntime,
+  skill: SkillRow,
+  tenant: TenantRow,
+  input: unknown,
+  log: InvocationLog,
+): Promise<unknown> {
+  const config = skill.config as unknown as StoredHttpConfig;
+  const headers: Record<string, string> = {};
+  for (const [name, sealed] of Object.entries(config.headers ?? {})) {
+    try {
+      headers[name] = runtime.cipher.decrypt(sealed, { tenantId: tenant.id, skillId: skill.id, header: name });
+    } catch (err) {
+      throw new SkillFailure('secret_unreadable', (err as Error).message);
+    }
   }
+  // What the endpoint answers is kept, returned and may reach a workflow's history: never with
+  // a header value it echoes (a key in an error page), and never with text PostgreSQL refuses.
+  const secrets = Object.values(headers);
+  try {
+    const result = await callHttpSkill({
+      url: config.url,
+      method: config.method,
+      headers,
+      input,
+      allowPlainHttp: tenant.settings.allowHttpSkills === true,
+      allowlist: runtime.allowlist,
+      resolver: runtime.resolver,
+      limits: runtime.limits,
+      onRetry: (attempt, error) => log('skill call retried', { attempt, code: error.code, message: error.message }),
+    });
+    return storableCopy(withoutValues(result.body, secrets));
+  } catch (err) {
+    if (!(err instanceof SkillFailure) || err.details === undefined) throw err;
+    throw new SkillFailure(
+      err.code,
+      withoutValues(err.message, secrets) as string,
+      storableCopy(withoutValues(err.details, secrets)),
+    );
+  }
+}
 
-  async function run(
-    db: SkillDb,
-    resolved: Resolved,
-    tenant: TenantRow,
-    input: unknown,
-    log: (msg: string, extra?: object) => void,
-  ): Promise<unknown> {
-    if (resolved.kind === 'builtin') {
-      const problems = checkInput(resolved.skill.inputSchema, input);
-      if (problems.length > 0)
-        throw new SkillFailure(
-          'invalid_input',
-          `The input does not match the skill's input schema: ${describeProblems(problems)}`,
-          problems,
-        );
-      return resolved.skill.run(db, tenant.id, input as Record<string, unknown>);
-    }
-    const skill = resolved.skill;
-    if (!getPlan(tenant.plan).features.customSkills) {
-      throw new SkillFailure('forbidden', `The ${getPlan(tenant.plan).name} plan does not include custom skills`);
-    }
-    if (!skill.enabled) throw new SkillFailure('skill_disabled', `The skill ${skill.name} is disabled`);
-    const problems = checkInput(skill.inputSchema ?? null, input);
+/** Checks the plan, the skill and the input, then runs it; a refusal or failure is a SkillFailure. */
+async function runSkill(
+  runtime: SkillRuntime,
+  db: SkillDb,
+  resolved: Resolved,
+  tenant: TenantRow,
+  input: unknown,
+  log: InvocationLog,
+): Promise<unknown> {
+  if (resolved.kind === 'builtin') {
+    const problems = checkInput(resolved.skill.inputSchema, input);
     if (problems.length > 0)
       throw new SkillFailure(
         'invalid_input',
         `The input does not match the skill's input schema: ${describeProblems(problems)}`,
         problems,
       );
-    if (skill.type === 'builtin') return runBuiltinAction(db, skill, tenant.id, input);
-    if (skill.type === 'integration') {
-      throw new SkillFailure(
-        'integration_unavailable',
-        'Integration skills call a connected third-party tool; connecting integrations is not available yet',
-      );
-    }
-    if (skill.type !== 'http')
-      throw new SkillFailure('invalid_config', `Skills of type ${skill.type} cannot be stored`);
-    const config = skill.config as unknown as StoredHttpConfig;
-    const headers: Record<string, string> = {};
-    for (const [name, sealed] of Object.entries(config.headers ?? {})) {
-      try {
-        headers[name] = runtime.cipher.decrypt(sealed, { tenantId: tenant.id, skillId: skill.id, header: name });
-      } catch (err) {
-        throw new SkillFailure('secret_unreadable', (err as Error).message);
-      }
-    }
-    // What the endpoint answers is kept, returned and may reach a workflow's history: never with
-    // a header value it echoes (a key in an error page), and never with text PostgreSQL refuses.
-    const secrets = Object.values(headers);
+    return resolved.skill.run(db, tenant.id, input as Record<string, unknown>);
+  }
+  const skill = resolved.skill;
+  if (!getPlan(tenant.plan).features.customSkills) {
+    throw new SkillFailure('forbidden', `The ${getPlan(tenant.plan).name} plan does not include custom skills`);
+  }
+  if (!skill.enabled) throw new SkillFailure('skill_disabled', `The skill ${skill.name} is disabled`);
+  const problems = checkInput(skill.inputSchema ?? null, input);
+  if (problems.length > 0)
+    throw new SkillFailure(
+      'invalid_input',
+      `The input does not match the skill's input schema: ${describeProblems(problems)}`,
+      problems,
+    );
+  if (skill.type === 'builtin') return runBuiltinAction(db, skill, tenant.id, input);
+  if (skill.type === 'integration') {
+    throw new SkillFailure(
+      'integration_unavailable',
+      'Integration skills call a connected third-party tool; connecting integrations is not available yet',
+    );
+  }
+  if (skill.type !== 'http') throw new SkillFailure('invalid_config', `Skills of type ${skill.type} cannot be stored`);
+  return runHttpSkill(runtime, skill, tenant, input, log);
+}
+
+interface InvokerDeps {
+  db: Db;
+  runtime: SkillRuntime;
+  logger?: Pick<Logger, 'info' | 'warn'>;
+}
+
+/** The recorded invocation a repeated call (same idempotency key or invocation id) answers with. */
+async function findRecorded(
+  db: SkillDb,
+  tenantId: string,
+  idempotencyKey: string | null,
+  invocationId: string | undefined,
+): Promise<SkillOutcome | undefined> {
+  if (!idempotencyKey && !invocationId) return undefined;
+  const [stored] = await db
+    .select()
+    .from(skillInvocations)
+    .where(
+      and(
+        eq(skillInvocations.tenantId, tenantId),
+        idempotencyKey ? eq(skillInvocations.idempotencyKey, idempotencyKey) : eq(skillInvocations.id, invocationId!),
+      ),
+    )
+    .limit(1);
+  return stored ? toOutcome(stored) : undefined;
+}
+
+async function invokeSkill(deps: InvokerDeps, request: InvokeSkillRequest, db: SkillDb): Promise<SkillOutcome> {
+  const { tenantId, skillId } = request;
+  const idempotencyKey = request.idempotencyKey ? scopedKey(tenantId, request.idempotencyKey) : null;
+  const recorded = await findRecorded(db, tenantId, idempotencyKey, request.invocationId);
+  if (recorded) return recorded;
+  const invocationId = request.invocationId ?? newId('ski');
+  const log = (msg: string, extra: object = {}) =>
+    deps.logger?.info({ tenantId, skillId, invocationId, ...extra }, msg);
+  const started = performance.now();
+  const tenant = await findTenant(db, tenantId);
+  const resolved = tenant ? await resolveSkill(db, tenantId, skillId) : undefined;
+  let output: unknown = null;
+  let error: SkillErrorInfo | undefined;
+  if (!tenant || !resolved) {
+    error = { code: 'skill_not_found', message: `No skill ${skillId} in this tenant` };
+  } else {
     try {
-      const result = await callHttpSkill({
-        url: config.url,
-        method: config.method,
-        headers,
-        input,
-        allowPlainHttp: tenant.settings.allowHttpSkills === true,
-        allowlist: runtime.allowlist,
-        resolver: runtime.resolver,
-        limits: runtime.limits,
-        onRetry: (attempt, error) => log('skill call retried', { attempt, code: error.code, message: error.message }),
-      });
-      return storableCopy(withoutValues(result.body, secrets));
+      output = await runSkill(deps.runtime, db, resolved, tenant, request.input, log);
     } catch (err) {
-      if (!(err instanceof SkillFailure) || err.details === undefined) throw err;
-      throw new SkillFailure(
-        err.code,
-        withoutValues(err.message, secrets) as string,
-        storableCopy(withoutValues(err.details, secrets)),
-      );
+      if (!(err instanceof SkillFailure)) throw err;
+      error = {
+        code: err.code,
+        message: err.message,
+        ...(err.details !== undefined ? { details: err.details } : {}),
+      };
     }
   }
+  const durationMs = Math.round(performance.now() - started);
+  // Header values never reach the log: only ids, the outcome code and the duration.
+  log(error ? 'skill call failed' : 'skill call succeeded', { code: error?.code, durationMs });
+  const row = {
+    id: invocationId,
+    tenantId,
+    skillId,
+    skillName: resolved?.skill.name ?? '',
+    idempotencyKey,
+    status: error ? ('failed' as const) : ('succeeded' as const),
+    input: request.input ?? {},
+    output: error ? null : (output ?? null),
+    error: error ?? null,
+    durationMs,
+  };
+  const inserted = await db
+    .insert(skillInvocations)
+    .values(row)
+    .onConflictDoNothing()
+    .returning({ id: skillInvocations.id });
+  if (inserted.length === 0) {
+    // A concurrent call with the same key or invocation id recorded first: its outcome stands.
+    const [stored] = await db
+      .select()
+      .from(skillInvocations)
+      .where(
+        idempotencyKey ? eq(skillInvocations.idempotencyKey, idempotencyKey) : eq(skillInvocations.id, invocationId),
+      )
+      .limit(1);
+    if (stored) return toOutcome(stored);
+  }
+  return toOutcome({ ...row, createdAt: new Date() });
+}
 
+export function createSkillInvoker(deps: InvokerDeps): SkillInvoker {
   return {
-    async invoke(request, db = deps.db) {
-      const { tenantId, skillId } = request;
-      const idempotencyKey = request.idempotencyKey ? scopedKey(tenantId, request.idempotencyKey) : null;
-      if (idempotencyKey || request.invocationId) {
-        const [stored] = await db
-          .select()
-          .from(skillInvocations)
-          .where(
-            and(
-              eq(skillInvocations.tenantId, tenantId),
-              idempotencyKey
-                ? eq(skillInvocations.idempotencyKey, idempotencyKey)
-                : eq(skillInvocations.id, request.invocationId!),
-            ),
-          )
-          .limit(1);
-        if (stored) return toOutcome(stored);
-      }
-      const invocationId = request.invocationId ?? newId('ski');
-      const log = (msg: string, extra: object = {}) =>
-        deps.logger?.info({ tenantId, skillId, invocationId, ...extra }, msg);
-      const started = performance.now();
-      const tenant = await findTenant(db, tenantId);
-      const resolved = tenant ? await resolve(db, tenantId, skillId) : undefined;
-      let output: unknown = null;
-      let error: SkillErrorInfo | undefined;
-      if (!tenant || !resolved) {
-        error = { code: 'skill_not_found', message: `No skill ${skillId} in this tenant` };
-      } else {
-        try {
-          output = await run(db, resolved, tenant, request.input, log);
-        } catch (err) {
-          if (!(err instanceof SkillFailure)) throw err;
-          error = {
-            code: err.code,
-            message: err.message,
-            ...(err.details !== undefined ? { details: err.details } : {}),
-          };
-        }
-      }
-      const durationMs = Math.round(performance.now() - started);
-      // Header values never reach the log: only ids, the outcome code and the duration.
-      log(error ? 'skill call failed' : 'skill call succeeded', { code: error?.code, durationMs });
-      const row = {
-        id: invocationId,
-        tenantId,
-        skillId,
-        skillName: resolved?.skill.name ?? '',
-        idempotencyKey,
-        status: error ? ('failed' as const) : ('succeeded' as const),
-        input: request.input ?? {},
-        output: error ? null : (output ?? null),
-        error: error ?? null,
-        durationMs,
-      };
-      const inserted = await db
-        .insert(skillInvocations)
-        .values(row)
-        .onConflictDoNothing()
-        .returning({ id: skillInvocations.id });
-      if (inserted.length === 0) {
-        // A concurrent call with the same key or invocation id recorded first: its outcome stands.
-        const [stored] = await db
-          .select()
-          .from(skillInvocations)
-          .where(
-            idempotencyKey
-              ? eq(skillInvocations.idempotencyKey, idempotencyKey)
-              : eq(skillInvocations.id, invocationId),
-          )
-          .limit(1);
-        if (stored) return toOutcome(stored);
-      }
-      return toOutcome({ ...row, createdAt: new Date() });
-    },
+    invoke: (request, db = deps.db) => invokeSkill(deps, request, db),
   };
 }
