@@ -137,8 +137,8 @@ function normalizeScope(scope: string): string {
 /**
  * Datadog wraps markdown bodies in `%%%` lines; this drops them. Line by line, in linear time:
  * the multiline regex it replaces (`/^\s*%%%\s*$/gm`) took quadratic time on a body of blank
- * lines, about five minutes of the api's event loop for a 1 MiB body sent with any well-formed
- * key (the payload is parsed before the key is judged; ADR 0163).
+ * lines, about five minutes of the api's event loop for a 1 MiB body (ADR 0163); any holder of a
+ * valid key could send one.
  */
 export function withoutMarkdownFences(body: string): string {
   return body
