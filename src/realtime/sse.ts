@@ -9,9 +9,9 @@ export interface StreamSettings {
   maxQueuedBytes: number;
   /** Messages a client may leave unread before it is dropped. */
   maxQueuedMessages: number;
-  /** Streams one user may hold open on one api process at once (decision 173). */
+  /** Streams one user may hold open on one api process at once. */
   maxStreamsPerUser: number;
-  /** How long a stream token opens the stream (again, for reconnects) and the stream lasts (decision 0247). */
+  /** How long a stream token opens the stream (again, for reconnects) and the stream lasts. */
   tokenTtlSeconds: number;
   /**
    * How long a client may stay past those bounds before it is dropped. One commit (or one
@@ -314,7 +314,7 @@ async function replayThenGoLive(session: EventStreamSession, args: EventStreamAr
  * the event's position in the tenant's stream (`stream_seq`, numbered in commit order, so a resume
  * after it misses nothing). A client that leaves more than the bound unread for longer than the
  * drain grace is dropped: the stream ends and the client reconnects with `Last-Event-ID`. At
- * `endsAt` (its credential's expiry) the stream sends `stream.expired` and ends (decision 0247).
+ * `endsAt` (its credential's expiry) the stream sends `stream.expired` and ends (ADR 0247).
  */
 export async function openEventStream(args: EventStreamArgs): Promise<ReadableStream<Uint8Array>> {
   const session = new EventStreamSession(args);
@@ -327,8 +327,8 @@ export async function openEventStream(args: EventStreamArgs): Promise<ReadableSt
   }
   // The replay runs once the stream is handed back, as the client reads: a page past the bound
   // waits for the client to take it, and nothing can read before the response has begun
-  // (decision 232). A client that does not read holds one page past the bound until it is
-  // dropped, not the whole history (decision 213).
+  // (ADR 0232). A client that does not read holds one page past the bound until it is
+  // dropped, not the whole history (ADR 0213).
   void replayThenGoLive(session, args, sub.startSeq);
   return session.stream;
 }

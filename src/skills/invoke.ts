@@ -78,7 +78,7 @@ export interface SkillInvoker {
   /**
    * Runs the skill once per idempotency key. `on` is where its reads and its record go: the pool
    * by default, or the transaction of a caller that holds a connection while the skill runs (a
-   * remediation step), which must not wait for a second one from the same pool (decision 166).
+   * remediation step), which must not wait for a second one from the same pool (ADR 0166).
    */
   invoke(request: InvokeSkillRequest, on?: SkillDb): Promise<SkillOutcome>;
 }
