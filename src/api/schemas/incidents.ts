@@ -34,11 +34,11 @@ export const CreatedIncident = z
     investigationsRemaining: z
       .number()
       .int()
-      .openapi({ description: "Investigations left this month (an enterprise tenant's custom quota, decision 251)" }),
+      .openapi({ description: 'Investigations left this month (for an enterprise tenant, its custom quota)' }),
     eventsRemaining: z
       .number()
       .int()
-      .openapi({ description: "Events left this month (an enterprise tenant's custom quota, decision 251)" }),
+      .openapi({ description: 'Events left this month (for an enterprise tenant, its custom quota)' }),
   })
   .openapi('CreatedIncident');
 
