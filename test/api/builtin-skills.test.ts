@@ -1,11 +1,10 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRemediationActivities } from '../../src/activities/remediation.js';
-import { investigations } from '../../src/db/schema/investigation.js';
 import { remediations } from '../../src/db/schema/remediation.js';
 import { skillInvocations, skills } from '../../src/db/schema/skills.js';
 import { startTestService, type TestService } from '../helpers/service.js';
-import { eventually } from '../helpers/webhooks.js';
+import { concludedIncident } from '../helpers/remediation.js';
 
 let svc: TestService;
 let tenant: { tenantId: string; admin: string; member: string };
@@ -164,33 +163,12 @@ describe('skills of type builtin (a tenant skill running one of the builtin acti
         description: 'Lists the deployments of a service',
       }),
     );
-    const created = await svc.api('POST', '/v1/incidents/chat', {
-      token: tenant.member,
-      body: {
-        title: 'Checkout errors',
-        description: 'Checkout answers 502 errors since 03:10',
-        service: 'checkout-api',
-      },
-    });
-    expect(created.status).toBe(201);
-    const incidentId = created.body.incidentId as string;
-    await eventually(
-      async () =>
-        (
-          await svc.client.workflow
-            .getHandle(incidentId)
-            .describe()
-            .catch(() => undefined)
-        )?.status.name === 'RUNNING',
+    const incidentId = await concludedIncident(
+      svc,
+      tenant,
+      { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
+      ['List recent deployments of checkout-api'],
     );
-    // Stored as the investigation stores its conclusion; the activities run as the workflow runs them.
-    await svc.database.db.insert(investigations).values({
-      incidentId,
-      tenantId: tenant.tenantId,
-      status: 'completed',
-      rootCause: 'bad release',
-      recommendedActions: ['List recent deployments of checkout-api'],
-    });
     const acts = createRemediationActivities({ db: svc.database.db, skills: svc.skills });
     const proposal = await acts.proposeRemediation({
       tenantId: tenant.tenantId,

@@ -7,8 +7,7 @@ import { approvals, notifications, remediations, remediationSteps } from '../../
 import { tenants, type TenantSettings } from '../../src/db/schema/tenants.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
 import { createRemediationActivities } from '../../src/activities/remediation.js';
-import { investigations } from '../../src/db/schema/investigation.js';
-import { expiredApproval, investigateToPendingApproval } from '../helpers/remediation.js';
+import { concludedIncident, expiredApproval, investigateToPendingApproval } from '../helpers/remediation.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 
@@ -434,29 +433,10 @@ describe('remediation behind approval', () => {
 describe('an approval the workflow has not taken in yet', () => {
   it('is answered 503 to retry, not 404, while the stored approval is pending and within its deadline', async () => {
     const tenant = await tenantWith({ approvalSeconds: 600 });
-    const created = await svc.api('POST', '/v1/incidents/chat', {
-      token: tenant.member,
-      body: { title: 'Checkout 5xx', description: 'Payments fail' },
-    });
-    expect(created.status).toBe(201);
-    const incidentId = created.body.incidentId as string;
-    await eventually(
-      async () =>
-        (
-          await svc.client.workflow
-            .getHandle(incidentId)
-            .describe()
-            .catch(() => undefined)
-        )?.status.name === 'RUNNING',
-    );
-    // Stored as the proposal activity stores it, before the workflow has its result (a worker behind).
-    await svc.database.db.insert(investigations).values({
-      incidentId,
-      tenantId: tenant.tenantId,
-      status: 'completed',
-      rootCause: 'bad release',
-      recommendedActions: ['Restart checkout-api'],
-    });
+    // Concluded before the workflow has its result (a worker behind).
+    const incidentId = await concludedIncident(svc, tenant, { title: 'Checkout 5xx', description: 'Payments fail' }, [
+      'Restart checkout-api',
+    ]);
     const acts = createRemediationActivities({ db: svc.database.db, skills: svc.skills });
     const proposal = await acts.proposeRemediation({
       tenantId: tenant.tenantId,

@@ -1,5 +1,6 @@
 import { eq } from 'drizzle-orm';
 import { expect } from 'vitest';
+import { investigations } from '../../src/db/schema/investigation.js';
 import { approvals } from '../../src/db/schema/remediation.js';
 import { tenants } from '../../src/db/schema/tenants.js';
 import type { TestService } from './service.js';
@@ -13,6 +14,38 @@ export async function checkoutIncident(svc: TestService, token: string): Promise
   });
   expect(created.status).toBe(201);
   return created.body.incidentId as string;
+}
+
+/**
+ * A manual incident whose workflow runs, with a completed investigation stored as the
+ * investigation stores its conclusion (the workflow not told): for calling the remediation
+ * activities directly, as the workflow would. Its id.
+ */
+export async function concludedIncident(
+  svc: TestService,
+  tenant: { tenantId: string; member: string },
+  incident: { title: string; description: string; service?: string },
+  recommendedActions: string[],
+): Promise<string> {
+  const created = await svc.api('POST', '/v1/incidents/chat', { token: tenant.member, body: incident });
+  expect(created.status).toBe(201);
+  const incidentId = created.body.incidentId as string;
+  const running = async () =>
+    (
+      await svc.client.workflow
+        .getHandle(incidentId)
+        .describe()
+        .catch(() => undefined)
+    )?.status.name === 'RUNNING';
+  await eventually(running);
+  await svc.database.db.insert(investigations).values({
+    incidentId,
+    tenantId: tenant.tenantId,
+    status: 'completed',
+    rootCause: 'bad release',
+    recommendedActions,
+  });
+  return incidentId;
 }
 
 /** A manual incident investigated to a conclusion, with its remediation approval pending. */
