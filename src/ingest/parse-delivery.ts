@@ -15,10 +15,9 @@ export interface DeliveryToParse {
 
 export interface ParsedWebhook {
   events: ParsedEvent[];
-  deliveryId?: string;
+  /** `id:<the tool's delivery id>`, or `body:<SHA-256 of the body>` when it sends no usable one. */
+  deliveryKey: string;
   ignored?: string;
-  /** SHA-256 of the body (hex): the delivery key of a delivery the tool gives no id. */
-  bodyHash: string;
 }
 
 /**
@@ -50,10 +49,18 @@ export function parseDelivery({ provider: name, body, headers }: DeliveryToParse
   }));
   return {
     events,
-    ...(parsed.deliveryId !== undefined ? { deliveryId: parsed.deliveryId } : {}),
+    deliveryKey: deliveryKeyOf(parsed.deliveryId, body),
     ...(parsed.ignored !== undefined ? { ignored: parsed.ignored } : {}),
-    bodyHash: createHash('sha256').update(body).digest('hex'),
   };
+}
+
+/** A tool's delivery id: 1–200 visible ASCII characters (base64 ids hold `/`, `+` and `=`). */
+const deliveryIdPattern = /^[\x21-\x7e]{1,200}$/;
+
+/** The delivery's key: the tool's id when usable, else the body's hash (only then computed). */
+function deliveryKeyOf(deliveryId: string | undefined, body: Uint8Array): string {
+  if (deliveryId !== undefined && deliveryIdPattern.test(deliveryId)) return `id:${deliveryId}`;
+  return `body:${createHash('sha256').update(body).digest('hex')}`;
 }
 
 function jsonPayload(text: string): unknown {

@@ -28,8 +28,6 @@ const IngestResponse = z
   })
   .openapi('IngestResult');
 
-/** A tool's delivery id: 1–200 visible ASCII characters (base64 ids hold `/`, `+` and `=`); else the body hash is used. */
-const deliveryIdPattern = /^[\x21-\x7e]{1,200}$/;
 /** Webhook requests with a refused key one address may send a tenant path a minute before 429. */
 const DEFAULT_KEY_FAILURES_PER_MINUTE = 600;
 
@@ -112,14 +110,13 @@ export function registerWebhookRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, k
           admit(await credentials.submit({ tenantId, keyHash }));
         throw err;
       }
-      const deliveryId = parsed.deliveryId && deliveryIdPattern.test(parsed.deliveryId) ? parsed.deliveryId : undefined;
       let credential: WebhookCredential | undefined;
       const { result, replayed } = await laneOf(rawBody.byteLength).submit({
         tenantId,
         keyHash,
         authorize: (found) => (credential = admit(found)),
         provider: provider.name,
-        deliveryKey: deliveryId ? `id:${deliveryId}` : `body:${parsed.bodyHash}`,
+        deliveryKey: parsed.deliveryKey,
         events: parsed.events,
         ...(parsed.ignored ? { ignored: parsed.ignored } : {}),
         requestId: c.get('requestId'),
