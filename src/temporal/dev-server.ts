@@ -78,12 +78,18 @@ export interface RunningDevServer {
   stop(): Promise<void>;
 }
 
-async function waitForServer(address: string, namespace: string, child: ChildProcess | null, timeoutMs: number) {
+/** The server process ended before it served: worth another launch (CI saw a start-up exit 2 once). */
+class StartupExit extends Error {}
+
+async function waitForServer(address: string, namespace: string, child: Launched | null, timeoutMs: number) {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
-    if (child && child.exitCode !== null) {
-      throw new Error(`the Temporal dev server exited with code ${child.exitCode} during start-up`);
+    if (child && child.server.exitCode !== null) {
+      const output = child.outputTail().trim();
+      throw new StartupExit(
+        `the Temporal dev server exited with code ${child.server.exitCode} during start-up${output ? `: ${output}` : ''}`,
+      );
     }
     try {
       const connection = await Connection.connect({ address, connectTimeout: 1000 });
@@ -100,6 +106,16 @@ async function waitForServer(address: string, namespace: string, child: ChildPro
   }
   throw new Error(`the Temporal dev server did not become ready at ${address}: ${String(lastError)}`);
 }
+
+interface Launched {
+  server: ChildProcess;
+  exited: Promise<void>;
+  /** The end of what the process wrote, for an error message when no log file keeps it. */
+  outputTail(): string;
+}
+
+const START_ATTEMPTS = 3;
+const OUTPUT_TAIL_BYTES = 2048;
 
 /** Starts `temporal server start-dev` with our search attributes, and waits until it serves. */
 export async function startDevServer(options: DevServerOptions): Promise<RunningDevServer> {
@@ -159,18 +175,36 @@ export async function startDevServer(options: DevServerOptions): Promise<Running
       : []),
   ];
   if (options.dbFilename) mkdirSync(path.dirname(options.dbFilename), { recursive: true });
-  const out = options.logFile ? openSync(options.logFile, 'a') : 'ignore';
+  const out = options.logFile ? openSync(options.logFile, 'a') : 'pipe';
   const cliPath = options.cliPath;
-  const launch = () => {
+  const launch = (): Launched => {
     const server = spawn(cliPath, args, { stdio: ['ignore', out, out] });
-    return { server, exited: new Promise<void>((resolve) => server.once('exit', () => resolve())) };
+    let tail = '';
+    const keep = (chunk: Buffer) => {
+      tail = (tail + chunk.toString('utf8')).slice(-OUTPUT_TAIL_BYTES);
+    };
+    server.stdout?.on('data', keep);
+    server.stderr?.on('data', keep);
+    return {
+      server,
+      exited: new Promise<void>((resolve) => server.once('exit', () => resolve())),
+      outputTail: () => tail,
+    };
   };
   let child = launch();
-  try {
-    await waitForServer(address, options.namespace, child.server, 60_000);
-  } catch (err) {
-    child.server.kill('SIGKILL');
-    throw err;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await waitForServer(address, options.namespace, child, 60_000);
+      break;
+    } catch (err) {
+      child.server.kill('SIGKILL');
+      if (!(err instanceof StartupExit)) throw err;
+      if (attempt >= START_ATTEMPTS)
+        throw new Error(err.message.replace(' during start-up', ` during start-up (${attempt} launches)`));
+      options.log(`${err.message}; starting it again (launch ${attempt + 1} of ${START_ATTEMPTS})`);
+      await child.exited;
+      child = launch();
+    }
   }
   let stopping = false;
   let restart: NodeJS.Timeout | undefined;
