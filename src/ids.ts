@@ -52,7 +52,9 @@ export type IdPrefix =
   | 'req'
   | 'edg'
   | 'rbk'
-  | 'ski';
+  | 'ski'
+  | 'alt'
+  | 'crl';
 
 export function newId(prefix: IdPrefix, now?: number): string {
   return `${prefix}_${ulid(now).toLowerCase()}`;

@@ -46,6 +46,8 @@ export const incidents = pgTable(
     ownerTeam: text('owner_team'),
     immediateAttention: boolean('immediate_attention').notNull().default(false),
     occurrenceCount: integer('occurrence_count').notNull().default(1),
+    /** The incident this one was merged into (it is then closed). */
+    mergedInto: text('merged_into'),
     lastSeenAt: timestamp('last_seen_at', { withTimezone: true, precision: 3 }),
     /** When the alerts behind the incident reported resolved; null while any fires. */
     recoveredAt: timestamp('recovered_at', { withTimezone: true, precision: 3 }),
@@ -61,6 +63,10 @@ export const incidents = pgTable(
     index('incidents_open_fingerprint_idx')
       .on(t.tenantId, t.fingerprint)
       .where(sql`${t.fingerprint} is not null and ${t.status} not in ('resolved', 'closed')`),
+    // The correlation window: a tenant's open incidents by their latest alert.
+    index('incidents_open_last_seen_idx')
+      .on(t.tenantId, t.lastSeenAt)
+      .where(sql`${t.status} not in ('resolved', 'closed')`),
     index('incidents_unstarted_idx')
       .on(t.createdAt)
       .where(sql`${t.workflowStartedAt} is null`),

@@ -10,3 +10,4 @@ export * from './investigation.js';
 export * from './remediation.js';
 export * from './triggers.js';
 export * from './knowledge.js';
+export * from './correlation.js';

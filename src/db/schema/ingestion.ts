@@ -50,6 +50,8 @@ export const ingestedEvents = pgTable(
     occurredAt: timestamp('occurred_at', { withTimezone: true, precision: 3 }).notNull(),
     receivedAt: timestamp('received_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
     incidentId: text('incident_id').references(() => incidents.id),
+    /** The alert record (`alt_…`) this delivery of an alert counts on. */
+    alertId: text('alert_id'),
     deliveredAt: timestamp('delivered_at', { withTimezone: true, precision: 3 }),
   },
   (t) => [

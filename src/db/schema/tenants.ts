@@ -16,6 +16,8 @@ export interface TenantSettings {
   /** Enterprise custom quotas, set by an operator (CLI); the documented default when unset. */
   quotas?: { investigationsPerMonth?: number; eventsPerMonth?: number; chatMessagesPerMonth?: number };
   rateLimitPerMinute?: number;
+  /** Minutes after an open incident's latest alert in which a related alert joins it (1–1440, default 10). */
+  correlationWindowMinutes?: number;
 }
 
 export const tenants = pgTable('tenants', {
