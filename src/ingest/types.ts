@@ -19,6 +19,11 @@ export interface NormalizedAlert {
   occurredAt: Date;
   /** The alert's own part of the payload, kept as evidence. */
   raw: unknown;
+  /** The tool's own grouping and the deploy or commit the alert names, provider-qualified
+   * (`alertmanager:group:<groupKey>`, `deploy:<sha>`); alerts sharing one are of one origin. */
+  origins?: string[];
+  /** A tool's test notification or heartbeat (Watchdog): recorded, never an incident. */
+  test?: boolean;
 }
 
 export interface NormalizedChange {
