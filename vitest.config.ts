@@ -15,6 +15,7 @@ const unit = [
   'test/config.test.ts',
   'test/domain/*.test.ts',
   'test/ingest/providers.test.ts',
+  'test/ingest/provider-markers.test.ts',
   'test/launcher-lock.test.ts',
   'test/memory/intents.test.ts',
   'test/memory/provider.test.ts',

@@ -7,6 +7,11 @@
  * alert without `alertname` is named by its summary. Alertmanager's per-alert `fingerprint` (a hash of the
  * alert's labels) is the same while the alert fires and when it resolves, so it is used as is.
  * Alertmanager sends no delivery id (`groupKey` names the group, not the notification).
+ *
+ * Origins: the group (`alertmanager:group:<groupKey>`, unless the route groups by nothing) and any
+ * deploy a label or annotation names (`commit`, `git_sha`, `deployment_id`, …; see markers.ts).
+ * kube-prometheus's heartbeats `Watchdog` and `InfoInhibitor` (and `DeadMansSwitch`, Watchdog's
+ * older name) and an alert labelled `test="true"` are marked as tests.
  */
 import { z } from 'zod';
 import {
@@ -22,6 +27,7 @@ import {
   toolFingerprint,
 } from '../normalize.js';
 import type { NormalizedAlert, WebhookProvider } from '../types.js';
+import { deployOrigins, groupOrigin, isHeartbeat, marked, testLabel } from './markers.js';
 
 const stringRecord = z.record(z.string(), z.string());
 
@@ -61,6 +67,12 @@ const alertmanagerPayloadSchema = z.looseObject({
   alerts: alertsArray(alertmanagerAlertSchema),
 });
 
+/** What the group says of each of its alerts: its origin, and whether the whole delivery is a test. */
+export interface GroupMarks {
+  origin?: string | undefined;
+  test?: boolean;
+}
+
 /**
  * Maps one Alertmanager-format alert onto a NormalizedAlert. `extraParts` are added to the
  * description after the annotations (Grafana adds values and dashboard links).
@@ -70,6 +82,7 @@ export function normalizeAlertmanagerAlert(
   alert: AlertmanagerAlert,
   raw: unknown,
   extraParts: Array<string | undefined> = [],
+  group: GroupMarks = {},
 ): NormalizedAlert {
   const labels: Record<string, string> = { ...alert.labels };
   const service = serviceFromLabels(labels);
@@ -82,7 +95,7 @@ export function normalizeAlertmanagerAlert(
   const source = nonEmpty(alert.generatorURL);
   const fingerprint = nonEmpty(alert.fingerprint);
   const now = new Date();
-  return {
+  const normalized: NormalizedAlert = {
     kind: 'alert',
     status: alert.status,
     fingerprint: fingerprint
@@ -107,6 +120,11 @@ export function normalizeAlertmanagerAlert(
     occurredAt: alert.status === 'resolved' ? parseTime(alert.endsAt, now) : parseTime(alert.startsAt, now),
     raw,
   };
+  return marked(
+    normalized,
+    [group.origin, ...deployOrigins(service, [labels, alert.annotations])],
+    group.test === true || isHeartbeat(alertName) || testLabel(labels),
+  );
 }
 
 /**
@@ -130,9 +148,16 @@ export const alertmanagerProvider: WebhookProvider = {
   parse(body) {
     const payload = parseWith(alertmanagerPayloadSchema, body, 'alertmanager');
     const raw = rawAlerts(body);
+    const group = { origin: groupOrigin('alertmanager', payload.groupKey, payload.groupLabels) };
     return {
       events: payload.alerts.map((alert, i) =>
-        normalizeAlertmanagerAlert('alertmanager', alert, raw[i] ?? alert, [truncationNote(payload.truncatedAlerts)]),
+        normalizeAlertmanagerAlert(
+          'alertmanager',
+          alert,
+          raw[i] ?? alert,
+          [truncationNote(payload.truncatedAlerts)],
+          group,
+        ),
       ),
     };
   },

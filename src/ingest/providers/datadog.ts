@@ -43,6 +43,11 @@
  * - `occurredAt` = `date` (epoch ms), else `last_updated`, else now.
  * - No delivery id: `$ID` is the id of the Datadog event, which changes with every notification;
  *   it is not a delivery id.
+ * - Origins: `datadog:aggreg:<aggreg_key>`, and the deploy the tags name (`version` of unified
+ *   service tagging, `git.commit.sha`, `commit`, …; see markers.ts).
+ * - A monitor's test notification ("Test Notifications" in the monitor editor) is marked as a test:
+ *   Datadog puts `[TEST]` before the monitor's name in the title and ends the message with "Test
+ *   notification triggered by <user>.". So is a monitor tagged `test:true`.
  */
 import { z } from 'zod';
 import type { Severity } from '../../db/schema/incidents.js';
@@ -58,6 +63,7 @@ import {
   toolFingerprint,
 } from '../normalize.js';
 import type { WebhookProvider } from '../types.js';
+import { deployOrigins, marked, testLabel } from './markers.js';
 
 /** A templated value: Datadog substitutes strings, but a hand-written template may leave numbers unquoted. */
 const text = z
@@ -98,7 +104,19 @@ const datadogPayloadSchema = z
   });
 
 const transitionPrefix =
-  /^\s*\[(?:P[1-5]|Triggered|Re-Triggered|Recovered|Warn|Re-Warn|No Data|Re-No Data|Renotify|Notify)\b[^\]]*\]\s*/i;
+  /^\s*\[(?:P[1-5]|Triggered|Re-Triggered|Recovered|Warn|Re-Warn|No Data|Re-No Data|Renotify|Notify|TEST)\b[^\]]*\]\s*/i;
+
+const isTestPrefix = (prefix: string) => /^\[TEST\]$/i.test(prefix);
+
+/**
+ * A test notification: `[TEST]` among either title's leading brackets, or Datadog's line in the
+ * message (a plain search: a regex anchored on line starts is quadratic on blank lines, ADR 0163).
+ */
+function isTestNotification(prefixes: string[], title: string | undefined, body: string): boolean {
+  if (prefixes.some(isTestPrefix)) return true;
+  if (title !== undefined && splitDatadogTitle(title).prefixes.some(isTestPrefix)) return true;
+  return body.includes('Test notification triggered by ');
+}
 
 /** `[P1] [Triggered on {service:checkout}] High error rate` → `High error rate` and its bracketed prefixes. */
 export function splitDatadogTitle(title: string): { name: string; prefixes: string[] } {
@@ -183,32 +201,42 @@ export const datadogProvider: WebhookProvider = {
     const priority = nonEmpty(payload.alert_priority);
     const link = nonEmpty(payload.link);
     const now = new Date();
+    const cleaned = cleanBody(payload.body ?? undefined);
+    const test = isTestNotification(prefixes, nonEmpty(payload.title), cleaned ?? '') || testLabel(labels);
+    const origins = [
+      aggregKey && `datadog:aggreg:${aggregKey}`,
+      ...deployOrigins(service, [labels], { version: labels.version }),
+    ];
     return {
       events: [
-        {
-          kind: 'alert',
-          status: recovered ? 'resolved' : 'firing',
-          fingerprint,
-          alertName,
-          service,
-          severity,
-          title: makeTitle(alertName, status),
-          description: makeDescription(
-            [
-              cleanBody(payload.body ?? undefined),
-              status && `Status: ${status}`,
-              transition && `Transition: ${transition}${priority ? ` (${priority})` : ''}`,
-              metric && `Metric: ${metric}`,
-              scope && `Scope: ${scope}`,
-              host && `Host: ${host}`,
-              link && `Link: ${link}`,
-            ],
+        marked(
+          {
+            kind: 'alert',
+            status: recovered ? 'resolved' : 'firing',
+            fingerprint,
+            alertName,
+            service,
+            severity,
+            title: makeTitle(alertName, status),
+            description: makeDescription(
+              [
+                cleaned,
+                status && `Status: ${status}`,
+                transition && `Transition: ${transition}${priority ? ` (${priority})` : ''}`,
+                metric && `Metric: ${metric}`,
+                scope && `Scope: ${scope}`,
+                host && `Host: ${host}`,
+                link && `Link: ${link}`,
+              ],
+              labels,
+            ),
             labels,
-          ),
-          labels,
-          occurredAt: parseTime(payload.date, parseTime(payload.last_updated, now)),
-          raw: body,
-        },
+            occurredAt: parseTime(payload.date, parseTime(payload.last_updated, now)),
+            raw: body,
+          },
+          origins,
+          test,
+        ),
       ],
     };
   },

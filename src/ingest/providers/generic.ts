@@ -37,6 +37,10 @@ of one delivery, so that retries can be recognised.
 ```
 
 An invalid body is rejected with a list of `{ "path", "message" }` naming each bad field.
+
+A label `test: "true"` marks a test alert (recorded, never an incident). A label naming a commit or
+deploy (`commit`, `commit_sha`, `git_sha`, `git_commit`, `revision`, `deployment_id`, `deploy_id`)
+gives the alert that deploy as an origin, shared with every other alert naming it.
 */
 import { z } from 'zod';
 import {
@@ -53,6 +57,7 @@ import {
   toolFingerprint,
 } from '../normalize.js';
 import type { NormalizedAlert, WebhookProvider } from '../types.js';
+import { deployOrigins, marked, testLabel } from './markers.js';
 
 const timestamp = z
   .union([z.string(), z.number()])
@@ -88,7 +93,7 @@ function normalize(alert: GenericAlert, raw: unknown): NormalizedAlert {
   const service = alert.service ?? serviceFromLabels(labels);
   const summary = nonEmpty(alert.summary);
   const now = new Date();
-  return {
+  const normalized: NormalizedAlert = {
     kind: 'alert',
     status: alert.status,
     fingerprint: alert.fingerprint
@@ -103,6 +108,7 @@ function normalize(alert: GenericAlert, raw: unknown): NormalizedAlert {
     occurredAt: parseTime(alert.status === 'resolved' ? alert.endsAt : alert.startsAt, now),
     raw,
   };
+  return marked(normalized, deployOrigins(service, [labels]), testLabel(labels));
 }
 
 export const genericProvider: WebhookProvider = {

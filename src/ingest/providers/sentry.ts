@@ -30,6 +30,11 @@
  * be stored again; the event id is the same in every retry of a notification. Without an event
  * id, the body hash (10 minutes) applies. Sentry 8 and 9's legacy plugin sends no `event.title`:
  * the title is then `event.metadata.title`, else the top-level `message`.
+ *
+ * Origins: the event's release (`deploy:<release>`, from the `release` tag or `event.release`; a
+ * release is unique within a Sentry organisation) and any commit or deploy a tag names. Sentry's
+ * "Send Test Notification" of an alert rule and the legacy plugin's "Test Plugin" both send a
+ * sample event, tagged `sample_event: yes`: marked as a test, as is an event tagged `test: true`.
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
@@ -44,6 +49,7 @@ import {
   toolFingerprint,
 } from '../normalize.js';
 import { type HeaderReader, type NormalizedAlert, type ParsedDelivery, type WebhookProvider } from '../types.js';
+import { deployOrigins, marked, testLabel } from './markers.js';
 
 const id = z.union([z.string(), z.number()]).transform((value) => String(value));
 const tagValue = z.union([z.string(), z.number(), z.boolean(), z.null()]);
@@ -145,13 +151,36 @@ interface SentryAlertInput {
   link: string | undefined;
   time: unknown;
   labels: Record<string, string>;
+  /** The event's release when the payload carries one outside its tags. */
+  release?: string | undefined;
   raw: unknown;
+}
+
+/** A string field of an object the schema does not type (kept by its loose parse). */
+function looseString(value: object, key: string): string | undefined {
+  const field = (value as Record<string, unknown>)[key];
+  return typeof field === 'string' ? field : undefined;
 }
 
 function toAlert(input: SentryAlertInput): NormalizedAlert {
   const alertName = input.title;
   const service = input.projectSlug ?? nonEmpty(input.labels.service) ?? null;
   const level = input.level;
+  const release = nonEmpty(input.labels.release) ?? nonEmpty(input.labels['sentry:release']) ?? nonEmpty(input.release);
+  const test = input.labels.sample_event === 'yes' || testLabel(input.labels);
+  return marked(
+    toAlertFields(input, alertName, service, level),
+    deployOrigins(service, [input.labels], { release }),
+    test,
+  );
+}
+
+function toAlertFields(
+  input: SentryAlertInput,
+  alertName: string,
+  service: string | null,
+  level: string | undefined,
+): NormalizedAlert {
   return {
     kind: 'alert',
     status: 'firing',
@@ -194,6 +223,7 @@ function parseEventAlert(body: unknown): { alert: NormalizedAlert; deliveryId: s
     link: nonEmpty(event.web_url) ?? nonEmpty(event.issue_url),
     time: event.datetime ?? event.timestamp,
     labels: tagsToLabels(event.tags),
+    release: looseString(event, 'release'),
     raw: body,
   });
   return { alert, deliveryId: eventId && `event:${eventId}${rule ? `:${ruleKey(rule)}` : ''}` };
@@ -217,6 +247,7 @@ function parseLegacy(body: unknown): { alert: NormalizedAlert; deliveryId: strin
     link: nonEmpty(payload.url),
     time: event.datetime ?? event.timestamp,
     labels: tagsToLabels(event.tags),
+    release: looseString(event, 'release'),
     raw: body,
   });
   return { alert, deliveryId: eventId && `event:${eventId}` };
