@@ -9,6 +9,7 @@ import { createExportActivities, type ExportActivityDeps } from './exports.js';
 import { createInvestigationActivities } from './investigation.js';
 import { createInvestigationLifecycleActivities } from './investigation-lifecycle.js';
 import { createKnowledgeActivities } from './knowledge.js';
+import { createMergeActivities } from './merge.js';
 import { createProjectionActivities } from './projections.js';
 import { createRemediationActivities } from './remediation.js';
 import { createSkillActivities } from './skills.js';
@@ -28,6 +29,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createProjectionActivities(deps),
+    ...createMergeActivities(deps),
     ...createSkillActivities(deps),
     ...createTriageActivities({ db: deps.db, model: deps.model ?? createBuiltinProvider() }),
     ...createInvestigationLifecycleActivities({ db: deps.db }),

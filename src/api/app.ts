@@ -25,6 +25,7 @@ import { storableText } from './middleware/unstorable-input.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { withResponseConventions } from './openapi-conventions.js';
 import { registerIncidentRoutes } from './routes/incidents.js';
+import { registerIncidentMergeRoutes } from './routes/incident-merge.js';
 import { registerPublicRoutes } from './routes/public.js';
 import { registerTenantRoutes } from './routes/tenants.js';
 import { registerApiKeyRoutes } from './routes/api-keys.js';
@@ -190,6 +191,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerHealthRoutes(app, deps);
   registerPublicRoutes(app, deps);
   registerIncidentRoutes(app, deps);
+  registerIncidentMergeRoutes(app, deps);
   registerTenantRoutes(app, deps);
   registerApiKeyRoutes(app, deps);
   registerWebhookRoutes(app, deps, webhookKeyGate);

@@ -24,10 +24,18 @@ export type IncidentCreatedPayload = OwnershipFields & {
   source: string;
   /** The alert provider, for incidents opened by ingestion. */
   provider?: string;
+  /** The incident a person split this one's alert out of. */
+  splitFrom?: string;
 };
 
 /** `incident.status_changed`, and `incident.resolved` with the same payload. */
-export type IncidentStatusPayload = ActorFields & { incidentId: string; from: string; to: string };
+export type IncidentStatusPayload = ActorFields & {
+  incidentId: string;
+  from: string;
+  to: string;
+  /** The incident a person merged this one into (the move to `closed` of a merge). */
+  mergedInto?: string;
+};
 
 export type IncidentSeverityChangedPayload = { incidentId: string; from: string; to: string; reason: string };
 

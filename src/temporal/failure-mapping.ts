@@ -91,6 +91,21 @@ export function investigationFailure(err: unknown): unknown {
   return err;
 }
 
+/** A merge update-with-start's failure (on the incident merged, whose run a close may have ended). */
+export function mergeFailure(err: unknown): unknown {
+  if (err instanceof WorkflowExecutionAlreadyStartedError) {
+    return new AppError('conflict', 'The incident to merge was closed meanwhile: only open incidents are merged');
+  }
+  if (err instanceof WorkflowUpdateFailedError) {
+    const refused = refusalType(err);
+    if (refused === incidentFailureTypes.IncidentClosed || refused === incidentFailureTypes.MergeRefused) {
+      return new AppError('conflict', innermostMessage(err));
+    }
+    return new AppError('service_unavailable', innermostMessage(err));
+  }
+  return err;
+}
+
 /** An approval answer's Update failure (a workflow that has ended is the caller's 'gone'). */
 export function approvalFailure(err: unknown): unknown {
   if (err instanceof WorkflowUpdateFailedError) {

@@ -11,6 +11,7 @@ import type {
   InvestigationStarted,
   IncidentView,
   IncidentWorkflowInput,
+  MergeRequest,
   SetStatusRequest,
   TriageClassificationView,
   TriageCommand,
@@ -41,6 +42,8 @@ export interface WorkflowPort {
     title: string,
     command: InvestigationCommand,
   ): Promise<InvestigationStarted>;
+  /** Merges an incident into another through the merged one's workflow (409 once it is closed or resolved). */
+  mergeIncident(stored: IncidentWorkflowInput, title: string, request: MergeRequest): Promise<IncidentView>;
   /** Tells the incident's workflow that human context was stored; 'gone' when it has completed. */
   signalInvestigationContext(incidentId: string): Promise<'delivered' | 'gone'>;
   /** An admin's answer to an approval, through the incident workflow's Update; 'gone' when that workflow has ended. */
@@ -204,6 +207,7 @@ export function createTemporalWorkflowPort(
     setIncidentStatus: answered(port.setIncidentStatus),
     triageIncident: answered(port.triageIncident),
     startInvestigation: answered(port.startInvestigation),
+    mergeIncident: answered(port.mergeIncident),
     signalInvestigationContext: through(port.signalInvestigationContext),
     respondToApproval: answered(port.respondToApproval),
     signalAlerts: through(port.signalAlerts),
@@ -225,6 +229,7 @@ function ungatedPort(client: Client, taskQueue: string, pollStaleMs: number): Wo
     setIncidentStatus: (stored, title, request) => calls.setIncidentStatus(target, stored, title, request),
     triageIncident: (stored, title, command) => calls.triageIncident(target, stored, title, command),
     startInvestigation: (stored, title, command) => calls.startInvestigation(target, stored, title, command),
+    mergeIncident: (stored, title, request) => calls.mergeIncident(target, stored, title, request),
     respondToApproval: (incidentId, response) => calls.respondToApproval(target, incidentId, response),
     signalInvestigationContext: (incidentId) => calls.signalInvestigationContext(target, incidentId),
     signalAlerts: (incidentId, payload) => calls.signalAlerts(target, incidentId, payload),

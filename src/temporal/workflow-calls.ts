@@ -20,15 +20,23 @@ import {
   investigationContextSignal,
   startInvestigationUpdate,
   respondToApprovalUpdate,
+  mergeIntoUpdate,
   type AlertsReceived,
   type ApprovalResponse,
   type InvestigationCommand,
   type IncidentWorkflowInput,
+  type MergeRequest,
   type SetStatusRequest,
   type TriageCommand,
 } from '../workflows/messages.js';
 import { IncidentStatusKey, SeverityKey, SourceKey, TenantIdKey } from '../workflows/search-attributes.js';
-import { approvalFailure, investigationFailure, setStatusFailure, triageFailure } from './failure-mapping.js';
+import {
+  approvalFailure,
+  investigationFailure,
+  mergeFailure,
+  setStatusFailure,
+  triageFailure,
+} from './failure-mapping.js';
 
 /** The client and the task queue the calls start workflows on. */
 export interface WorkflowTarget {
@@ -134,6 +142,25 @@ export async function startInvestigation(
     });
   } catch (err) {
     throw investigationFailure(err);
+  }
+}
+
+export async function mergeIncident(
+  { client, taskQueue }: WorkflowTarget,
+  stored: IncidentWorkflowInput,
+  title: string,
+  request: MergeRequest,
+) {
+  const startWorkflowOperation = new WithStartWorkflowOperation(incidentWorkflowType, {
+    ...incidentStartOptions(stored, title, taskQueue),
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    // Never a new run after a completed one: that run's close came after the route read the row.
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+  });
+  try {
+    return await client.workflow.executeUpdateWithStart(mergeIntoUpdate, { args: [request], startWorkflowOperation });
+  } catch (err) {
+    throw mergeFailure(err);
   }
 }
 

@@ -127,6 +127,8 @@ export interface AlertsReceived {
   alerts: ReceivedAlert[];
   /** The tenant's `autoResolve` setting when the alerts were dispatched. */
   autoResolve: boolean;
+  /** None of the incident's alerts fires any more (it groups several); absent from older senders. */
+  incidentRecovered?: boolean;
 }
 
 /**

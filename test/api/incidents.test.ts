@@ -305,6 +305,7 @@ describe('GET /v1/incidents', () => {
         expect(Object.keys(incident).sort()).toEqual([
           'createdAt',
           'incidentId',
+          'mergedInto',
           'severity',
           'source',
           'status',

@@ -99,6 +99,7 @@ export function registerIncidentRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps):
           severity: r.severity,
           status: r.status,
           source: r.source,
+          mergedInto: r.mergedInto,
           createdAt: r.createdAt.toISOString(),
         })),
         count: page.total,

@@ -63,6 +63,9 @@ export const Incident = z
       .string()
       .nullable()
       .openapi({ description: 'When its alerts reported resolved; null while any fires' }),
+    mergedInto: z.string().nullable().openapi({
+      description: 'The incident a person merged this one into (it is then closed); null otherwise',
+    }),
     createdAt: z.string(),
     updatedAt: z.string(),
   })
@@ -74,6 +77,7 @@ export const IncidentSummary = Incident.pick({
   severity: true,
   status: true,
   source: true,
+  mergedInto: true,
   createdAt: true,
 }).openapi('IncidentSummary');
 

@@ -23,6 +23,7 @@ export function toIncidentView(row: IncidentRow): IncidentView {
     occurrenceCount: row.occurrenceCount,
     lastSeenAt: row.lastSeenAt?.toISOString() ?? null,
     recoveredAt: row.recoveredAt?.toISOString() ?? null,
+    mergedInto: row.mergedInto,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };

@@ -9,6 +9,8 @@ import type { Actor, IncidentView, IncidentWorkflowInput, IncidentWorkflowState 
 import { IncidentStatusKey } from '../search-attributes.js';
 import { learning, projections } from './proxies.js';
 
+type StatusChange = Parameters<typeof projections.projectStatusChange>[0];
+
 /** Runs async sections one at a time so concurrent updates never interleave their writes. */
 function createMutex(): <T>(section: () => Promise<T>) => Promise<T> {
   let tail: Promise<unknown> = Promise.resolve();
@@ -59,11 +61,18 @@ export class IncidentRecord {
     return this.closeRequested || this.state.status === 'resolved' || this.state.status === 'closed';
   }
 
-  /** Moves the incident to `target` (projection first, then the workflow's own state). */
-  async transition(target: IncidentStatus, actor: Actor): Promise<IncidentView> {
+  /**
+   * Moves the incident to `target` (projection first, then the workflow's own state). `project`
+   * writes the change: a merge writes its close with the alerts it moves.
+   */
+  async transition(
+    target: IncidentStatus,
+    actor: Actor,
+    project: (change: StatusChange) => Promise<IncidentView> = projections.projectStatusChange,
+  ): Promise<IncidentView> {
     if (target === this.state.status) return this.read();
     const version = this.state.version + 1;
-    const view = await projections.projectStatusChange({
+    const view = await project({
       ...this.traced(),
       from: this.state.status,
       to: target,

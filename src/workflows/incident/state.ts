@@ -3,6 +3,7 @@
  * Temporal's safe-message-handlers sample). It owns the run's record, its investigation and
  * remediation, and the alerts signalled to it, and tells the main loop what is due.
  */
+import { patched } from '@temporalio/workflow';
 import { isIncidentStatus, isTerminal } from '../lifecycle.js';
 import {
   SEEN_EVENT_IDS_CARRIED,
@@ -38,6 +39,8 @@ export class IncidentState {
   private readonly seenEventIds: Set<string>;
   /** The tenant's `autoResolve` setting, as the latest alerts carried it. */
   private autoResolve = false;
+  /** Whether none of the incident's alerts fired, as the latest alerts carried it. */
+  private incidentRecovered: boolean | undefined;
   /** Whether an earlier run of this workflow already ran the automated steps. */
   private autoTriaged: boolean;
 
@@ -103,8 +106,9 @@ export class IncidentState {
     this.investigation.contextArrived();
   }
 
-  alertsReceived({ alerts, autoResolve }: AlertsReceived): void {
+  alertsReceived({ alerts, autoResolve, incidentRecovered }: AlertsReceived): void {
     this.autoResolve = autoResolve;
+    this.incidentRecovered = incidentRecovered;
     for (const alert of alerts) {
       if (this.seenEventIds.has(alert.eventId)) continue;
       this.seenEventIds.add(alert.eventId);
@@ -171,9 +175,19 @@ export class IncidentState {
       // New evidence while a proposal awaits its decision: re-synthesise, which supersedes the
       // approval when the conclusion it was based on changed.
       if (this.remediation.awaitingDecision() && this.investigation.hasReports()) this.investigation.contextArrived();
-      // Last status wins: every alert of the incident has recovered when the latest one says so.
+      // A firing alert grouped in (or firing again) while the investigation runs is new evidence
+      // for its conclusion, as a person's context is: re-synthesised once the run ends.
+      else if (
+        this.investigation.inFlight() &&
+        batch.some((alert) => alert.status === 'firing') &&
+        patched('related-alert-context')
+      ) {
+        this.investigation.contextArrived();
+      }
+      // Last status wins, unless the sender says another alert grouped into the incident still fires.
       if (
         last.status === 'resolved' &&
+        this.incidentRecovered !== false &&
         this.autoResolve &&
         record.state.status !== 'resolved' &&
         record.state.status !== 'closed'

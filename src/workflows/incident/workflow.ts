@@ -9,6 +9,7 @@ import {
   alertsReceivedSignal,
   getStateQuery,
   investigationContextSignal,
+  mergeIntoUpdate,
   respondToApprovalUpdate,
   setStatusUpdate,
   startInvestigationUpdate,
@@ -37,6 +38,9 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
     validator: (command) => incident.validateCommand(command, 'triaged'),
   });
   setHandler(alertsReceivedSignal, (alerts) => incident.alertsReceived(alerts));
+  setHandler(mergeIntoUpdate, (request) => incident.merge(request), {
+    validator: (request) => incident.validateMerge(request),
+  });
 
   await incident.runAutomatedSteps();
 

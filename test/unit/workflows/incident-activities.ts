@@ -50,6 +50,7 @@ export function fakeIncidentActivities(input: IncidentWorkflowInput) {
     occurrenceCount: 1,
     lastSeenAt: null,
     recoveredAt: null,
+    mergedInto: null,
     createdAt: new Date(0).toISOString(),
     updatedAt: new Date(0).toISOString(),
   };
