@@ -16,7 +16,14 @@ function randomSixteen(): Buffer {
   return pool.subarray(poolOffset - 16, poolOffset);
 }
 
-/** A ULID: 48-bit millisecond time + 80 random bits, Crockford base32, lexicographically time-sortable. */
+let lastTime = -1;
+let lastRandom: number[] = [];
+
+/**
+ * A ULID: 48-bit millisecond time + 80 random bits, Crockford base32, lexicographically
+ * time-sortable. Ids of one millisecond are monotonic (the previous random part plus one), so
+ * rows written together sort in the order they were made.
+ */
 export function ulid(now: number = Date.now()): string {
   let time = '';
   let t = now;
@@ -24,9 +31,22 @@ export function ulid(now: number = Date.now()): string {
     time = CROCKFORD[t % 32]! + time;
     t = Math.floor(t / 32);
   }
-  const bytes = randomSixteen();
+  let digits: number[];
+  if (now === lastTime && lastRandom.length === 16) {
+    digits = [...lastRandom];
+    let i = 15;
+    while (i >= 0 && digits[i] === 31) digits[i--] = 0;
+    if (i >= 0) digits[i]! += 1;
+  } else {
+    const bytes = randomSixteen();
+    digits = Array.from({ length: 16 }, (_, i) => bytes[i]! % 32);
+    // Room to count up within the millisecond.
+    digits[0] = digits[0]! % 16;
+  }
+  lastTime = now;
+  lastRandom = digits;
   let rand = '';
-  for (let i = 0; i < 16; i++) rand += CROCKFORD[bytes[i]! % 32]!;
+  for (let i = 0; i < 16; i++) rand += CROCKFORD[digits[i]!]!;
   return time + rand;
 }
 

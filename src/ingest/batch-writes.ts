@@ -3,8 +3,10 @@ import { ownershipPayload, type Ownership } from '../domain/ownership.js';
 import { quotaWarningKey, quotaWarningsCrossed } from '../domain/plans.js';
 import type { AppError } from '../errors.js';
 import { newId } from '../ids.js';
+import type { Severity } from '../db/schema/incidents.js';
 import type { NewEvent } from '../outbox/events.js';
 import { dispatchChannel } from '../outbox/append.js';
+import type { AlertRecord } from './alert-decisions.js';
 import type { IngestOutcome, IngestRequest } from './ingest.js';
 import type { ParsedAlert } from './types.js';
 
@@ -23,6 +25,8 @@ export interface IncidentChange {
   lastSeenAt: Date | null;
   /** What the latest alert of this batch says of recovery: undefined = unchanged. */
   recovery?: { recoveredAt: Date | null };
+  /** The highest severity of the alerts the batch adds: the incident's rises to it. */
+  severity?: Severity;
 }
 
 /** A tenant's monthly event count before and after this batch; `limit` once a request of it is judged. */
@@ -39,6 +43,12 @@ export interface BatchDecisions {
   accepted: number[];
   outcomes: Array<IngestOutcome | AppError | undefined>;
   changes: Map<string, IncidentChange>;
+  /** Alert records created or changed. */
+  alerts: AlertRecord[];
+  /** Held alerts released into an incident this batch opened. */
+  released: AlertRecord[];
+  /** Matches per correlation rule. */
+  ruleMatches: Map<string, number>;
   eventRows: Array<Record<string, unknown>>;
   used: Map<string, QuotaCounter>;
   period: string;
@@ -61,8 +71,22 @@ export function queueBatchWrites(tx: postgres.Sql, d: BatchDecisions): Writes {
   const created = [...d.changes.values()].filter((c) => c.isNew);
   const updated = [...d.changes.values()].filter((c) => !c.isNew).sort((a, b) => (a.id < b.id ? -1 : 1));
   if (created.length > 0) writes.push(...openIncidents(tx, created, d));
+  writes.push(...writeAlerts(tx, d.alerts));
   if (updated.length > 0) writes.push(updateIncidents(tx, updated));
   if (d.eventRows.length > 0) writes.push(insertEventRows(tx, d.eventRows));
+  if (d.released.length > 0) {
+    writes.push(tx`
+      update ingested_events e set incident_id = r.incident_id
+      from unnest(${d.released.map((r) => r.id)}::text[], ${d.released.map((r) => r.incidentId!)}::text[]) as r(alert_id, incident_id)
+      where e.alert_id = r.alert_id and e.incident_id is null`);
+  }
+  if (d.ruleMatches.size > 0) {
+    const ids = [...d.ruleMatches.keys()].sort();
+    writes.push(tx`
+      update correlation_rules c set match_count = c.match_count + m.n, last_matched_at = ${d.now.toISOString()}::timestamptz
+      from unnest(${ids}::text[], ${ids.map((id) => String(d.ruleMatches.get(id)))}::text[]::int[]) as m(id, n)
+      where c.id = m.id`);
+  }
   const outbox = outboxEvents(created, d);
   if (outbox.length > 0) writes.push(insertOutbox(tx, outbox, d.now));
   writes.push(...lockCommitHeads(tx, created, outbox));
@@ -90,7 +114,7 @@ function openIncidents(tx: postgres.Sql, created: IncidentChange[], d: BatchDeci
              service_id, owner_team, immediate_attention
       from unnest(
         ${created.map((c) => c.id)}::text[], ${created.map((c) => c.tenantId)}::text[], ${created.map((c) => c.first!.title)}::text[],
-        ${created.map((c) => c.first!.description)}::text[], ${created.map((c) => c.first!.severity)}::text[],
+        ${created.map((c) => c.first!.description)}::text[], ${created.map((c) => c.severity ?? c.first!.severity)}::text[],
         ${created.map((c) => c.fingerprint)}::text[], ${created.map((c) => c.first!.service)}::text[],
         ${created.map((c) => String(c.occurrences))}::text[]::int[], ${created.map((c) => iso(c.lastSeenAt))}::text[]::timestamptz[],
         ${created.map((c) => iso(c.recovery?.recoveredAt))}::text[]::timestamptz[],
@@ -109,31 +133,80 @@ function openIncidents(tx: postgres.Sql, created: IncidentChange[], d: BatchDeci
   ];
 }
 
-/** The open incidents the batch's alerts attach to (sorted by id): occurrences, last seen, recovery. */
+/**
+ * The open incidents the batch's alerts attach to (sorted by id): occurrences, last seen, a
+ * severity raised to its highest alert's, and recovery: recovered once none of its alerts fires
+ * (read after this batch's alert records are written, in the same round trip).
+ */
 function updateIncidents(tx: postgres.Sql, updated: IncidentChange[]): Promise<unknown> {
   return tx`
     update incidents i set
       occurrence_count = i.occurrence_count + u.occurrences,
       last_seen_at = coalesce(greatest(i.last_seen_at, u.last_seen_at), i.last_seen_at, u.last_seen_at),
-      recovered_at = case when u.recovery_known then u.recovered_at else i.recovered_at end
+      severity = case when u.severity is not null
+        and array_position(array['critical', 'high', 'medium', 'low'], u.severity) < array_position(array['critical', 'high', 'medium', 'low'], i.severity)
+        then u.severity else i.severity end,
+      recovered_at = case
+        when not u.recovery_known then i.recovered_at
+        when exists (select 1 from alerts a where a.incident_id = i.id and a.state = 'grouped' and a.status = 'firing') then null
+        else coalesce(i.recovered_at, u.recovered_at, now()) end
     from unnest(
       ${updated.map((c) => c.id)}::text[], ${updated.map((c) => String(c.occurrences))}::text[]::int[], ${updated.map((c) => iso(c.lastSeenAt))}::text[]::timestamptz[],
-      ${updated.map((c) => String(c.recovery !== undefined))}::text[]::boolean[], ${updated.map((c) => iso(c.recovery?.recoveredAt))}::text[]::timestamptz[]
-    ) as u(id, occurrences, last_seen_at, recovery_known, recovered_at)
+      ${updated.map((c) => String(c.recovery !== undefined))}::text[]::boolean[], ${updated.map((c) => iso(c.recovery?.recoveredAt))}::text[]::timestamptz[],
+      ${updated.map((c) => c.severity ?? null)}::text[]
+    ) as u(id, occurrences, last_seen_at, recovery_known, recovered_at, severity)
     where i.id = u.id`;
+}
+
+/** New alert records, then the changed ones (counts, state, flapping, the incident they joined). */
+function writeAlerts(tx: postgres.Sql, records: AlertRecord[]): Writes {
+  const created = records.filter((r) => r.isNew);
+  const changed = records.filter((r) => !r.isNew).sort((a, b) => (a.id < b.id ? -1 : 1));
+  const writes: Writes = [];
+  const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+  if (created.length > 0) {
+    writes.push(tx`
+      insert into alerts (id, tenant_id, incident_id, state, provider, fingerprint, name, service, severity, status, title, labels,
+                          origins, correlation, rule_id, first_seen_at, last_seen_at, occurrence_count, transitions, flapping)
+      select id, tenant_id, incident_id, state, provider, fingerprint, name, service, severity, status, title, labels::jsonb,
+             origins::jsonb, correlation::jsonb, rule_id, seen, seen, occurrences, '[]'::jsonb, false
+      from unnest(
+        ${created.map((r) => r.id)}::text[], ${created.map((r) => r.tenantId)}::text[], ${created.map((r) => r.incidentId)}::text[],
+        ${created.map((r) => r.state)}::text[], ${created.map((r) => r.first!.provider)}::text[], ${created.map((r) => r.fingerprint)}::text[],
+        ${created.map((r) => r.first!.alertName)}::text[], ${created.map((r) => r.service)}::text[], ${created.map((r) => r.severity!)}::text[],
+        ${created.map((r) => r.status)}::text[], ${created.map((r) => r.first!.title)}::text[], ${created.map((r) => JSON.stringify(r.first!.labels))}::text[],
+        ${created.map((r) => JSON.stringify(r.origins))}::text[], ${created.map((r) => json(r.correlation))}::text[], ${created.map((r) => r.ruleId)}::text[],
+        ${created.map((r) => r.firstSeenAt.toISOString())}::text[]::timestamptz[], ${created.map((r) => String(r.occurrences))}::text[]::int[]
+      ) as n(id, tenant_id, incident_id, state, provider, fingerprint, name, service, severity, status, title, labels, origins, correlation, rule_id, seen, occurrences)`);
+  }
+  if (changed.length > 0) {
+    writes.push(tx`
+      update alerts a set
+        state = c.state, incident_id = c.incident_id, status = c.status, severity = coalesce(c.severity, a.severity),
+        occurrence_count = c.occurrences, last_seen_at = c.last_seen_at, transitions = c.transitions::jsonb,
+        flapping = c.flapping, correlation = coalesce(c.correlation::jsonb, a.correlation)
+      from unnest(
+        ${changed.map((r) => r.id)}::text[], ${changed.map((r) => r.state)}::text[], ${changed.map((r) => r.incidentId)}::text[],
+        ${changed.map((r) => r.status)}::text[], ${changed.map((r) => r.severity ?? null)}::text[], ${changed.map((r) => String(r.occurrences))}::text[]::int[],
+        ${changed.map((r) => r.lastSeenAt.toISOString())}::text[]::timestamptz[], ${changed.map((r) => JSON.stringify(r.transitions))}::text[],
+        ${changed.map((r) => String(r.flapping))}::text[]::boolean[], ${changed.map((r) => json(r.correlation))}::text[]
+      ) as c(id, state, incident_id, status, severity, occurrences, last_seen_at, transitions, flapping, correlation)
+      where a.id = c.id`);
+  }
+  return writes;
 }
 
 function insertEventRows(tx: postgres.Sql, eventRows: Array<Record<string, unknown>>): Promise<unknown> {
   const col = (name: string) => eventRows.map((r) => r[name] as string | null);
   return tx`
-    insert into ingested_events (id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels, raw, occurred_at, incident_id, delivered_at)
-    select id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels::jsonb, raw::jsonb, occurred_at, incident_id, delivered_at
+    insert into ingested_events (id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels, raw, occurred_at, incident_id, alert_id, delivered_at)
+    select id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels::jsonb, raw::jsonb, occurred_at, incident_id, alert_id, delivered_at
     from unnest(
       ${col('id')}::text[], ${col('tenant_id')}::text[], ${col('provider')}::text[], ${col('kind')}::text[], ${col('status')}::text[],
       ${col('fingerprint')}::text[], ${col('alert_name')}::text[], ${col('service')}::text[], ${col('severity')}::text[],
       ${col('title')}::text[], ${col('description')}::text[], ${col('labels')}::text[], ${col('raw')}::text[],
-      ${col('occurred_at')}::text[]::timestamptz[], ${col('incident_id')}::text[], ${col('delivered_at')}::text[]::timestamptz[]
-    ) as e(id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels, raw, occurred_at, incident_id, delivered_at)`;
+      ${col('occurred_at')}::text[]::timestamptz[], ${col('incident_id')}::text[], ${col('alert_id')}::text[], ${col('delivered_at')}::text[]::timestamptz[]
+    ) as e(id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels, raw, occurred_at, incident_id, alert_id, delivered_at)`;
 }
 
 /** `incident.created` for each opened incident, and quota warnings once per month. */
@@ -145,7 +218,7 @@ function outboxEvents(created: IncidentChange[], d: BatchDecisions): NewEvent[] 
     payload: {
       incidentId: c.id,
       title: c.first!.title,
-      severity: c.first!.severity,
+      severity: c.severity ?? c.first!.severity,
       source: 'automated',
       provider: c.provider,
       ...ownershipPayload(c.first!.service, d.ownershipFor(c)),

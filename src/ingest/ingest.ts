@@ -13,8 +13,12 @@ export const DELIVERY_ID_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 export interface IngestResult {
   eventIds: string[];
-  incidentIds: string[];
-  /** True when every alert attached to an incident that was already open (none opened one). */
+  /** One per alert of the delivery, in order: the incident it opened or joined, or null (a test,
+   * suppressed or held alert, or a recovery with no open incident). */
+  incidentIds: Array<string | null>;
+  /** One per alert, in order: its alert record, or null for a recovery of nothing recorded. */
+  alertIds?: Array<string | null>;
+  /** True when every alert repeated one already recorded (none opened an incident). */
   deduplicated: boolean;
   ignored?: string;
 }

@@ -169,6 +169,7 @@ export async function deliverPendingAlerts(
       status: ingestedEvents.status,
       occurredAt: ingestedEvents.occurredAt,
       autoResolve: sql<boolean>`coalesce((${tenants.settings}->>'autoResolve')::boolean, false)`,
+      incidentRecovered: sql<boolean>`${incidents.recoveredAt} is not null`,
     })
     .from(ingestedEvents)
     .innerJoin(incidents, eq(incidents.id, ingestedEvents.incidentId))
@@ -187,9 +188,13 @@ export async function deliverPendingAlerts(
     )
     .orderBy(asc(ingestedEvents.receivedAt), asc(ingestedEvents.id))
     .limit(BATCH);
-  const byIncident = new Map<string, { alerts: ReceivedAlert[]; autoResolve: boolean }>();
+  const byIncident = new Map<string, { alerts: ReceivedAlert[]; autoResolve: boolean; incidentRecovered: boolean }>();
   for (const row of rows) {
-    const group = byIncident.get(row.incidentId!) ?? { alerts: [], autoResolve: row.autoResolve };
+    const group = byIncident.get(row.incidentId!) ?? {
+      alerts: [],
+      autoResolve: row.autoResolve,
+      incidentRecovered: row.incidentRecovered,
+    };
     group.alerts.push({
       eventId: row.eventId,
       status: row.status ?? 'firing',

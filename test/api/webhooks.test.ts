@@ -89,6 +89,7 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
     expect(res.body).toEqual({
       eventIds: [expect.stringMatching(/^evt_/)],
       incidentIds: [expect.stringMatching(/^inc_/)],
+      alertIds: [expect.stringMatching(/^alt_/)],
       deduplicated: false,
     });
     const incident = await incidentRow(res.body.incidentIds[0]);
@@ -316,7 +317,8 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
       key: key.key,
     });
     expect(res.status).toBe(202);
-    expect(res.body).toMatchObject({ incidentIds: [], deduplicated: false });
+    // One entry per alert: this one is in no incident.
+    expect(res.body).toMatchObject({ incidentIds: [null], alertIds: [null], deduplicated: false });
     expect(res.body.eventIds).toHaveLength(1);
     const [stored] = await svc.database.db
       .select()
@@ -366,7 +368,8 @@ describe('POST /v1/webhooks/{tenantId}/{provider}', () => {
       { key: key.key },
     );
     expect(mixed.status).toBe(202);
-    expect(mixed.body).toMatchObject({ incidentIds: opened.body.incidentIds, deduplicated: false });
+    // incidentIds are aligned with the alerts: the repeat's incident, then none for the recovery.
+    expect(mixed.body).toMatchObject({ incidentIds: [opened.body.incidentIds[0], null], deduplicated: false });
     const all = await postWebhook(
       svc,
       tenant.tenantId,

@@ -90,10 +90,16 @@ export interface TestService {
   exportUrlKey: Buffer;
   /** The worker's export settings (for test workers started beside it). */
   exportSettings: NonNullable<ActivityDeps['exports']>;
+  /**
+   * A tenant whose alerts open one incident per fingerprint (`correlationWindowMinutes: 0`)
+   * unless `grouping` is set: tests of one incident's life send unrelated alerts of one service.
+   * Grouping has its own tests (test/ingest/correlation.test.ts, test/storm/).
+   */
   newTenant(options?: {
     plan?: PlanId;
     settings?: TenantSettings;
     name?: string;
+    grouping?: boolean;
   }): Promise<{ tenantId: string; admin: string; member: string }>;
   token(tenantId: string, role: Role, overrides?: { sub?: string; ttlSeconds?: number }): string;
   api<T = any>(
@@ -285,7 +291,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       const tenant = await createTenant(database.db, {
         name: opts.name ?? uniqueName('Tenant'),
         plan: opts.plan ?? 'plan_business',
-        ...(opts.settings ? { settings: opts.settings } : {}),
+        settings: { ...(opts.grouping ? {} : { correlationWindowMinutes: 0 }), ...opts.settings },
       });
       return { tenantId: tenant.id, admin: token(tenant.id, 'admin'), member: token(tenant.id, 'member') };
     },
