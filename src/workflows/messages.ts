@@ -78,6 +78,8 @@ export interface IncidentView {
   occurrenceCount: number;
   lastSeenAt: string | null;
   recoveredAt: string | null;
+  /** The incident a person merged this one into (it is then closed); null otherwise. */
+  mergedInto: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -116,6 +118,15 @@ export interface SetStatusRequest {
   actor: Actor;
 }
 
+/**
+ * A person merges this incident into another open one of its tenant (`survivorId`): its alerts
+ * move there, and it closes with `mergedInto`, in one transaction of the merge activity.
+ */
+export interface MergeRequest {
+  survivorId: string;
+  actor: Actor;
+}
+
 export interface ReceivedAlert {
   eventId: string;
   status: 'firing' | 'resolved';
@@ -146,6 +157,8 @@ export const incidentFailureTypes = {
   ApprovalExpired: 'ApprovalExpired',
   AlreadyDecided: 'AlreadyDecided',
   InvalidDecision: 'InvalidDecision',
+  /** The incident merged into is not open (or gone), as the merge found it under its locks. */
+  MergeRefused: 'MergeRefused',
 } as const;
 export type IncidentFailureType = (typeof incidentFailureTypes)[keyof typeof incidentFailureTypes];
 
@@ -170,6 +183,13 @@ export interface ApprovalDecidedView {
   remediationStatus: string;
   decidedAt: string;
 }
+
+/**
+ * Merges this incident into `survivorId` and closes it (`mergedInto` set), answering its view. The
+ * validator refuses a closed or resolved incident (`IncidentClosed`) and a merge into itself; the
+ * merge refuses a survivor that is not open (`MergeRefused`).
+ */
+export const mergeIntoUpdate = defineUpdate<IncidentView, [MergeRequest]>('mergeInto');
 
 /** Human context was stored for the incident: a running investigation takes it in, a finished one is re-synthesised. */
 export const investigationContextSignal = defineSignal('investigationContext');

@@ -3,9 +3,10 @@
  * Temporal's safe-message-handlers sample). It owns the run's record, its investigation and
  * remediation, and the alerts signalled to it, and tells the main loop what is due.
  */
-import { patched } from '@temporalio/workflow';
+import { ApplicationFailure, patched } from '@temporalio/workflow';
 import { isIncidentStatus, isTerminal } from '../lifecycle.js';
 import {
+  incidentFailureTypes,
   SEEN_EVENT_IDS_CARRIED,
   type AlertsReceived,
   type ApprovalDecidedView,
@@ -15,16 +16,24 @@ import {
   type IncidentWorkflowState,
   type InvestigationCommand,
   type InvestigationStarted,
+  type MergeRequest,
   type ReceivedAlert,
   type SetStatusRequest,
   type TriageClassificationView,
   type TriageCommand,
 } from '../messages.js';
-import { actorRequired, incidentClosed, invalidStatus } from './failures.js';
+import { actorRequired, failureReason, incidentClosed, invalidStatus } from './failures.js';
 import { Investigation } from './investigation.js';
+import { projections } from './proxies.js';
 import { IncidentRecord } from './record.js';
 import { Remediation } from './remediation.js';
 import { runTriage } from './triage.js';
+
+const mergeOfSettled = ({ incidentId, status }: { incidentId: string; status: string }) =>
+  ApplicationFailure.nonRetryable(
+    `Incident ${incidentId} is ${status === 'resolved' ? 'resolved' : 'closed'}: only open incidents are merged (reopen it first)`,
+    incidentFailureTypes.IncidentClosed,
+  );
 
 export class IncidentState {
   readonly record: IncidentRecord;
@@ -77,6 +86,34 @@ export class IncidentState {
         // The start cleared the previous conclusion: answer what a read now shows.
         if (begun) return record.read();
       }
+      return view;
+    });
+  }
+
+  validateMerge(request: MergeRequest): void {
+    if (!request?.actor?.id) throw actorRequired();
+    if (!request.survivorId || request.survivorId === this.record.state.incidentId) {
+      throw ApplicationFailure.nonRetryable('an incident is not merged into itself', incidentFailureTypes.MergeRefused);
+    }
+    if (this.record.settled()) throw mergeOfSettled(this.record.state);
+  }
+
+  /**
+   * Closes the incident as merged into another: the merge activity moves its alerts and writes the
+   * close in one transaction. Closing ends the run as any close does (a pending approval is withdrawn).
+   */
+  merge({ survivorId, actor }: MergeRequest): Promise<IncidentView> {
+    const { record } = this;
+    return record.exclusive(async () => {
+      // Again under the lock: a close or resolution that got it first ends the merge here.
+      if (record.settled()) throw mergeOfSettled(record.state);
+      const view = await record
+        .transition('closed', actor, (change) => projections.mergeIncident({ ...change, survivorId }))
+        .catch((err: unknown) => {
+          // The activity refuses only for good (a survivor not open): the update fails with its reason.
+          throw ApplicationFailure.nonRetryable(failureReason(err), incidentFailureTypes.MergeRefused);
+        });
+      record.closeRequested = true;
       return view;
     });
   }
