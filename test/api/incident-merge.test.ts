@@ -2,7 +2,7 @@
  * People correct the grouping: merging one open incident into another and splitting an alert out
  * to an incident of its own, through real webhooks, HTTP, PostgreSQL and Temporal.
  */
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { and, asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditLog } from '../../src/db/schema/audit.js';
 import { alerts } from '../../src/db/schema/correlation.js';
@@ -10,7 +10,6 @@ import { events } from '../../src/db/schema/events.js';
 import { incidents } from '../../src/db/schema/incidents.js';
 import { ingestedEvents } from '../../src/db/schema/ingestion.js';
 import { approvals } from '../../src/db/schema/remediation.js';
-import { newId } from '../../src/ids.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
 import { investigateToPendingApproval } from '../helpers/remediation.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -53,58 +52,7 @@ async function alert(
     { key: as.key },
   );
   expect(res.status).toBe(202);
-  const incidentId = res.body.incidentIds[0] as string;
-  await recordAlert(as.tenantId, incidentId);
-  return incidentId;
-}
-
-/**
- * The alert record of the incident's deliveries, as the webhook path writes it once grouping has
- * landed; written here while it has not (a delivery with no alert record yet gets one).
- */
-async function recordAlert(tenantId: string, incidentId: string): Promise<void> {
-  const unlinked = await db()
-    .select()
-    .from(ingestedEvents)
-    .where(and(eq(ingestedEvents.incidentId, incidentId), isNull(ingestedEvents.alertId)))
-    .orderBy(asc(ingestedEvents.receivedAt));
-  for (const delivery of unlinked) {
-    const [existing] = await db()
-      .select()
-      .from(alerts)
-      .where(and(eq(alerts.incidentId, incidentId), eq(alerts.fingerprint, delivery.fingerprint!)));
-    const alertId = existing?.id ?? newId('alt');
-    if (existing) {
-      await db()
-        .update(alerts)
-        .set({
-          occurrenceCount: existing.occurrenceCount + 1,
-          lastSeenAt: delivery.receivedAt,
-          status: delivery.status!,
-        })
-        .where(eq(alerts.id, alertId));
-    } else {
-      await db()
-        .insert(alerts)
-        .values({
-          id: alertId,
-          tenantId,
-          incidentId,
-          state: 'grouped',
-          provider: delivery.provider,
-          fingerprint: delivery.fingerprint!,
-          name: delivery.alertName ?? delivery.title,
-          service: delivery.service,
-          severity: delivery.severity ?? 'medium',
-          status: delivery.status!,
-          title: delivery.title,
-          correlation: { reason: 'fingerprint' },
-          firstSeenAt: delivery.receivedAt,
-          lastSeenAt: delivery.receivedAt,
-        });
-    }
-    await db().update(ingestedEvents).set({ alertId }).where(eq(ingestedEvents.id, delivery.id));
-  }
+  return res.body.incidentIds[0] as string;
 }
 
 /** The incident's workflow is running and has triaged and investigated it (so nothing rewrites its severity after). */
@@ -224,6 +172,50 @@ describe('POST /v1/incidents/{incidentId}/merge', () => {
           .where(eq(ingestedEvents.fingerprint, `generic:${fingerprint}`))
       ).every((d) => d.deliveredAt !== null),
     );
+  });
+
+  it('sends a later delivery of a merged alert to the survivor, where its record now is', async () => {
+    const survivorId = await alert();
+    const fingerprint = `merge-later-${Date.now()}`;
+    const mergedId = await alert({ fingerprint });
+    await Promise.all([settledAutomation(survivorId), settledAutomation(mergedId)]);
+    expect((await merge(survivorId, mergedId)).status).toBe(200);
+    const before = await incidentRow(survivorId);
+    expect(await alert({ fingerprint })).toBe(survivorId);
+    expect((await incidentRow(survivorId)).occurrenceCount).toBe(before.occurrenceCount + 1);
+    const [record] = await db()
+      .select()
+      .from(alerts)
+      .where(eq(alerts.fingerprint, `generic:${fingerprint}`));
+    expect(record).toMatchObject({ incidentId: survivorId, occurrenceCount: 2 });
+  });
+
+  it('loses no delivery of the merged alert that arrives while the merge runs', async () => {
+    const survivorId = await alert();
+    const fingerprint = `merge-race-${Date.now()}`;
+    const mergedId = await alert({ fingerprint });
+    await Promise.all([settledAutomation(survivorId), settledAutomation(mergedId)]);
+    const repeats = 8;
+    const [merged, ...answered] = await Promise.all([
+      merge(survivorId, mergedId),
+      ...Array.from({ length: repeats }, () => alert({ fingerprint })),
+    ]);
+    expect(merged.status).toBe(200);
+    // Each repeat joined the merged incident before the merge (and moved with it) or the survivor after.
+    for (const id of answered) expect([mergedId, survivorId]).toContain(id);
+    const deliveries = await db()
+      .select()
+      .from(ingestedEvents)
+      .where(eq(ingestedEvents.fingerprint, `generic:${fingerprint}`));
+    expect(deliveries).toHaveLength(1 + repeats);
+    expect(deliveries.every((d) => d.incidentId === survivorId)).toBe(true);
+    const records = await db()
+      .select()
+      .from(alerts)
+      .where(eq(alerts.fingerprint, `generic:${fingerprint}`));
+    expect(records).toEqual([expect.objectContaining({ incidentId: survivorId, occurrenceCount: 1 + repeats })]);
+    expect(new Set(deliveries.map((d) => d.alertId))).toEqual(new Set([records[0]!.id]));
+    expect(await alertsOf(mergedId)).toEqual([]);
   });
 
   it('withdraws the pending approval of the incident merged', async () => {
