@@ -124,6 +124,7 @@ describe('a dependency unavailable', () => {
     expect(accepted.body).toEqual({
       eventIds: [expect.stringMatching(/^evt_/)],
       incidentIds: [expect.stringMatching(/^inc_/)],
+      alertIds: [expect.stringMatching(/^alt_/)],
       deduplicated: false,
     });
     const incidentId = accepted.body.incidentIds[0] as string;
