@@ -26,7 +26,13 @@ export interface ProposedRemediation {
   /** The tenant's `autoRemediation` setting at proposal time. */
   autoApprove: boolean;
   evidenceHash: string;
+  /**
+   * Steps to approve and run. 0 when the plan has none the service can execute: then nothing was
+   * proposed (no approval; the ids, deadline and hash are empty) (ADR 0258).
+   */
   steps: number;
+  /** With `steps: 0`, the manual steps left to people as the incident's recommended actions. */
+  manualSteps?: number;
 }
 
 export type ApprovalDecision = 'approve' | 'reject';

@@ -7,7 +7,12 @@ import { approvals, notifications, remediations, remediationSteps } from '../../
 import { tenants, type TenantSettings } from '../../src/db/schema/tenants.js';
 import { getStateQuery } from '../../src/workflows/messages.js';
 import { createRemediationActivities } from '../../src/activities/remediation.js';
-import { concludedIncident, expiredApproval, investigateToPendingApproval } from '../helpers/remediation.js';
+import {
+  concludedIncident,
+  expiredApproval,
+  investigateToPendingApproval,
+  restartRunbook,
+} from '../helpers/remediation.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 
@@ -303,6 +308,7 @@ describe('remediation behind approval', () => {
 
   it('autoRemediation: the system grants the approval (audited) and the remediation runs without waiting', async () => {
     const tenant = await tenantWith({ approvalSeconds: 600, autoRemediation: true });
+    await restartRunbook(svc, tenant.member, 'orders-db'); // a step to run: manual steps ask nothing
     const created = await svc.api('POST', '/v1/incidents/chat', {
       token: tenant.member,
       body: { title: 'Disk full', description: 'orders-db disk at 100%', service: 'orders-db' },
@@ -331,6 +337,7 @@ describe('remediation behind approval', () => {
 
   it('re-synthesises when an alert changes state while the approval waits, and keeps the proposal when its evidence is the same', async () => {
     const tenant = await tenantWith({ approvalSeconds: 600 });
+    await restartRunbook(svc, tenant.member, 'checkout-api'); // a step to run: manual steps ask nothing
     const key = await createKey(svc, tenant.admin);
     const alert = { name: 'CheckoutErrors', severity: 'high', service: 'checkout-api', summary: '5xx above 5%' };
     const posted = await postWebhook(svc, tenant.tenantId, 'generic', alert, { key: key.key });

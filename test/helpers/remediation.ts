@@ -6,8 +6,28 @@ import { tenants } from '../../src/db/schema/tenants.js';
 import type { TestService } from './service.js';
 import { eventually } from './webhooks.js';
 
-/** A manual incident about checkout errors on `checkout-api` (201 checked); its id. */
+/**
+ * A runbook for `service` whose step the service can execute (restart), once per tenant: a
+ * conclusion on the service then recommends it, where one without evidence recommends manual
+ * steps only, which ask for no approval (ADR 0258).
+ */
+export async function restartRunbook(svc: TestService, token: string, service: string): Promise<void> {
+  const runbooks = await svc.api('GET', `/v1/runbooks?service=${encodeURIComponent(service)}`, { token });
+  expect(runbooks.status).toBe(200);
+  if (runbooks.body.total > 0) return;
+  const runbook = await svc.api('POST', '/v1/runbooks', {
+    token,
+    body: { title: `${service} errors`, service, content: `# ${service} errors\n\n1. Restart the ${service} pods\n` },
+  });
+  expect(runbook.status).toBe(201);
+}
+
+/**
+ * A manual incident about checkout errors on `checkout-api` (201 checked); its id. The tenant has
+ * a runbook for `checkout-api`, so the conclusion recommends a step the service can execute.
+ */
 export async function checkoutIncident(svc: TestService, token: string): Promise<string> {
+  await restartRunbook(svc, token, 'checkout-api');
   const created = await svc.api('POST', '/v1/incidents/chat', {
     token,
     body: { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },

@@ -7,6 +7,7 @@ import type { RunningDevServer } from '../../src/temporal/dev-server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { createKey, eventually, postWebhook } from '../helpers/webhooks.js';
 import { startContinueAsNewServer } from '../helpers/workers.js';
+import { restartRunbook } from '../helpers/remediation.js';
 
 // A Temporal server of its own that suggests continuing as new after a few history events, so an
 // incident's workflow runs its whole life with the suggestion on.
@@ -29,6 +30,7 @@ describe('an incident workflow told to continue as new', () => {
       .update(tenants)
       .set({ settings: { autoResolve: true, approvalTimeoutMinutes: 30 } })
       .where(eq(tenants.id, tenant.tenantId));
+    await restartRunbook(svc, tenant.member, 'checkout-api'); // a step to run: manual steps ask nothing
     const key = await createKey(svc, tenant.admin);
     const alert = {
       name: 'CheckoutErrors',

@@ -103,6 +103,14 @@ export function matchingSkill(action: string, candidates: SkillRow[]): SkillRow 
   return enabled.find((s) => words(s.description).length >= 8 && text.includes(words(s.description)));
 }
 
+/**
+ * Whether the service can carry a step out itself: a skill, an integration action, or a builtin
+ * action other than `manual_step` (which only says what a person should do). A plan without
+ * one is recommended actions for people, never something to approve (ADR 0258).
+ */
+export const isExecutableStep = (step: Pick<RemediationStepPlan, 'kind' | 'action'>): boolean =>
+  step.kind !== 'builtin' || step.action !== 'manual_step';
+
 export function buildPlan(
   actions: string[],
   incident: { service: string | null; ownerTeam: string | null },

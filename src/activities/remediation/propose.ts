@@ -1,10 +1,9 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq } from 'drizzle-orm';
 import type { ProposedRemediation, ProposeRemediationRequest } from '../../analysis/remediation-types.js';
 import type { Db } from '../../db/client.js';
 import { appendAudit } from '../../db/repositories/audit.js';
 import { findTenant } from '../../db/repositories/tenants.js';
-import { activeUsers } from '../../db/repositories/users.js';
 import { events } from '../../db/schema/events.js';
 import { incidents } from '../../db/schema/incidents.js';
 import { investigations } from '../../db/schema/investigation.js';
@@ -13,15 +12,15 @@ import {
   notifications,
   remediations,
   remediationSteps,
-  users,
   type RemediationStepPlan,
 } from '../../db/schema/remediation.js';
 import { skills } from '../../db/schema/skills.js';
 import { newId } from '../../ids.js';
 import { appendEvent } from '../../outbox/append.js';
 import type { RemediationContext, Tx } from './context.js';
+import { approvalRecipients } from '../../db/repositories/notifications.js';
 import { currentEvidenceHash } from './evidence-hash.js';
-import { buildPlan } from './plan.js';
+import { buildPlan, isExecutableStep } from './plan.js';
 
 export const DEFAULT_APPROVAL_TIMEOUT_MINUTES = 60;
 
@@ -39,7 +38,11 @@ interface Proposal {
 
 class ProposalRaced extends Error {}
 
-/** Proposes the plan behind an admin approval with a deadline, once per request key. */
+/**
+ * Proposes the plan behind an admin approval with a deadline, once per request key. A plan with
+ * no step the service can execute asks nobody: its manual steps stay the incident's recommended
+ * actions, and the answer has `steps: 0` (ADR 0258).
+ */
 export async function proposeRemediation(
   ctx: RemediationContext,
   req: ProposeRemediationRequest,
@@ -49,7 +52,9 @@ export async function proposeRemediation(
   const before = await storedProposal(db, key);
   if (before) return before;
 
-  const proposal = await prepareProposal(ctx, req);
+  const planned = await readPlan(db, req);
+  if (!planned.plan.some(isExecutableStep)) return leftToPeople(db, req, key, planned.plan);
+  const proposal = await prepareProposal(ctx, req, planned);
   const created = await db
     .transaction(async (tx) => {
       await writeProposal(tx, req, key, proposal);
@@ -83,9 +88,8 @@ async function storedProposal(db: Db, key: string): Promise<ProposedRemediation 
   };
 }
 
-/** Reads what a proposal is made of: the recommended actions, the tenant's skills and settings, its admins. */
-async function prepareProposal(ctx: RemediationContext, req: ProposeRemediationRequest): Promise<Proposal> {
-  const { db } = ctx;
+/** The plan of the recommended actions, each a tenant skill or a builtin action. */
+async function readPlan(db: Db, req: ProposeRemediationRequest) {
   const tenant = await findTenant(db, req.tenantId);
   if (!tenant) throw ApplicationFailure.nonRetryable(`tenant ${req.tenantId} not found`, 'TenantMissing');
   const [incident] = await db
@@ -102,7 +106,51 @@ async function prepareProposal(ctx: RemediationContext, req: ProposeRemediationR
     .select()
     .from(skills)
     .where(and(eq(skills.tenantId, req.tenantId), eq(skills.enabled, true)));
-  const plan = buildPlan(actions, incident, tenantSkills);
+  return { tenant, plan: buildPlan(actions, incident, tenantSkills) };
+}
+
+/**
+ * Nothing the service can run: no remediation, no approval, no `approval.requested`. The manual
+ * steps are the incident's recommended actions already (the synthesis wrote them); the audit
+ * says why no approval was asked for. Written once per request key.
+ */
+async function leftToPeople(
+  db: Db,
+  req: ProposeRemediationRequest,
+  key: string,
+  plan: RemediationStepPlan[],
+): Promise<ProposedRemediation> {
+  await appendAudit(db, {
+    tenantId: req.tenantId,
+    actorType: 'system',
+    actorId: 'workflow',
+    action: 'remediation.manual_only',
+    targetType: 'incident',
+    targetId: req.incidentId,
+    incidentId: req.incidentId,
+    workflowId: req.workflowId,
+    historyEventId: req.historyEventId ?? null,
+    details: { investigationRun: req.investigationRun, recommendedActions: plan.map((s) => s.description) },
+    idempotencyKey: `${key}:manual-only:audit`,
+  });
+  return {
+    remediationId: '',
+    approvalId: '',
+    deadline: '',
+    autoApprove: false,
+    evidenceHash: '',
+    steps: 0,
+    manualSteps: plan.length,
+  };
+}
+
+/** Reads the rest of a proposal: the evidence hash, the tenant's settings, the admins to ask. */
+async function prepareProposal(
+  ctx: RemediationContext,
+  req: ProposeRemediationRequest,
+  { tenant, plan }: Awaited<ReturnType<typeof readPlan>>,
+): Promise<Proposal> {
+  const { db } = ctx;
   const evidenceHash = await currentEvidenceHash(db, req.incidentId, req.tenantId);
   const now = ctx.clock();
   const minutes = tenant.settings.approvalTimeoutMinutes ?? DEFAULT_APPROVAL_TIMEOUT_MINUTES;
@@ -110,10 +158,7 @@ async function prepareProposal(ctx: RemediationContext, req: ProposeRemediationR
   const autoApprove = tenant.settings.autoRemediation === true;
   const remediationId = newId('rem');
   const approvalId = newId('apr');
-  const admins = await db
-    .select({ userId: users.userId })
-    .from(users)
-    .where(activeUsers(and(eq(users.tenantId, req.tenantId), sql`${users.roles} @> '["admin"]'::jsonb`)!));
+  const admins = await approvalRecipients(db, req.tenantId);
   return { remediationId, approvalId, plan, evidenceHash, now, deadline, autoApprove, admins };
 }
 

@@ -2,7 +2,7 @@
  * Remediation: proposed after each conclusion, approved by an admin (or the system with
  * autoRemediation) before a durable deadline, then carried out step by step and verified.
  */
-import { condition, log, workflowInfo } from '@temporalio/workflow';
+import { condition, log, patched, workflowInfo } from '@temporalio/workflow';
 import type { ProposedRemediation } from '../../analysis/remediation-types.js';
 import type { IncidentStatus } from '../../db/schema/incidents.js';
 import type { Actor, ApprovalDecidedView, ApprovalResponse } from '../messages.js';
@@ -146,8 +146,13 @@ export class Remediation {
         investigationRun: run,
         requestKey: `${workflowInfo().runId}:${state.remediationProposals}`,
       });
+      // Nothing the service can execute: no approval, no wait; the incident stays under
+      // investigation with its manual steps as recommended actions (ADR 0258). Proposed again
+      // after a superseded approval, it waits on nothing any more: back under investigation.
       if (proposed.steps === 0) {
-        state.remediationStatus = 'nothing_to_do';
+        state.remediationStatus = proposed.manualSteps ? 'manual_only' : 'nothing_to_do';
+        if (this.record.status() === 'awaiting_approval' && patched('manual-only-leaves-awaiting-approval'))
+          await this.moveTo('investigating');
         return;
       }
       this.pending = proposed;

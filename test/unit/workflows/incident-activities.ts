@@ -54,7 +54,7 @@ export function fakeIncidentActivities(input: IncidentWorkflowInput) {
     createdAt: new Date(0).toISOString(),
     updatedAt: new Date(0).toISOString(),
   };
-  const state = { evidenceHash: 'evidence-1', investigationRuns: 0, proposals: 0 };
+  const state = { evidenceHash: 'evidence-1', investigationRuns: 0, proposals: 0, manualOnly: false };
   /** The test server's clock (skipped time included) when this activity attempt was scheduled. */
   const serverNow = () => Context.current().info.currentAttemptScheduledTimestampMs;
 
@@ -108,6 +108,17 @@ export function fakeIncidentActivities(input: IncidentWorkflowInput) {
     async proposeRemediation(req) {
       record('proposeRemediation', req);
       const n = ++state.proposals;
+      // A plan of manual steps only: nothing proposed (ADR 0258).
+      if (state.manualOnly)
+        return {
+          remediationId: '',
+          approvalId: '',
+          deadline: '',
+          autoApprove: false,
+          evidenceHash: '',
+          steps: 0,
+          manualSteps: 2,
+        };
       return {
         remediationId: `rem-${n}`,
         approvalId: `apr-${n}`,
@@ -164,6 +175,10 @@ export function fakeIncidentActivities(input: IncidentWorkflowInput) {
     /** New evidence arrives: the incident's evidence hash changes from here on. */
     changeEvidence(hash: string) {
       state.evidenceHash = hash;
+    },
+    /** The conclusions from here on recommend manual steps only. */
+    manualStepsOnly() {
+      state.manualOnly = true;
     },
   };
 }

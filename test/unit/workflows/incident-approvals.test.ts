@@ -214,6 +214,40 @@ describe('the incident workflow on a time-skipping server', () => {
     });
   });
 
+  it('a superseding conclusion of manual steps only ends the wait: no new approval, the incident back under investigation (ADR 0258)', async () => {
+    await withIncident(async ({ handle, fake }) => {
+      await awaitingApproval(handle, 'apr-1');
+      fake.changeEvidence('evidence-2');
+      fake.manualStepsOnly();
+      await handle.signal(investigationContextSignal);
+      const state = await stateWhen(handle, (s) => s.remediationStatus === 'manual_only');
+      expect(state.pendingApprovalId).toBeUndefined();
+      await stateWhen(handle, (s) => s.status === 'investigating');
+      expect(fake.callsTo('expireApproval')).toEqual([
+        expect.objectContaining({ approvalId: 'apr-1', reason: 'superseded' }),
+      ]);
+      expect(fake.callsTo('proposeRemediation')).toHaveLength(2);
+      expect(fake.callsTo('projectStatusChange').map((c) => c.to)).toEqual([
+        'investigating',
+        'awaiting_approval',
+        'investigating',
+      ]);
+      // Nothing waits: past the first deadline no approval is expired again, and none was decided.
+      await env.sleep(minutes(APPROVAL_MINUTES + 1));
+      expect(fake.callsTo('expireApproval')).toHaveLength(1);
+      expect(fake.callsTo('recordApprovalDecision')).toEqual([]);
+      expect(await refusal(handle, 'apr-1')).toMatch(/approval_?expired.*superseded/i);
+      // The move back is a new command, behind its patch (ADR 0254); the history replays.
+      const history = await handle.fetchHistory();
+      const patches = (history.events ?? [])
+        .flatMap((e) => Object.values(e.markerRecordedEventAttributes?.details ?? {}))
+        .flatMap((d) => d.payloads ?? [])
+        .map((p) => Buffer.from(p.data ?? []).toString('utf8'));
+      expect(patches.some((p) => p.includes('manual-only-leaves-awaiting-approval'))).toBe(true);
+      await Worker.runReplayHistory({ workflowBundle: bundle }, history, 'manual-only-superseded');
+    });
+  });
+
   it('ends the pending approval on close, and reopened days later runs anew with a deadline of its own', async () => {
     await withIncident(async ({ input, taskQueue, handle, fake }) => {
       await awaitingApproval(handle, 'apr-1');
