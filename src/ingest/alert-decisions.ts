@@ -67,7 +67,7 @@ export interface AlertDecision {
 const rank = (s: Severity) => severities.indexOf(s);
 const higher = (a: Severity | undefined, b: Severity): Severity => (a === undefined || rank(b) < rank(a) ? b : a);
 
-function recordOf(row: LiveAlertRow): AlertRecord {
+export function recordOf(row: LiveAlertRow): AlertRecord {
   return {
     id: row.id,
     tenantId: row.tenant_id,
@@ -80,7 +80,7 @@ function recordOf(row: LiveAlertRow): AlertRecord {
     transitions: row.transitions,
     flapping: row.flapping,
     firstSeenAt: new Date(row.first_seen_at),
-    lastSeenAt: new Date(row.first_seen_at),
+    lastSeenAt: new Date(row.last_seen_at),
     occurrences: row.occurrence_count,
     service: row.service,
     severity: row.severity as Severity,
@@ -273,6 +273,7 @@ export class AlertDecider {
       record.state = 'grouped';
       record.incidentId = incidentId;
       record.correlation = { reason: 'rule', ruleId: rule.id };
+      this.touched.set(record.id, record);
       severity = higher(severity, (record.severity ?? event.severity) as Severity);
       this.released.push(record);
     }

@@ -68,6 +68,7 @@ export type LiveAlertRow = {
   transitions: string[];
   flapping: boolean;
   first_seen_at: Date;
+  last_seen_at: Date;
   occurrence_count: number;
   service: string | null;
   severity: string;
@@ -112,7 +113,7 @@ export interface BatchReads {
 
 const liveColumns = (tx: postgres.Sql) =>
   tx`a.id, a.tenant_id, a.fingerprint, a.incident_id, a.state, a.status, a.rule_id, a.origins, a.transitions, a.flapping,
-     a.first_seen_at, a.occurrence_count, a.service, a.severity`;
+     a.first_seen_at, a.last_seen_at, a.occurrence_count, a.service, a.severity`;
 
 /**
  * The first round trip, pipelined in this order: BEGIN, the API keys presented (each counted in

@@ -10,6 +10,9 @@ import type { AlertRecord } from './alert-decisions.js';
 import type { IngestOutcome, IngestRequest } from './ingest.js';
 import type { ParsedAlert } from './types.js';
 
+/** Who opens an incident when a rule's held alerts have fired long enough, with no delivery. */
+export const HELD_RELEASE_ACTOR = 'correlation-rule';
+
 /** An incident the batch opens (`isNew`) or an open one its alerts attach to. */
 export interface IncidentChange {
   id: string;
@@ -18,6 +21,7 @@ export interface IncidentChange {
   fingerprint: string;
   first?: ParsedAlert;
   firstEventId?: string;
+  /** The webhook key that sent the first alert; none when a rule's hold opened it. */
   keyId?: string;
   requestId?: string;
   provider?: string;
@@ -123,12 +127,13 @@ function openIncidents(tx: postgres.Sql, created: IncidentChange[], d: BatchDeci
       ) as n(id, tenant_id, title, description, severity, fingerprint, service, occurrences, last_seen_at, recovered_at, service_id, owner_team, immediate_attention)`,
     tx`
       insert into audit_log (id, tenant_id, actor_type, actor_id, action, target_type, target_id, incident_id, request_id, details)
-      select a.id, a.tenant_id, 'api_key', a.actor_id, 'incident.created', 'incident', a.incident_id, a.incident_id, a.request_id, a.details::jsonb
+      select a.id, a.tenant_id, a.actor_type, a.actor_id, 'incident.created', 'incident', a.incident_id, a.incident_id, a.request_id, a.details::jsonb
       from unnest(
-        ${audited.map(() => newId('aud', now.getTime()))}::text[], ${audited.map((c) => c.tenantId)}::text[], ${audited.map((c) => c.keyId!)}::text[],
-        ${audited.map((c) => c.id)}::text[], ${audited.map((c) => c.requestId!)}::text[],
+        ${audited.map(() => newId('aud', now.getTime()))}::text[], ${audited.map((c) => c.tenantId)}::text[],
+        ${audited.map((c) => (c.keyId ? 'api_key' : 'system'))}::text[], ${audited.map((c) => c.keyId ?? HELD_RELEASE_ACTOR)}::text[],
+        ${audited.map((c) => c.id)}::text[], ${audited.map((c) => c.requestId ?? null)}::text[],
         ${audited.map((c) => JSON.stringify({ provider: c.provider, fingerprint: c.fingerprint, eventId: c.firstEventId }))}::text[]
-      ) with ordinality as a(id, tenant_id, actor_id, incident_id, request_id, details, ord)
+      ) with ordinality as a(id, tenant_id, actor_type, actor_id, incident_id, request_id, details, ord)
       order by a.ord`,
   ];
 }

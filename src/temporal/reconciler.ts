@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type postgres from 'postgres';
+import { releaseHeldAlerts } from '../ingest/release-held.js';
 import { purgeExpiredAudit } from '../db/repositories/audit-retention.js';
 import { NOTIFICATION_RETENTION_MS, purgeNotifications } from '../db/repositories/notifications.js';
 import { purgeRateLimitWindows } from '../db/repositories/rate-limits.js';
@@ -78,11 +79,39 @@ export function startDispatcher(
   options: WorkflowDispatcherOptions & { housekeepingIntervalMs?: number } = {},
 ): Dispatcher {
   const housekeeping = startHousekeeping(deps, { intervalMs: options.housekeepingIntervalMs });
+  const release = startHeldRelease(deps);
   const dispatcher = startWorkflowDispatcher(deps, options);
   return {
     runOnce: dispatcher.runOnce,
     async stop() {
-      await Promise.all([dispatcher.stop(), housekeeping.stop()]);
+      await Promise.all([dispatcher.stop(), housekeeping.stop(), release.stop()]);
+    },
+  };
+}
+
+/**
+ * Every few seconds, opens the incidents of correlation-rule groups whose held alerts have fired
+ * for the rule's `forMinutes`: no delivery may come to release them (src/ingest/release-held.ts).
+ * The incidents it opens are started by the dispatcher, which their commit notifies.
+ */
+function startHeldRelease(deps: { sql: postgres.Sql; logger: Logger }, intervalMs = 5_000): { stop(): Promise<void> } {
+  let running: Promise<void> | null = null;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = releaseHeldAlerts(deps.sql)
+      .then((opened) => {
+        if (opened > 0) deps.logger.info({ opened }, 'opened the incidents of held alerts');
+      })
+      .catch((err: unknown) => deps.logger.warn({ err }, 'could not release held alerts; will retry'))
+      .finally(() => {
+        running = null;
+      });
+  }, intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
     },
   };
 }

@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { incidents } from './incidents.js';
 import { tenants } from './tenants.js';
@@ -60,6 +61,10 @@ export const alerts = pgTable(
     index('alerts_tenant_fingerprint_idx').on(t.tenantId, t.fingerprint, t.lastSeenAt),
     index('alerts_tenant_state_idx').on(t.tenantId, t.state, t.firstSeenAt, t.id),
     index('alerts_tenant_first_seen_idx').on(t.tenantId, t.firstSeenAt, t.id),
+    // The held alerts a rule's `forMinutes` releases, looked for every few seconds.
+    index('alerts_pending_idx')
+      .on(t.firstSeenAt)
+      .where(sql`${t.state} = 'pending'`),
   ],
 );
 export type AlertRow = typeof alerts.$inferSelect;

@@ -1,0 +1,1 @@
+CREATE INDEX "alerts_pending_idx" ON "alerts" USING btree ("first_seen_at") WHERE "alerts"."state" = 'pending';
