@@ -44,6 +44,8 @@ import { registerStreamRoutes } from './routes/stream.js';
 import { registerMemoryRoutes } from './routes/memory.js';
 import { registerAuditExportRoutes } from './routes/audit-export.js';
 import { registerAuditRoutes } from './routes/audit.js';
+import { registerCorrelationRuleRoutes } from './routes/correlation-rules.js';
+import { registerAlertRoutes } from './routes/alerts.js';
 import { registerDocsRoutes } from './routes/docs.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
 import {
@@ -212,6 +214,8 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     exports: deps.exports ?? { dir: path.join(tmpdir(), 'audit-exports'), urlKey: randomBytes(32) },
   });
   registerAuditRoutes(app, deps);
+  registerCorrelationRuleRoutes(app, deps);
+  registerAlertRoutes(app, deps);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

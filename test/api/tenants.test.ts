@@ -17,7 +17,7 @@ let tenant: { tenantId: string; admin: string; member: string };
 
 beforeAll(async () => {
   svc = await startTestService();
-  tenant = await svc.newTenant({ plan: 'plan_pro', name: 'Acme Payments' });
+  tenant = await svc.newTenant({ plan: 'plan_pro', name: 'Acme Payments', grouping: true });
 });
 afterAll(() => svc?.stop());
 
@@ -42,6 +42,7 @@ describe('GET /v1/tenants/{tenantId}', () => {
         autoResolve: false,
         approvalTimeoutMinutes: 60,
         allowHttpSkills: false,
+        correlationWindowMinutes: 10,
       },
     });
   });
@@ -127,6 +128,7 @@ describe('PATCH /v1/tenants/{tenantId}', () => {
           'autoResolve',
           'approvalTimeoutMinutes',
           'allowHttpSkills',
+          'correlationWindowMinutes',
         ],
       },
     ]);

@@ -10,6 +10,9 @@ import { access } from '../middleware/access.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
 import { Tenant, TenantIdParam, TenantUsage, UpdateTenantBody } from '../schemas/tenants.js';
 
+/** The correlation window when a tenant has not set one: the ingest path's default (src/ingest/batch-reads.ts). */
+const DEFAULT_CORRELATION_WINDOW_MINUTES = 10;
+
 export function toTenantView(row: TenantRow) {
   return {
     tenantId: row.id,
@@ -28,6 +31,7 @@ export function toTenantView(row: TenantRow) {
       autoResolve: row.settings.autoResolve ?? false,
       approvalTimeoutMinutes: row.settings.approvalTimeoutMinutes ?? 60,
       allowHttpSkills: row.settings.allowHttpSkills ?? false,
+      correlationWindowMinutes: row.settings.correlationWindowMinutes ?? DEFAULT_CORRELATION_WINDOW_MINUTES,
     },
   };
 }

@@ -14,6 +14,10 @@ export const TenantSettingsSchema = z.object({
   autoResolve: z.boolean(),
   approvalTimeoutMinutes: z.number().int(),
   allowHttpSkills: z.boolean(),
+  correlationWindowMinutes: z.number().int().openapi({
+    description:
+      "Minutes after an open incident's latest alert in which a related alert joins it (0–1440, default 10; 0: no automatic grouping, rules still apply)",
+  }),
 });
 
 export const Tenant = z
@@ -76,6 +80,8 @@ export const UpdateTenantBody = z
         autoResolve: z.boolean().optional(),
         approvalTimeoutMinutes: z.number().int().min(1).max(10080).optional(),
         allowHttpSkills: z.boolean().optional(),
+        // 0 turns automatic grouping off (each alert by its own fingerprint; rules still apply).
+        correlationWindowMinutes: z.number().int().min(0).max(1440).optional(),
       })
       .strict()
       .optional(),
