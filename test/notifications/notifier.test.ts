@@ -108,7 +108,7 @@ const byUser = async (tenantId: string) => {
 };
 
 describe('notifier: fan-out', () => {
-  it('notifies every member and admin of the event tenant seen in the last 90 days, export completions admins only, approval requests not again', async () => {
+  it('notifies the members and admins of the event tenant seen in the last 90 days whom the event is for (targeting.test.ts has every rule), approval requests not again', async () => {
     const tenantId = await tenantWithUsers();
     // Seen just inside the active window, and just past it (decision 231).
     await db()
@@ -167,10 +167,13 @@ describe('notifier: fan-out', () => {
     await drainPast(notifier, last);
 
     const { rows, out } = await byUser(tenantId);
-    const all = ['incident.created', 'investigation.completed', 'remediation.completed', 'system.quota_warning'];
+    // A high incident reaches everyone, so its conclusion reaches everyone notified of it; a
+    // completed remediation is progress (nobody); quota warnings and exports are the admins'.
+    const all = ['incident.created', 'investigation.completed'];
+    const admins = ['incident.created', 'investigation.completed', 'system.export_completed', 'system.quota_warning'];
     expect(out['bob-member']).toEqual(all);
-    expect(out['alice-admin']).toEqual([...all, 'system.export_completed'].sort());
-    expect(out['carol-both']).toEqual([...all, 'system.export_completed'].sort());
+    expect(out['alice-admin']).toEqual(admins);
+    expect(out['carol-both']).toEqual(admins);
     expect(out['erin-away']).toEqual(all);
     expect(out['dave-left']).toBeUndefined();
     const opened = rows.find((r) => r.type === 'incident.created' && r.userId === 'bob-member')!;
@@ -179,10 +182,6 @@ describe('notifier: fan-out', () => {
     expect(rows.find((r) => r.type === 'investigation.completed')!.payload.title).toBe(
       'Root cause found: pool exhausted',
     );
-    expect(rows.find((r) => r.type === 'remediation.completed')!.payload).toMatchObject({
-      remediationId: 'rem_1',
-      incidentId,
-    });
     expect(rows.find((r) => r.type === 'system.quota_warning')!.payload.title).toBe('Quota warning: events at 80%');
     // The tenant's events reached none of the other tenant's users.
     const seqs = rows.map((r) => `${String(r.payload.eventSeq)}:`);
@@ -195,7 +194,12 @@ describe('notifier: exactly once', () => {
   it('a second run creates nothing more', async () => {
     const tenantId = await tenantWithUsers();
     const notifier = await privateNotifier(tenantId);
-    const last = await append(tenantId, 'incident.resolved', { incidentId: 'inc_1' }, 'inc_1');
+    const last = await append(
+      tenantId,
+      'incident.created',
+      { incidentId: 'inc_1', title: 'Down', severity: 'critical', source: 'manual' },
+      'inc_1',
+    );
     await drainPast(notifier, last);
     const again = await notifier.runOnce();
     expect(again.created).toBe(0);
@@ -222,14 +226,14 @@ describe('notifier: exactly once', () => {
     // Written without NOTIFY, so only this consumer picks them up at once.
     const first = await appendQuiet(
       tenantId,
-      'triage.completed',
-      { incidentId: 'inc_2', priority: 'high', summary: 'DB saturated' },
+      'incident.created',
+      { incidentId: 'inc_2', title: 'DB saturated', severity: 'high', source: 'automated' },
       'inc_2',
     );
     const last = await appendQuiet(
       tenantId,
-      'incident.status_changed',
-      { incidentId: 'inc_2', from: 'open', to: 'investigating' },
+      'investigation.completed',
+      { incidentId: 'inc_2', rootCause: 'pool exhausted', confidence: 0.8 },
       'inc_2',
     );
     const before = await lastSeqOf(notifier.name);
@@ -250,8 +254,8 @@ describe('notifier: exactly once', () => {
     const { rows, out } = await byUser(tenantId);
     expect(rows).toHaveLength(6);
     for (const u of ['alice-admin', 'bob-member', 'carol-both'])
-      expect(out[u]).toEqual(['incident.status_changed', 'triage.completed']);
-    expect(rows.find((r) => r.type === 'triage.completed')!.payload.title).toBe('Triage completed: high priority');
+      expect(out[u]).toEqual(['incident.created', 'investigation.completed']);
+    expect(rows.find((r) => r.type === 'incident.created')!.payload.title).toBe('Incident opened: DB saturated');
   });
 
   it('waits for an earlier seq that is still being written instead of skipping it', async () => {
@@ -262,18 +266,18 @@ describe('notifier: exactly once', () => {
     const wasInserted = new Promise<void>((r) => (inserted = r));
     const held = svc.database.sql.begin(async (tx) => {
       await tx`insert into events (id, tenant_id, type, incident_id, payload, idempotency_key)
-               values (${newId('oev')}, ${tenantId}, 'incident.resolved', 'inc_slow', '{"incidentId":"inc_slow"}'::jsonb, ${newId('oev')})`;
+               values (${newId('oev')}, ${tenantId}, 'incident.created', 'inc_slow', '{"incidentId":"inc_slow","severity":"critical"}'::jsonb, ${newId('oev')})`;
       inserted();
       await new Promise<void>((r) => (release = r));
     });
     await wasInserted;
-    const later = await append(tenantId, 'triage.failed', { incidentId: 'inc_fast', reason: 'model down' }, 'inc_fast');
+    const later = await append(tenantId, 'incident.created', { incidentId: 'inc_fast', severity: 'high' }, 'inc_fast');
     await staysBefore(notifier, later);
     release();
     await held;
     await drainPast(notifier, later);
     const { out } = await byUser(tenantId);
-    expect(out['bob-member']).toEqual(['incident.resolved', 'triage.failed']);
+    expect(out['bob-member']).toEqual(['incident.created', 'incident.created']);
   });
 
   it('waits for a seq drawn when its transaction had no transaction id yet (decision 244)', async () => {
@@ -296,7 +300,7 @@ describe('notifier: exactly once', () => {
       const notifier = await privateNotifier(tenantId);
       held = svc.database.sql.begin(async (tx) => {
         await tx`insert into events (id, tenant_id, type, incident_id, payload, idempotency_key)
-                 values (${newId('oev')}, ${tenantId}, 'incident.resolved', 'inc_held', '{"incidentId":"inc_held"}'::jsonb, ${newId('oev')})`;
+                 values (${newId('oev')}, ${tenantId}, 'incident.created', 'inc_held', '{"incidentId":"inc_held","severity":"critical"}'::jsonb, ${newId('oev')})`;
         await new Promise<void>((r) => (release = r));
       });
       // The insert is waiting in its trigger: its seq is drawn.
@@ -307,8 +311,8 @@ describe('notifier: exactly once', () => {
       });
       const later = await append(
         tenantId,
-        'triage.failed',
-        { incidentId: 'inc_fast', reason: 'model down' },
+        'incident.created',
+        { incidentId: 'inc_fast', severity: 'high' },
         'inc_fast',
       );
       await staysBefore(notifier, later);
@@ -319,7 +323,7 @@ describe('notifier: exactly once', () => {
       await held;
       await drainPast(notifier, later);
       const { out } = await byUser(tenantId);
-      expect(out['bob-member']).toEqual(['incident.resolved', 'triage.failed']);
+      expect(out['bob-member']).toEqual(['incident.created', 'incident.created']);
     } finally {
       await holder`select pg_advisory_unlock_all()`;
       holder.release();
@@ -339,8 +343,8 @@ describe('notifier: consumer row', () => {
     const notifier = await privateNotifier(tenantId);
     const last = await append(
       tenantId,
-      'approval.expired',
-      { incidentId: 'inc_3', remediationId: 'rem_3', approvalId: 'apr_3' },
+      'incident.created',
+      { incidentId: 'inc_3', title: 'Disk full', severity: 'critical', source: 'manual' },
       'inc_3',
     );
     await drainPast(notifier, last);
@@ -350,7 +354,7 @@ describe('notifier: consumer row', () => {
         await db()
           .select({ n: sql<number>`count(*)::int` })
           .from(notifications)
-          .where(and(eq(notifications.tenantId, tenantId), eq(notifications.type, 'approval.expired')))
+          .where(and(eq(notifications.tenantId, tenantId), eq(notifications.type, 'incident.created')))
       )[0]!.n;
     expect(await count()).toBe(3);
     await notifier.runOnce();

@@ -24,6 +24,16 @@ export const builtinRemediationActions = [
   'manual_step',
 ] as const;
 
+/**
+ * A verb of the sentence, not a part of a name: `status-page`, `scale-api` or `rollback_svc` name
+ * a service and ask for no paging, scaling or rollback (a manual step read as one asked admins
+ * to approve it).
+ */
+const verb = (pattern: string) => new RegExp(`(?<![\\w.-])(?:${pattern})(?![\\w-]|\\.\\w)`, 'i');
+const ROLLBACK = verb('roll(?:\\s|-)?back');
+const SCALE = verb('scale');
+const NOTIFY = verb('notify|page|escalate|announce|inform');
+
 const words = (s: string) =>
   s
     .toLowerCase()
@@ -42,7 +52,7 @@ export function builtinStepFor(
   if (CHECK_ACTION.test(text)) {
     return { action: 'manual_step', input: { instruction: text } };
   }
-  if (/\broll(?:\s|-)?back\b/.test(lower)) {
+  if (ROLLBACK.test(lower)) {
     const deploy = /deployment\s+(\S+?)\s+of\s+([A-Za-z0-9][\w.-]*)/i.exec(text);
     const sha = /\bsha\s+([0-9a-f]{7,40})\b/i.exec(text);
     const target = /previous release \(sha ([0-9a-f]{7,40})\)/i.exec(text);
@@ -67,7 +77,7 @@ export function builtinStepFor(
     const m = /restart\s+(?:the\s+)?(?:[\w-]+-killed\s+)?([A-Za-z0-9][\w.-]*)/i.exec(text);
     return { action: 'restart_service', input: { service: m?.[1] ?? fallbackService } };
   }
-  if (/\bscale\b/.test(lower)) {
+  if (SCALE.test(lower)) {
     const m = /scale\s+(out|up|in|down)?\s*([A-Za-z0-9][\w.-]*)?/i.exec(text);
     const direction = m?.[1]?.toLowerCase();
     const replicas = /\b(\d+)\s+replicas?\b/i.exec(text);
@@ -80,7 +90,7 @@ export function builtinStepFor(
       },
     };
   }
-  if (/\b(notify|page|escalate|announce|inform)\b/.test(lower)) {
+  if (NOTIFY.test(lower)) {
     return { action: 'notify_team', input: { team: incident.ownerTeam, message: text } };
   }
   return { action: 'manual_step', input: { instruction: text } };

@@ -3,12 +3,23 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { olderThan } from '../../db/keyset.js';
 import { and, count, desc, eq, inArray, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
 import { notifications } from '../../db/schema/remediation.js';
-import { describeEvent } from '../../notifications/notifier.js';
+import { describeEvent } from '../../notifications/describe.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
-import { ListNotificationsQuery, MarkNotificationsReadBody, NotificationList } from '../schemas/notifications.js';
+import {
+  findPreferences,
+  savePreferences,
+  type NotificationPreferences as Stored,
+} from '../../db/repositories/notifications.js';
+import {
+  ListNotificationsQuery,
+  MarkNotificationsReadBody,
+  NotificationList,
+  NotificationPreferences,
+  PutNotificationPreferencesBody,
+} from '../schemas/notifications.js';
 
 const tags = ['notifications'];
 
@@ -57,8 +68,72 @@ const markReadRoute = createRoute({
   responses: { 204: { description: 'Marked read' }, ...errorResponses(400, 401, 403) },
 });
 
-/** The caller's own notifications (token subject within its tenant): list them, mark them read. */
+const preferencesDescription =
+  'Your own preferences: event types switched off and the lowest incident severity notified to you. They only take away from what the rules send you (docs/api.md, Notifications); the event stream is not filtered by them.';
+
+const getPreferencesRoute = createRoute({
+  method: 'get',
+  path: '/v1/notifications/preferences',
+  tags,
+  summary: "The caller's notification preferences (the defaults when none are saved)",
+  description: preferencesDescription,
+  ...access('member'),
+  responses: {
+    200: jsonResponse(NotificationPreferences, 'The preferences'),
+    ...errorResponses(401, 403),
+  },
+});
+
+const putPreferencesRoute = createRoute({
+  method: 'put',
+  path: '/v1/notifications/preferences',
+  tags,
+  summary: "Replace the caller's notification preferences",
+  description: preferencesDescription,
+  ...access('member'),
+  request: {
+    body: { required: true, content: { 'application/json': { schema: PutNotificationPreferencesBody } } },
+  },
+  responses: {
+    200: jsonResponse(NotificationPreferences, 'The preferences as saved'),
+    ...errorResponses(400, 401, 403),
+  },
+});
+
+const toPreferencesView = (p: Stored) => ({
+  disabledTypes: p.disabledTypes,
+  minSeverity: p.minSeverity,
+  updatedAt: p.updatedAt?.toISOString() ?? null,
+});
+
+/** The caller's own notifications (token subject within its tenant): list them, mark them read, choose what comes. */
 export function registerNotificationRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
+  app.openapi(getPreferencesRoute, async (c) => {
+    const auth = c.var.auth;
+    return c.json(toPreferencesView(await findPreferences(deps.db, auth.tenantId, auth.userId)), 200);
+  });
+
+  app.openapi(putPreferencesRoute, async (c) => {
+    const auth = c.var.auth;
+    const body = c.req.valid('json');
+    const wanted = { disabledTypes: [...new Set(body.disabledTypes)].sort(), minSeverity: body.minSeverity };
+    const saved = await deps.db.transaction(async (tx) => {
+      const row = await savePreferences(tx, auth.tenantId, auth.userId, wanted);
+      await appendAudit(tx, {
+        tenantId: auth.tenantId,
+        actorType: 'user',
+        actorId: auth.userId,
+        action: 'notification_preferences.updated',
+        targetType: 'user',
+        targetId: auth.userId,
+        requestId: c.get('requestId'),
+        details: wanted,
+      });
+      return row;
+    });
+    return c.json(toPreferencesView(saved), 200);
+  });
+
   app.openapi(listNotificationsRoute, async (c) => {
     const auth = c.var.auth;
     const query = c.req.valid('query');

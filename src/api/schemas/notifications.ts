@@ -1,4 +1,6 @@
 import { z } from '@hono/zod-openapi';
+import { severities } from '../../db/schema/incidents.js';
+import { EVENT_TYPES } from '../../outbox/events.js';
 import { limitParam } from './common.js';
 
 export const MAX_READ_IDS = 200;
@@ -58,3 +60,43 @@ export const MarkNotificationsReadBody = z
     message: 'Give exactly one of notificationIds and all',
   })
   .openapi('MarkNotificationsRead', { minProperties: 1, maxProperties: 1 });
+
+const eventType = z
+  .enum(EVENT_TYPES, {
+    error: (issue) =>
+      typeof issue.input === 'string'
+        ? `unknown event type '${issue.input}'`
+        : 'must be an event type of the catalogue (a string)',
+  })
+  .openapi({ description: 'An event type of the catalogue', example: 'incident.status_changed' });
+
+const minSeverity = z.enum(severities, { message: 'minSeverity must be one of critical, high, medium, low' }).openapi({
+  description:
+    'Incidents below this severity are not notified to you; approval requests are, whatever the severity. Default `low`',
+  example: 'high',
+});
+
+export const NotificationPreferences = z
+  .object({
+    disabledTypes: z.array(z.string()).openapi({
+      description: 'Event types never notified to you (they stay on the event stream). Default: none',
+      example: ['incident.status_changed'],
+    }),
+    minSeverity: z.enum(severities).openapi({ description: 'The lowest incident severity notified to you' }),
+    updatedAt: z
+      .string()
+      .nullable()
+      .openapi({ description: 'When you last saved them; null while the defaults apply' }),
+  })
+  .openapi('NotificationPreferences');
+
+export const PutNotificationPreferencesBody = z
+  .object({
+    disabledTypes: z
+      .array(eventType)
+      .max(EVENT_TYPES.length * 2, `at most ${EVENT_TYPES.length * 2} disabledTypes`)
+      .openapi({ description: 'Event types never to notify you of; an unknown type is refused (400), naming it' }),
+    minSeverity,
+  })
+  .strict()
+  .openapi('NotificationPreferencesUpdate');
