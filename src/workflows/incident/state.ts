@@ -146,11 +146,17 @@ export class IncidentState {
   alertsReceived({ alerts, autoResolve, incidentRecovered }: AlertsReceived): void {
     this.autoResolve = autoResolve;
     this.incidentRecovered = incidentRecovered;
+    let firing = false;
     for (const alert of alerts) {
       if (this.seenEventIds.has(alert.eventId)) continue;
       this.seenEventIds.add(alert.eventId);
       this.pendingAlerts.push(alert);
+      firing ||= alert.status === 'firing';
     }
+    // A firing alert grouped in (or firing again) while the investigation runs is new evidence
+    // for its conclusion, as a person's context is: heard at once, re-synthesised once the run
+    // ends unless its synthesis had not begun (it reads every alert stored).
+    if (firing && this.investigation.busy() && patched('related-alert-context')) this.investigation.contextArrived();
   }
 
   /** Automated incidents are triaged and investigated on their own right after creation (DESIGN §3). */
@@ -212,15 +218,6 @@ export class IncidentState {
       // New evidence while a proposal awaits its decision: re-synthesise, which supersedes the
       // approval when the conclusion it was based on changed.
       if (this.remediation.awaitingDecision() && this.investigation.hasReports()) this.investigation.contextArrived();
-      // A firing alert grouped in (or firing again) while the investigation runs is new evidence
-      // for its conclusion, as a person's context is: re-synthesised once the run ends.
-      else if (
-        this.investigation.inFlight() &&
-        batch.some((alert) => alert.status === 'firing') &&
-        patched('related-alert-context')
-      ) {
-        this.investigation.contextArrived();
-      }
       // Last status wins, unless the sender says another alert grouped into the incident still fires.
       if (
         last.status === 'resolved' &&
