@@ -76,7 +76,7 @@ export function queueBatchWrites(tx: postgres.Sql, d: BatchDecisions): Writes {
   const updated = [...d.changes.values()].filter((c) => !c.isNew).sort((a, b) => (a.id < b.id ? -1 : 1));
   if (created.length > 0) writes.push(...openIncidents(tx, created, d));
   writes.push(...writeAlerts(tx, d.alerts));
-  if (updated.length > 0) writes.push(updateIncidents(tx, updated));
+  if (updated.length > 0) writes.push(updateIncidents(tx, updated, d.now));
   if (d.eventRows.length > 0) writes.push(insertEventRows(tx, d.eventRows));
   if (d.released.length > 0) {
     writes.push(tx`
@@ -93,7 +93,7 @@ export function queueBatchWrites(tx: postgres.Sql, d: BatchDecisions): Writes {
   }
   const outbox = outboxEvents(created, d);
   if (outbox.length > 0) writes.push(insertOutbox(tx, outbox, d.now));
-  writes.push(...lockCommitHeads(tx, created, outbox));
+  writes.push(...lockCommitHeads(tx, [...created, ...updated.filter((c) => c.severity !== undefined)], outbox));
   for (const [tenantId, counter] of d.used) {
     if (counter.after !== counter.before) {
       writes.push(
@@ -140,27 +140,42 @@ function openIncidents(tx: postgres.Sql, created: IncidentChange[], d: BatchDeci
 
 /**
  * The open incidents the batch's alerts attach to (sorted by id): occurrences, last seen, a
- * severity raised to its highest alert's, and recovery: recovered once none of its alerts fires
- * (read after this batch's alert records are written, in the same round trip).
+ * severity raised to its highest alert's (with `incident.severity_changed`, reason `alert`), and
+ * recovery: recovered once none of its alerts fires (read after this batch's alert records are
+ * written, in the same round trip).
  */
-function updateIncidents(tx: postgres.Sql, updated: IncidentChange[]): Promise<unknown> {
+function updateIncidents(tx: postgres.Sql, updated: IncidentChange[], now: Date): Promise<unknown> {
+  const rank = tx`array['critical', 'high', 'medium', 'low']`;
   return tx`
-    update incidents i set
-      occurrence_count = i.occurrence_count + u.occurrences,
-      last_seen_at = coalesce(greatest(i.last_seen_at, u.last_seen_at), i.last_seen_at, u.last_seen_at),
-      severity = case when u.severity is not null
-        and array_position(array['critical', 'high', 'medium', 'low'], u.severity) < array_position(array['critical', 'high', 'medium', 'low'], i.severity)
-        then u.severity else i.severity end,
-      recovered_at = case
-        when not u.recovery_known then i.recovered_at
-        when exists (select 1 from alerts a where a.incident_id = i.id and a.state = 'grouped' and a.status = 'firing') then null
-        else coalesce(i.recovered_at, u.recovered_at, now()) end
-    from unnest(
-      ${updated.map((c) => c.id)}::text[], ${updated.map((c) => String(c.occurrences))}::text[]::int[], ${updated.map((c) => iso(c.lastSeenAt))}::text[]::timestamptz[],
-      ${updated.map((c) => String(c.recovery !== undefined))}::text[]::boolean[], ${updated.map((c) => iso(c.recovery?.recoveredAt))}::text[]::timestamptz[],
-      ${updated.map((c) => c.severity ?? null)}::text[]
-    ) as u(id, occurrences, last_seen_at, recovery_known, recovered_at, severity)
-    where i.id = u.id`;
+    with u as (
+      select * from unnest(
+        ${updated.map((c) => c.id)}::text[], ${updated.map((c) => String(c.occurrences))}::text[]::int[], ${updated.map((c) => iso(c.lastSeenAt))}::text[]::timestamptz[],
+        ${updated.map((c) => String(c.recovery !== undefined))}::text[]::boolean[], ${updated.map((c) => iso(c.recovery?.recoveredAt))}::text[]::timestamptz[],
+        ${updated.map((c) => c.severity ?? null)}::text[], ${updated.map(() => newId('oev', now.getTime()))}::text[]
+      ) as u(id, occurrences, last_seen_at, recovery_known, recovered_at, severity, event_id)
+    ),
+    before as (select i.id, i.severity from incidents i join u using (id)),
+    changed as (
+      update incidents i set
+        occurrence_count = i.occurrence_count + u.occurrences,
+        last_seen_at = coalesce(greatest(i.last_seen_at, u.last_seen_at), i.last_seen_at, u.last_seen_at),
+        severity = case when u.severity is not null and array_position(${rank}, u.severity) < array_position(${rank}, i.severity)
+          then u.severity else i.severity end,
+        recovered_at = case
+          when not u.recovery_known then i.recovered_at
+          when exists (select 1 from alerts a where a.incident_id = i.id and a.state = 'grouped' and a.status = 'firing') then null
+          else coalesce(i.recovered_at, u.recovered_at, now()) end
+      from u where i.id = u.id
+      returning i.id, i.tenant_id, i.severity, u.event_id
+    )
+    insert into events (id, tenant_id, type, incident_id, payload, idempotency_key, occurred_at)
+    select c.event_id, c.tenant_id, 'incident.severity_changed', c.id,
+           jsonb_build_object('incidentId', c.id, 'from', b.severity, 'to', c.severity, 'reason', 'alert'),
+           c.id || ':severity_changed:' || c.event_id, ${now.toISOString()}::timestamptz
+    from changed c join before b using (id)
+    where c.severity <> b.severity
+    order by c.tenant_id, c.id
+    on conflict (idempotency_key) do nothing`;
 }
 
 /** New alert records, then the changed ones (counts, state, flapping, the incident they joined). */

@@ -9,7 +9,7 @@ import type { LiveAlertRow, ServiceRow } from './batch-reads.js';
 import { queueBatchWrites, type IncidentChange } from './batch-writes.js';
 import type { ParsedAlert } from './types.js';
 
-type HeldRow = LiveAlertRow & { provider: string; min_alerts: number; for_minutes: number };
+type HeldRow = LiveAlertRow & { provider: string; min_alerts: number; for_minutes: number; rule_active: boolean };
 type FirstEventRow = {
   id: string;
   alert_name: string;
@@ -24,14 +24,16 @@ const MAX_TENANTS_PER_PASS = 50;
 /**
  * Opens the incidents of rule groups whose held alerts have fired for the rule's `forMinutes`
  * (and number `minAlerts`) with no delivery since to release them: a tool repeats a firing alert
- * only every few hours. Run by the dispatcher's passes; returns the incidents opened.
+ * only every few hours. A group whose rule was disabled or deleted opens too. Returns the
+ * incidents opened.
  */
 export async function releaseHeldAlerts(sql: postgres.Sql, now = new Date()): Promise<number> {
   const due = await sql<Array<{ tenant_id: string }>>`
     select distinct a.tenant_id from alerts a
-    join correlation_rules r on r.id = a.rule_id
-    where a.state = 'pending' and a.status = 'firing' and r.enabled and r.for_minutes > 0
-      and a.first_seen_at <= ${now.toISOString()}::timestamptz - make_interval(mins => r.for_minutes)
+    left join correlation_rules r on r.id = a.rule_id
+    where a.state = 'pending' and a.status = 'firing'
+      and (r.id is null or not r.enabled
+        or (r.for_minutes > 0 and a.first_seen_at <= ${now.toISOString()}::timestamptz - make_interval(mins => r.for_minutes)))
     limit ${MAX_TENANTS_PER_PASS}`;
   let opened = 0;
   for (const { tenant_id } of due) opened += await releaseTenant(sql, tenant_id, now);
@@ -49,8 +51,9 @@ async function releaseTenant(sql: postgres.Sql, tenantId: string, now: Date): Pr
       tx`select pg_advisory_xact_lock(hashtextextended(${`correlate:${tenantId}`}, 0))`,
       tx<HeldRow[]>`
         select a.id, a.tenant_id, a.fingerprint, a.incident_id, a.state, a.status, a.rule_id, a.origins, a.transitions,
-               a.flapping, a.first_seen_at, a.last_seen_at, a.occurrence_count, a.service, a.severity, a.provider, r.min_alerts, r.for_minutes
-        from alerts a join correlation_rules r on r.id = a.rule_id and r.enabled
+               a.flapping, a.first_seen_at, a.last_seen_at, a.occurrence_count, a.service, a.severity, a.provider,
+               r.min_alerts, r.for_minutes, coalesce(r.enabled, false) as rule_active
+        from alerts a left join correlation_rules r on r.id = a.rule_id
         where a.tenant_id = ${tenantId} and a.state = 'pending' and a.status = 'firing'
         order by a.first_seen_at, a.id`,
     ]);
@@ -59,8 +62,10 @@ async function releaseTenant(sql: postgres.Sql, tenantId: string, now: Date): Pr
       const key = row.origins.find((o) => o.startsWith(RULE_ORIGIN_PREFIX));
       if (key) groups.set(key, [...(groups.get(key) ?? []), row]);
     }
+    // A group whose rule was disabled or deleted holds nothing any more: it opens now.
     const due = [...groups.values()].filter((rows) => {
       const rule = rows[0]!;
+      if (!rule.rule_active) return true;
       const count = rows.reduce((sum, r) => sum + r.occurrence_count, 0);
       const age = now.getTime() - new Date(rows[0]!.first_seen_at).getTime();
       return count >= rule.min_alerts && age >= rule.for_minutes * 60_000;

@@ -1,6 +1,7 @@
 import { and, asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { alerts } from '../../src/db/schema/correlation.js';
+import { events } from '../../src/db/schema/events.js';
 import { incidents } from '../../src/db/schema/incidents.js';
 import { ingestedEvents } from '../../src/db/schema/ingestion.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -126,6 +127,11 @@ describe('grouping alerts into incidents', () => {
     const row = await incidentRow(incidentId);
     expect(row.severity).toBe('critical');
     expect(row.title).toContain('HighErrorRate');
+    const raised = await svc.database.db
+      .select({ payload: events.payload })
+      .from(events)
+      .where(and(eq(events.incidentId, incidentId), eq(events.type, 'incident.severity_changed')));
+    expect(raised.map((e) => e.payload)).toEqual([{ incidentId, from: 'medium', to: 'critical', reason: 'alert' }]);
     expect(row.occurrenceCount).toBe(4);
 
     // The workflow hears of the grouped alerts (events delivered by signal).

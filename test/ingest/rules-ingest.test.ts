@@ -170,15 +170,18 @@ describe('correlation rules on the webhook path', () => {
     const recovered = await send(t, prometheusAlert('CPUThrottlingHigh', { pod: 'api-1' }, 'resolved'));
     expect(recovered.incidentIds).toEqual([null]);
     expect(await alertRow(held.alertIds[0]!)).toMatchObject({ state: 'dropped', status: 'resolved' });
-    expect(await releaseHeldAlerts(svc.database.sql, new Date(Date.now() + 11 * 60_000))).toBe(0);
+    // Other tests' tenants share the database: each assertion reads this tenant's own rows.
+    await releaseHeldAlerts(svc.database.sql, new Date(Date.now() + 11 * 60_000));
+    expect(await alertRow(held.alertIds[0]!)).toMatchObject({ state: 'dropped', incidentId: null });
   });
 
   it('opens the incident of an alert that fired for forMinutes with no delivery since', async () => {
     const t = await tenantWithRules([{ match: { alertName: 'KubeJobFailed' }, forMinutes: 5 }]);
     const held = await send(t, prometheusAlert('KubeJobFailed', { job_name: 'nightly-backup' }));
     expect(held.incidentIds).toEqual([null]);
-    expect(await releaseHeldAlerts(svc.database.sql, new Date(Date.now() + 4 * 60_000))).toBe(0);
-    expect(await releaseHeldAlerts(svc.database.sql, new Date(Date.now() + 6 * 60_000))).toBe(1);
+    await releaseHeldAlerts(svc.database.sql, new Date(Date.now() + 4 * 60_000));
+    expect(await alertRow(held.alertIds[0]!)).toMatchObject({ state: 'pending' });
+    expect(await releaseHeldAlerts(svc.database.sql, new Date(Date.now() + 6 * 60_000))).toBeGreaterThanOrEqual(1);
     const record = await alertRow(held.alertIds[0]!);
     expect(record).toMatchObject({ state: 'grouped', correlation: { reason: 'rule', ruleId: t.ruleIds[0] } });
     const [incident] = await svc.database.db.select().from(incidents).where(eq(incidents.id, record.incidentId!));
@@ -194,6 +197,23 @@ describe('correlation rules on the webhook path', () => {
       const [row] = await svc.database.db.select().from(incidents).where(eq(incidents.id, incident!.id));
       return row?.workflowStartedAt !== null;
     }, 30_000);
+  });
+
+  it('opens what a rule held once the rule is disabled: nothing stays pending for good', async () => {
+    const t = await tenantWithRules([{ match: { alertName: 'ReplicationLag' }, minAlerts: 5 }]);
+    const held = await send(t, prometheusAlert('ReplicationLag', { instance: 'pg-2' }));
+    expect(held.incidentIds).toEqual([null]);
+    await releaseHeldAlerts(svc.database.sql);
+    expect(await alertRow(held.alertIds[0]!)).toMatchObject({ state: 'pending' });
+    await svc.database.db
+      .update(correlationRules)
+      .set({ enabled: false })
+      .where(eq(correlationRules.id, t.ruleIds[0]!));
+    expect(await releaseHeldAlerts(svc.database.sql)).toBeGreaterThanOrEqual(1);
+    expect(await alertRow(held.alertIds[0]!)).toMatchObject({
+      state: 'grouped',
+      incidentId: expect.stringMatching(/^inc_/),
+    });
   });
 
   it("records a tool's test notification and a heartbeat, never as incidents", async () => {
