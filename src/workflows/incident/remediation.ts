@@ -134,6 +134,8 @@ export class Remediation {
 
   private async proposeAndCarryOut(): Promise<void> {
     const { state } = this.record;
+    /** This loop put the incident in `awaiting_approval` for an approval superseded since. */
+    let superseded = false;
     while (this.requested !== null && !this.record.closeRequested) {
       const run = this.requested;
       this.requested = null;
@@ -148,10 +150,15 @@ export class Remediation {
       });
       // Nothing the service can execute: no approval, no wait; the incident stays under
       // investigation with its manual steps as recommended actions (ADR 0258). Proposed again
-      // after a superseded approval, it waits on nothing any more: back under investigation.
+      // after a superseded approval, it waits on nothing any more: back under investigation
+      // (a person who moved it to awaiting_approval themselves is left where they put it).
       if (proposed.steps === 0) {
         state.remediationStatus = proposed.manualSteps ? 'manual_only' : 'nothing_to_do';
-        if (this.record.status() === 'awaiting_approval' && patched('manual-only-leaves-awaiting-approval'))
+        if (
+          superseded &&
+          this.record.status() === 'awaiting_approval' &&
+          patched('manual-only-leaves-awaiting-approval')
+        )
           await this.moveTo('investigating');
         return;
       }
@@ -161,7 +168,10 @@ export class Remediation {
       await this.moveTo('awaiting_approval');
 
       const decision = proposed.autoApprove ? this.grantedBySystem(proposed) : await this.awaitDecision(proposed, run);
-      if (decision === 'superseded') continue; // propose again on the new evidence
+      if (decision === 'superseded') {
+        superseded = true;
+        continue; // propose again on the new evidence
+      }
       if (decision === 'ended') return;
       await this.carryOut(proposed, decision);
       return;
