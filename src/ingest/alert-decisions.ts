@@ -10,7 +10,7 @@ import type { TopologyGraph } from '../correlation/topology.js';
 import type { AlertState, Correlation } from '../db/schema/correlation.js';
 import { severities, type Severity } from '../db/schema/incidents.js';
 import { newId } from '../ids.js';
-import type { IncidentChange } from './batch-writes.js';
+import type { AlertRecord, IncidentChange } from './changes.js';
 import type { BatchReads, LiveAlertRow } from './batch-reads.js';
 import type { ParsedAlert } from './types.js';
 
@@ -20,29 +20,6 @@ const FLAP_WINDOW_MS = 30 * 60_000;
 /** A flapping alert is stable again after this long without a state change. */
 const FLAP_STABLE_MS = 15 * 60_000;
 const TRANSITIONS_KEPT = 12;
-
-/** An alert record as the batch leaves it: read and changed, or new. */
-export interface AlertRecord {
-  id: string;
-  tenantId: string;
-  fingerprint: string;
-  incidentId: string | null;
-  state: AlertState;
-  status: 'firing' | 'resolved';
-  ruleId: string | null;
-  origins: string[];
-  transitions: string[];
-  flapping: boolean;
-  firstSeenAt: Date;
-  lastSeenAt: Date;
-  occurrences: number;
-  service: string | null;
-  isNew: boolean;
-  /** Set on new records and where a record joins an incident. */
-  correlation?: Correlation;
-  first?: ParsedAlert & { provider: string };
-  severity?: Severity;
-}
 
 /** Who sends the alert being decided, for the incident it may open. */
 export interface Sender {

@@ -3,35 +3,13 @@ import { ownershipPayload, type Ownership } from '../domain/ownership.js';
 import { quotaWarningKey, quotaWarningsCrossed } from '../domain/plans.js';
 import type { AppError } from '../errors.js';
 import { newId } from '../ids.js';
-import type { Severity } from '../db/schema/incidents.js';
 import type { NewEvent } from '../outbox/events.js';
 import { dispatchChannel } from '../outbox/append.js';
-import type { AlertRecord } from './alert-decisions.js';
+import type { AlertRecord, IncidentChange } from './changes.js';
 import type { IngestOutcome, IngestRequest } from './ingest.js';
-import type { ParsedAlert } from './types.js';
 
 /** Who opens an incident when a rule's held alerts have fired long enough, with no delivery. */
 export const HELD_RELEASE_ACTOR = 'correlation-rule';
-
-/** An incident the batch opens (`isNew`) or an open one its alerts attach to. */
-export interface IncidentChange {
-  id: string;
-  isNew: boolean;
-  tenantId: string;
-  fingerprint: string;
-  first?: ParsedAlert;
-  firstEventId?: string;
-  /** The webhook key that sent the first alert; none when a rule's hold opened it. */
-  keyId?: string;
-  requestId?: string;
-  provider?: string;
-  occurrences: number;
-  lastSeenAt: Date | null;
-  /** What the latest alert of this batch says of recovery: undefined = unchanged. */
-  recovery?: { recoveredAt: Date | null };
-  /** The highest severity of the alerts the batch adds: the incident's rises to it. */
-  severity?: Severity;
-}
 
 /** A tenant's monthly event count before and after this batch; `limit` once a request of it is judged. */
 export interface QuotaCounter {

@@ -4,9 +4,10 @@ import { severities, type Severity } from '../db/schema/incidents.js';
 import { ownershipOf } from '../domain/ownership.js';
 import { usagePeriod } from '../domain/plans.js';
 import { newId } from '../ids.js';
-import { recordOf, type AlertRecord } from './alert-decisions.js';
+import { recordOf } from './alert-decisions.js';
 import type { LiveAlertRow, ServiceRow } from './batch-reads.js';
-import { queueBatchWrites, type IncidentChange } from './batch-writes.js';
+import { queueBatchWrites } from './batch-writes.js';
+import type { AlertRecord, IncidentChange } from './changes.js';
 import type { ParsedAlert } from './types.js';
 
 type HeldRow = LiveAlertRow & { provider: string; min_alerts: number; for_minutes: number; rule_active: boolean };

@@ -15,7 +15,8 @@ import {
   type BatchReads,
   type PreviousDelivery,
 } from './batch-reads.js';
-import { queueBatchWrites, type IncidentChange, type QuotaCounter } from './batch-writes.js';
+import { queueBatchWrites, type QuotaCounter } from './batch-writes.js';
+import type { IncidentChange } from './changes.js';
 import type { IngestOutcome, IngestRequest } from './ingest.js';
 
 /** One answer per request of the batch: undefined until a step decides it. */
