@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import { CandidateIncident, chooseIncident, SEPARATE_ORIGIN } from '../../src/correlation/grouping.js';
+import { TopologyGraph } from '../../src/correlation/topology.js';
+
+// web → api → orders-db, cart → orders-db, reports → warehouse → orders-db; a chain a→b→c→d→e.
+const graph = new TopologyGraph([
+  { source: 'web', target: 'api' },
+  { source: 'api', target: 'orders-db' },
+  { source: 'cart', target: 'orders-db' },
+  { source: 'reports', target: 'warehouse' },
+  { source: 'warehouse', target: 'orders-db' },
+  { source: 'a', target: 'b' },
+  { source: 'b', target: 'c' },
+  { source: 'c', target: 'd' },
+  { source: 'd', target: 'e' },
+]);
+
+describe('the topology graph', () => {
+  it('relates a service to its dependencies and dependents within 3 hops, either way', () => {
+    expect(graph.hops('web', 'orders-db')).toBe(2);
+    expect(graph.hops('orders-db', 'web')).toBe(2);
+    expect(graph.hops('a', 'd')).toBe(3);
+    expect(graph.hops('a', 'e')).toBeUndefined();
+    expect(graph.hops('api', 'api')).toBe(0);
+  });
+
+  it('relates two dependents of one shared service at 2 hops', () => {
+    expect(graph.hops('api', 'cart')).toBe(2);
+    expect(graph.hops('cart', 'warehouse')).toBe(2);
+    expect(graph.hops('web', 'reports')).toBeUndefined();
+  });
+
+  it('does not relate two services through a dependency that most services use', () => {
+    const edges = Array.from({ length: 12 }, (_, i) => ({ source: `svc-${i}`, target: 'auth' }));
+    const hub = new TopologyGraph([...edges, { source: 'svc-0', target: 'db-0' }, { source: 'svc-1', target: 'db-0' }]);
+    expect(hub.hops('svc-5', 'svc-6')).toBeUndefined();
+    expect(hub.hops('svc-0', 'svc-1')).toBe(2); // through db-0, used by two
+    expect(hub.hops('svc-5', 'auth')).toBe(1);
+  });
+});
+
+function candidate(id: string, lastSeenAt: number, alerts: Array<[string, string | null, string[]]>) {
+  const c = new CandidateIncident(id, lastSeenAt);
+  for (const [alertId, service, origins] of alerts) c.add(alertId, service, origins);
+  return c;
+}
+
+describe('choosing the incident an alert joins', () => {
+  it('prefers a shared origin to any topology, then the fewest hops, then the most recent', () => {
+    const byOrigin = candidate('inc_origin', 1, [['alt_1', 'search', ['deploy:abc123']]]);
+    const near = candidate('inc_near', 2, [['alt_2', 'api', []]]);
+    const far = candidate('inc_far', 3, [['alt_3', 'reports', []]]);
+    expect(chooseIncident({ service: 'orders-db', origins: ['deploy:abc123'] }, [near, far, byOrigin], graph)).toEqual({
+      incidentId: 'inc_origin',
+      correlation: { reason: 'origin', relatedAlertId: 'alt_1' },
+    });
+    expect(chooseIncident({ service: 'orders-db', origins: [] }, [far, near], graph)).toEqual({
+      incidentId: 'inc_near',
+      correlation: { reason: 'topology', relatedAlertId: 'alt_2', hops: 1 },
+    });
+    const older = candidate('inc_older', 1, [['alt_4', 'cart', []]]);
+    const newer = candidate('inc_newer', 5, [['alt_5', 'warehouse', []]]);
+    expect(chooseIncident({ service: 'orders-db', origins: [] }, [older, newer], graph)?.incidentId).toBe('inc_newer');
+  });
+
+  it('joins nothing unrelated, nothing opened separately, and no rule group by origin', () => {
+    const separate = candidate('inc_sep', 9, [['alt_6', 'api', [SEPARATE_ORIGIN]]]);
+    const ruled = candidate('inc_rule', 9, [['alt_7', 'x', ['rule:crl_1|eu']]]);
+    expect(chooseIncident({ service: 'api', origins: [] }, [separate], graph)).toBeUndefined();
+    expect(chooseIncident({ service: 'y', origins: ['rule:crl_1|eu'] }, [ruled], graph)).toBeUndefined();
+    expect(
+      chooseIncident({ service: 'e', origins: [] }, [candidate('inc', 1, [['alt_8', 'a', []]])], graph),
+    ).toBeUndefined();
+    expect(
+      chooseIncident({ service: null, origins: [] }, [candidate('inc', 1, [['alt_9', 'a', []]])], graph),
+    ).toBeUndefined();
+  });
+});
