@@ -105,7 +105,9 @@ export async function postTopology(
 ): Promise<void> {
   const ids = new Map<string, string>();
   for (const service of scenario.services) {
-    const body = must(await call(baseUrl, 'POST', '/v1/graph/nodes', { token, body: service }), 201, 'node');
+    const { name, type, team, criticality } = service;
+    const node = { name, type, ...(team ? { team } : {}), ...(criticality ? { criticality } : {}) };
+    const body = must(await call(baseUrl, 'POST', '/v1/graph/nodes', { token, body: node }), 201, 'node');
     ids.set(service.name, body.serviceId);
   }
   await Promise.all(
