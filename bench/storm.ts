@@ -15,7 +15,8 @@
  *    lower by more than 10 %.
  * `--quick`: 500 alerts over 45 s and 8 s of ingestion a side, posted to the npm start process
  * (no build). Options: BENCH_STORM_ALERTS, BENCH_STORM_SECONDS, BENCH_SECONDS (ingestion seconds
- * a side, 20), BENCH_CONCURRENCY (32), BENCH_API=start (ingestion into the npm start process).
+ * a side, 20), BENCH_CONCURRENCY (32), BENCH_API=start (ingestion into the npm start process),
+ * BENCH_STORM_RUNS (1; the issue's root-cause target is a p99 over 5 runs, each in a fresh tenant).
  * Prints figures only.
  */
 import { readFileSync } from 'node:fs';
@@ -36,6 +37,7 @@ const stormSeconds = Number(process.env.BENCH_STORM_SECONDS ?? (quick ? 45 : 180
 const ingestSeconds = Number(process.env.BENCH_SECONDS ?? (quick ? 8 : 20));
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const ingestIntoStart = quick || process.env.BENCH_API === 'start';
+const stormRuns = Number(process.env.BENCH_STORM_RUNS ?? 1);
 
 interface Sent {
   delivery: StormDelivery;
@@ -122,13 +124,19 @@ function reportStorm(result: Awaited<ReturnType<typeof runStorm>>, incidentOf: M
   const perOutage = OUTAGES.map(
     (o) => `${o} ${score.outages[o]?.incidents ?? 0} (${score.outages[o]?.alerts ?? 0} distinct alerts)`,
   );
-  const outageIncidents = new Set(
-    [...truth].filter(([, t]) => t !== 'noise' && t !== 'test').map(([fp]) => incidentOf.get(fp)),
-  );
-  outageIncidents.delete(undefined);
+  const isOutage = (t: string) => (OUTAGES as readonly string[]).includes(t);
+  const incidentsOf = (pick: (t: string) => boolean) => {
+    const ids = new Set([...truth].filter(([, t]) => pick(t)).map(([fp]) => incidentOf.get(fp)));
+    ids.delete(undefined);
+    return ids;
+  };
+  const outageIncidents = incidentsOf(isOutage);
+  const noiseIncidents = incidentsOf((t) => t.startsWith('noise'));
+  const noiseAlerts = [...truth.values()].filter((t) => t.startsWith('noise')).length;
+  const mixed = [...noiseIncidents].filter((id) => outageIncidents.has(id)).length;
   console.log(
     `incidents for the outages: ${outageIncidents.size} (target 3): ${perOutage.join(', ')}; ` +
-      `noise: ${score.noise.alerts} distinct alerts in ${score.noise.incidents} incidents, ${score.noise.withOutageAlerts} beside an outage's; tests in an incident ${score.tests.inIncidents}`,
+      `noise: ${noiseAlerts} distinct alerts of 6 small problems in ${noiseIncidents.size} incidents, ${mixed} of them an outage's; tests in an incident ${score.tests.inIncidents}`,
   );
   console.log(
     `grouping: precision ${score.precision?.toFixed(3) ?? 'n/a'} (${score.correctPairs}/${score.predictedPairs} pairs), recall ${score.recall?.toFixed(3) ?? 'n/a'} (${score.correctPairs}/${score.truePairs})`,
@@ -186,6 +194,32 @@ async function ingestionOnOff(stack: Stack, target: ReturnType<typeof targetOver
   return { on: mean(rates.on), off: mean(rates.off) };
 }
 
+/** One storm in a fresh tenant: its figures, and each outage's seconds to a root cause (null: none). */
+async function stormRun(stack: Stack, target: ReturnType<typeof targetOver>['target'], sql: postgres.Sql, run: number) {
+  const tenant = await target.newTenant(`bench storm ${run}`);
+  const key = (await call(stack.baseUrl, 'POST', '/v1/api-keys', { token: tenant.admins[0], body: { name: 'storm' } }))
+    .body.key as string;
+  await postTopology(stack.baseUrl, tenant.admins[0]!, stormTopology());
+  const storm = await runStorm(stack, tenant, key, sql);
+  await new Promise((r) => setTimeout(r, 3000));
+  const rows = await sql<{ fingerprint: string; incident_id: string | null }[]>`
+    select fingerprint, incident_id from alerts where tenant_id = ${tenant.tenantId} order by first_seen_at, id`;
+  const incidentOf = new Map<string, string>();
+  for (const row of rows)
+    if (row.incident_id && !incidentOf.has(row.fingerprint)) incidentOf.set(row.fingerprint, row.incident_id);
+  const figures = reportStorm(storm, incidentOf);
+  const seconds: Array<number | null> = [];
+  for (const outage of OUTAGES) {
+    const first = storm.firstOf.get(outage);
+    const done = first ? await first.watch : null;
+    seconds.push(first && done ? (done - first.sentAt) / 1000 : null);
+  }
+  console.log(
+    `first alert → root cause on its incident: ${OUTAGES.map((o, i) => `${o} ${seconds[i] === null ? 'none within 120 s' : `${seconds[i]!.toFixed(1)} s`}`).join(', ')} (target ≤ 10 s)`,
+  );
+  return { ...figures, seconds };
+}
+
 async function main() {
   const stack = await startStack({ WEBHOOK_RATE_LIMIT_PER_MINUTE: '100000000' });
   const secret = readFileSync(path.join(stack.dataDir, 'jwt-secret'), 'utf8').trim();
@@ -195,35 +229,25 @@ async function main() {
     `machine: ${process.platform} ${process.arch}, node ${process.version}, ${cpus().length} cpus; service in a child process as npm start runs it${quick ? '; --quick' : ''}`,
   );
   try {
-    const tenant = await target.newTenant('bench storm');
-    const key = (
-      await call(stack.baseUrl, 'POST', '/v1/api-keys', { token: tenant.admins[0], body: { name: 'storm' } })
-    ).body.key as string;
-    await postTopology(stack.baseUrl, tenant.admins[0]!, stormTopology());
-    const storm = await runStorm(stack, tenant, key, sql);
-    await new Promise((r) => setTimeout(r, 3000));
-    const rows = await sql<{ fingerprint: string; incident_id: string | null }[]>`
-      select fingerprint, incident_id from alerts where tenant_id = ${tenant.tenantId} order by first_seen_at, id`;
-    const incidentOf = new Map<string, string>();
-    for (const row of rows)
-      if (row.incident_id && !incidentOf.has(row.fingerprint)) incidentOf.set(row.fingerprint, row.incident_id);
-    const figures = reportStorm(storm, incidentOf);
-    const toRootCause: string[] = [];
-    for (const outage of OUTAGES) {
-      const first = storm.firstOf.get(outage);
-      const done = first ? await first.watch : null;
-      toRootCause.push(
-        `${outage} ${first && done ? `${((done - first.sentAt) / 1000).toFixed(1)} s` : first ? 'none within 120 s' : 'no alert'}`,
-      );
+    const runs = [];
+    for (let run = 1; run <= stormRuns; run++) {
+      if (stormRuns > 1) console.log(`run ${run} of ${stormRuns}`);
+      runs.push(await stormRun(stack, target, sql, run));
     }
-    console.log(`first alert → root cause on its incident: ${toRootCause.join(', ')} (target ≤ 10 s)`);
+    const rootCauses = runs.flatMap((r) => r.seconds.map((s) => s ?? Infinity)).sort((a, b) => a - b);
+    const p99 = percentile(
+      runs.map((r) => r.p99).sort((a, b) => a - b),
+      99,
+    );
     const ingest = await ingestionOnOff(stack, target, sql);
     console.log(
-      `ingestion (bench:ingest's load${ingestIntoStart ? ', into the npm start process' : ', compiled api, worker niced'}): correlation on ${ingest.on.toFixed(0)}/s, off ${ingest.off.toFixed(0)}/s: ` +
+      `ingestion (bench:ingest's load${ingestIntoStart ? ', into the npm start process' : ', compiled api, worker niced'}, same build): correlation on ${ingest.on.toFixed(0)}/s, off ${ingest.off.toFixed(0)}/s: ` +
         `${((100 * ingest.on) / ingest.off).toFixed(0)} % (target ≥ 90 %)`,
     );
     console.log(
-      `result: ${figures.outageIncidents} incidents for 3 outages, alert 202 p99 ${figures.p99.toFixed(1)} ms, root causes ${toRootCause.join(', ')}, ingestion with correlation ${((100 * ingest.on) / ingest.off).toFixed(0)} % of without`,
+      `result (${stormRuns} run${stormRuns > 1 ? 's' : ''}): incidents for 3 outages ${runs.map((r) => r.outageIncidents).join(', ')}; ` +
+        `alert 202 p99 ${p99.toFixed(1)} ms (worst run); first alert → root cause p99 ${percentile(rootCauses, 99).toFixed(1)} s over ${rootCauses.length} outages; ` +
+        `ingestion with correlation ${((100 * ingest.on) / ingest.off).toFixed(0)} % of without`,
     );
   } finally {
     await sql.end();

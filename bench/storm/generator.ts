@@ -125,7 +125,8 @@ function sources(topology: StormTopology, seconds: number, rnd: () => number): S
       }
     }
   });
-  // Unrelated problems of the internal tools, spread over the run.
+  // Unrelated problems of the internal tools, spread over the run: each tool's latency alert and
+  // its exception are one small problem of their own (`noise-tool-<i>`), apart from the outages.
   for (let i = 1; i <= 6; i++) {
     const startsAt = rnd() * seconds * 0.9;
     list.push({
@@ -133,7 +134,7 @@ function sources(topology: StormTopology, seconds: number, rnd: () => number): S
       service: `tool-${i}`,
       name: 'HighLatencyP99',
       startsAt,
-      truth: 'noise',
+      truth: `noise-tool-${i}`,
       instance: `tool-${i}-0`,
     });
     list.push({
@@ -141,7 +142,7 @@ function sources(topology: StormTopology, seconds: number, rnd: () => number): S
       service: `tool-${i}`,
       name: `ValueError: bad row ${i}`,
       startsAt: startsAt + rnd() * 20,
-      truth: 'noise',
+      truth: `noise-tool-${i}`,
     });
   }
   return list.sort((a, b) => a.startsAt - b.startsAt);
