@@ -36,10 +36,47 @@ export interface Choice {
   correlation: Correlation;
 }
 
+/** Origins that name a deploy or commit: the strongest evidence of one cause. */
+const DEPLOY_ORIGIN_PREFIX = 'deploy:';
+
 /**
- * The open incident a new alert joins, or undefined: one that shares an origin with it (the
- * tool's own grouping, a deploy), else the one its service is fewest hops from in the topology;
- * ties go to the most recently active. Never more than one.
+ * How a new alert's service relates to an incident's services, or undefined. A failure spreads
+ * from a dependency to its dependents, so:
+ * - the alert's service depends on one of the incident's (within 3 hops): it is a symptom of it;
+ * - one or more of the incident's services depend on the alert's (or share a dependency with it):
+ *   it may be their cause, and joins only when it explains more than half of the incident's
+ *   services. Without that test an incident grows by whatever its outermost member depends on:
+ *   an api gateway's certificate warning joined an outage, and then every service behind the
+ *   gateway joined through it.
+ */
+function topologyRelation(
+  service: string,
+  candidate: CandidateIncident,
+  graph: TopologyGraph | undefined,
+): { hops: number; alertId: string } | undefined {
+  let symptom: { hops: number; alertId: string } | undefined;
+  let cause: { hops: number; alertId: string } | undefined;
+  let explained = 0;
+  for (const [member, alertId] of candidate.services) {
+    if (member === service) return { hops: 0, alertId };
+    const up = graph?.dependsWithin(service, member);
+    if (up !== undefined && (!symptom || up < symptom.hops)) symptom = { hops: up, alertId };
+    const down = graph?.dependsWithin(member, service) ?? graph?.sharedDependency(member, service);
+    if (down !== undefined) {
+      explained++;
+      if (!cause || down < cause.hops) cause = { hops: down, alertId };
+    }
+  }
+  if (symptom) return symptom;
+  return cause && explained * 2 > candidate.services.size ? cause : undefined;
+}
+
+/**
+ * The open incident a new alert joins, or undefined: one that names the same deploy, else the
+ * one its service is fewest hops from in the topology (see topologyRelation), else one that the
+ * tool itself grouped it with; ties go to the most recently active. Never more than one. A
+ * tool's grouping ranks below the topology because a route that groups by alert name alone puts
+ * the same alert of two outages in one notification.
  */
 export function chooseIncident(
   alert: { service: string | null; origins: readonly string[] },
@@ -54,24 +91,21 @@ export function chooseIncident(
   };
   for (const candidate of candidates) {
     if (candidate.separate) continue;
-    const origin = alert.origins.find((o) => !o.startsWith(RULE_ORIGIN_PREFIX) && candidate.origins.has(o));
-    if (origin) {
-      consider(0, candidate, { reason: 'origin', relatedAlertId: candidate.origins.get(origin)! });
+    const shared = alert.origins.filter((o) => !o.startsWith(RULE_ORIGIN_PREFIX) && candidate.origins.has(o));
+    const deploy = shared.find((o) => o.startsWith(DEPLOY_ORIGIN_PREFIX));
+    if (deploy) {
+      consider(0, candidate, { reason: 'origin', relatedAlertId: candidate.origins.get(deploy)! });
       continue;
     }
-    if (!alert.service) continue;
-    let nearest: { hops: number; alertId: string } | undefined;
-    for (const [service, alertId] of candidate.services) {
-      const hops = service === alert.service ? 0 : graph?.hops(alert.service, service);
-      if (hops !== undefined && (!nearest || hops < nearest.hops)) nearest = { hops, alertId };
-      if (hops === 0) break;
-    }
-    if (nearest) {
-      consider(1 + nearest.hops, candidate, {
+    const related = alert.service ? topologyRelation(alert.service, candidate, graph) : undefined;
+    if (related) {
+      consider(1 + related.hops, candidate, {
         reason: 'topology',
-        relatedAlertId: nearest.alertId,
-        hops: nearest.hops,
+        relatedAlertId: related.alertId,
+        hops: related.hops,
       });
+    } else if (shared.length > 0) {
+      consider(10, candidate, { reason: 'origin', relatedAlertId: candidate.origins.get(shared[0]!)! });
     }
   }
   return best?.choice;

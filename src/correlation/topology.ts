@@ -7,7 +7,7 @@ export const MAX_HOPS = 3;
  * depend directly on one service that few others use (2 hops): a shared database failing shows
  * first in its dependents, often before it alerts itself. A dependency of most services (an
  * auth service, the cluster) says nothing about two of them failing together, so it does not
- * relate them.
+ * relate them. How grouping weighs each direction is in grouping.ts.
  */
 export class TopologyGraph {
   private readonly dependsOn = new Map<string, Set<string>>();
@@ -31,19 +31,24 @@ export class TopologyGraph {
   /** Hops between two services (0 for the same one), or undefined when they are not related. */
   hops(a: string, b: string): number | undefined {
     if (a === b) return 0;
-    const down = this.distances(a, this.dependsOn).get(b);
-    const up = this.distances(a, this.usedBy).get(b);
-    let best = down === undefined ? up : up === undefined ? down : Math.min(up, down);
-    if (best === undefined || best > 2) {
-      for (const shared of this.dependsOn.get(a) ?? []) {
-        if ((this.usedBy.get(shared)?.size ?? 0) > this.hubLimit) continue;
-        if (this.dependsOn.get(b)?.has(shared)) {
-          best = 2;
-          break;
-        }
-      }
+    const down = this.dependsWithin(a, b);
+    const up = this.dependsWithin(b, a);
+    const best = down === undefined ? up : up === undefined ? down : Math.min(up, down);
+    return best !== undefined && best <= 2 ? best : (this.sharedDependency(a, b) ?? best);
+  }
+
+  /** Hops from `a` down to `b` when `a` depends on `b` within MAX_HOPS: a failing `b` explains `a`. */
+  dependsWithin(a: string, b: string): number | undefined {
+    return a === b ? 0 : this.distances(a, this.dependsOn).get(b);
+  }
+
+  /** 2 when both depend directly on one service that is not a dependency of most services. */
+  sharedDependency(a: string, b: string): number | undefined {
+    for (const shared of this.dependsOn.get(a) ?? []) {
+      if ((this.usedBy.get(shared)?.size ?? 0) > this.hubLimit) continue;
+      if (this.dependsOn.get(b)?.has(shared)) return 2;
     }
-    return best;
+    return undefined;
   }
 
   /** Breadth-first distances from `from` along one direction, up to MAX_HOPS; memoised. */

@@ -9,6 +9,17 @@ export const alertCount = (r: IngestRequest) => r.events.filter((e) => e.kind ==
 
 /** Minutes after an open incident's latest alert in which a related alert joins it, unless set. */
 export const DEFAULT_CORRELATION_WINDOW_MINUTES = 10;
+/**
+ * The most recently active open incidents of a tenant a batch considers joining: an outage's
+ * incidents are the ones alerting now, and every batch reads these on the hot path.
+ */
+const MAX_CANDIDATE_INCIDENTS = 100;
+/**
+ * An incident is related to by its first alerts: the outage's core. Reading every alert of every
+ * candidate on each batch took ingestion from 1,333 to 495 events/s once a storm's incidents held
+ * hundreds of alerts, and an incident that grew by its latest members drew in their neighbours.
+ */
+const CORE_ALERTS_PER_INCIDENT = 30;
 
 /** What the first round trip reads and locks, worked out from the requests alone. */
 export interface ReadPlan {
@@ -73,7 +84,7 @@ export type LiveAlertRow = {
   service: string | null;
   severity: string;
 };
-/** One alert of an open incident in the correlation window (one per service and origins). */
+/** One of the first alerts of an open incident in the correlation window. */
 export type CandidateRow = {
   tenant_id: string;
   incident_id: string;
@@ -195,16 +206,23 @@ export async function readAndLock(
       : none<ServiceRow>(),
     grouping
       ? tx<CandidateRow[]>`
-            select distinct on (a.incident_id, a.service, a.origins)
-                   i.tenant_id, a.incident_id, a.id as alert_id, a.service, a.origins,
+            select i.tenant_id, i.id as incident_id, a.id as alert_id, a.service, a.origins,
                    (extract(epoch from i.last_seen_at) * 1000)::bigint::text as last_seen_ms
             from tenants t
-            join incidents i on i.tenant_id = t.id and i.status not in ('resolved', 'closed')
-              and i.last_seen_at > ${now.toISOString()}::timestamptz - make_interval(mins =>
-                coalesce((t.settings->>'correlationWindowMinutes')::int, ${DEFAULT_CORRELATION_WINDOW_MINUTES}))
-            join alerts a on a.incident_id = i.id and a.state = 'grouped'
+            cross join lateral (
+              select i.id, i.tenant_id, i.last_seen_at from incidents i
+              where i.tenant_id = t.id and i.fingerprint is not null and i.status not in ('resolved', 'closed')
+                and i.last_seen_at > ${now.toISOString()}::timestamptz - make_interval(mins =>
+                  coalesce((t.settings->>'correlationWindowMinutes')::int, ${DEFAULT_CORRELATION_WINDOW_MINUTES}))
+              order by i.last_seen_at desc limit ${MAX_CANDIDATE_INCIDENTS}
+            ) i
+            cross join lateral (
+              select a.id, a.service, a.origins from alerts a
+              where a.incident_id = i.id and a.state = 'grouped'
+              order by a.first_seen_at, a.id limit ${CORE_ALERTS_PER_INCIDENT}
+            ) a
             where t.id = any(${alertTenants}::text[])
-            order by a.incident_id, a.service, a.origins, a.first_seen_at`
+              and coalesce((t.settings->>'correlationWindowMinutes')::int, ${DEFAULT_CORRELATION_WINDOW_MINUTES}) > 0`
       : none<CandidateRow>(),
     grouping
       ? tx<RuleRow[]>`

@@ -116,8 +116,9 @@ describe('grouping alerts into incidents', () => {
     expect(grouped.map((a) => a.service)).toEqual(['checkout', 'orders-db', 'gateway']);
     expect(grouped[0]!.correlation).toEqual({ reason: 'fingerprint' });
     expect(grouped[1]!.correlation).toEqual({ reason: 'topology', relatedAlertId: grouped[0]!.id, hops: 1 });
-    // The gateway came in the database alert's notification: the tool grouped them (origin first).
-    expect(grouped[2]!.correlation).toEqual({ reason: 'origin', relatedAlertId: grouped[1]!.id });
+    // The gateway came in the database alert's notification, but the topology says more than the
+    // tool's grouping: it depends on checkout.
+    expect(grouped[2]!.correlation).toEqual({ reason: 'topology', relatedAlertId: grouped[0]!.id, hops: 1 });
 
     // A sibling through the shared database (cart → orders-db ← checkout) joins at 2 hops.
     const sibling = await send(t, alertmanager([{ name: 'CartCheckoutFailures', service: 'cart' }]));

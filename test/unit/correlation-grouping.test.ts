@@ -75,4 +75,36 @@ describe('choosing the incident an alert joins', () => {
       chooseIncident({ service: null, origins: [] }, [candidate('inc', 1, [['alt_9', 'a', []]])], graph),
     ).toBeUndefined();
   });
+
+  it('joins a possible cause only when it explains most of the incident, so an incident does not grow by its outermost member', () => {
+    // web depends on api; an incident of web and cart: orders-db explains both (2 and 1 hops).
+    const both = candidate('inc_both', 1, [
+      ['alt_a', 'web', []],
+      ['alt_b', 'cart', []],
+    ]);
+    expect(chooseIncident({ service: 'orders-db', origins: [] }, [both], graph)?.correlation).toMatchObject({
+      hops: 1,
+    });
+    // An incident of web, reports and a: api explains web alone.
+    const spread = candidate('inc_spread', 1, [
+      ['alt_c', 'web', []],
+      ['alt_d', 'reports', []],
+      ['alt_e', 'a', []],
+    ]);
+    expect(chooseIncident({ service: 'api', origins: [] }, [spread], graph)).toBeUndefined();
+    // A symptom of any one member joins: web depends on api.
+    const apiIncident = candidate('inc_api', 1, [['alt_f', 'api', []]]);
+    expect(chooseIncident({ service: 'web', origins: [] }, [apiIncident], graph)?.incidentId).toBe('inc_api');
+  });
+
+  it("ranks the tool's own grouping below the topology, and uses it when the topology says nothing", () => {
+    const byTool = candidate('inc_tool', 9, [['alt_g', 'search', ['alertmanager:group:{}:{alertname="High5xx"}']]]);
+    const byGraph = candidate('inc_graph', 1, [['alt_h', 'orders-db', []]]);
+    const alert = { service: 'api', origins: ['alertmanager:group:{}:{alertname="High5xx"}'] };
+    expect(chooseIncident(alert, [byTool, byGraph], graph)?.incidentId).toBe('inc_graph');
+    expect(chooseIncident(alert, [byTool], graph)).toEqual({
+      incidentId: 'inc_tool',
+      correlation: { reason: 'origin', relatedAlertId: 'alt_g' },
+    });
+  });
 });

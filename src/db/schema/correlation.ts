@@ -58,7 +58,9 @@ export const alerts = pgTable(
   },
   (t) => [
     index('alerts_incident_idx').on(t.incidentId, t.firstSeenAt, t.id),
-    index('alerts_tenant_fingerprint_idx').on(t.tenantId, t.fingerprint, t.lastSeenAt),
+    // Without last_seen_at, which every repeat moves: a repeat's update stays HOT (no index
+    // writes), as the incident's does (migration 0011).
+    index('alerts_tenant_fingerprint_idx').on(t.tenantId, t.fingerprint),
     index('alerts_tenant_state_idx').on(t.tenantId, t.state, t.firstSeenAt, t.id),
     index('alerts_tenant_first_seen_idx').on(t.tenantId, t.firstSeenAt, t.id),
     // The held alerts a rule's `forMinutes` releases, looked for every few seconds.

@@ -63,10 +63,6 @@ export const incidents = pgTable(
     index('incidents_open_fingerprint_idx')
       .on(t.tenantId, t.fingerprint)
       .where(sql`${t.fingerprint} is not null and ${t.status} not in ('resolved', 'closed')`),
-    // The correlation window: a tenant's open incidents by their latest alert.
-    index('incidents_open_last_seen_idx')
-      .on(t.tenantId, t.lastSeenAt)
-      .where(sql`${t.status} not in ('resolved', 'closed')`),
     index('incidents_unstarted_idx')
       .on(t.createdAt)
       .where(sql`${t.workflowStartedAt} is null`),
