@@ -53,28 +53,33 @@ function topologyRelation(
   service: string,
   candidate: CandidateIncident,
   graph: TopologyGraph | undefined,
-): { hops: number; alertId: string } | undefined {
+): { hops: number; alertId: string; members: number } | undefined {
   let symptom: { hops: number; alertId: string } | undefined;
   let cause: { hops: number; alertId: string } | undefined;
+  let symptomOf = 0;
   let explained = 0;
   for (const [member, alertId] of candidate.services) {
-    if (member === service) return { hops: 0, alertId };
+    if (member === service) return { hops: 0, alertId, members: candidate.services.size };
     const up = graph?.dependsWithin(service, member);
-    if (up !== undefined && (!symptom || up < symptom.hops)) symptom = { hops: up, alertId };
+    if (up !== undefined) {
+      symptomOf++;
+      if (!symptom || up < symptom.hops) symptom = { hops: up, alertId };
+    }
     const down = graph?.dependsWithin(member, service) ?? graph?.sharedDependency(member, service);
     if (down !== undefined) {
       explained++;
       if (!cause || down < cause.hops) cause = { hops: down, alertId };
     }
   }
-  if (symptom) return symptom;
-  return cause && explained * 2 > candidate.services.size ? cause : undefined;
+  if (symptom) return { ...symptom, members: symptomOf };
+  return cause && explained * 2 > candidate.services.size ? { ...cause, members: explained } : undefined;
 }
 
 /**
  * The open incident a new alert joins, or undefined: one that names the same deploy, else the
  * one its service is fewest hops from in the topology (see topologyRelation), else one that the
- * tool itself grouped it with; ties go to the most recently active. Never more than one. A
+ * tool itself grouped it with; ties go to the incident with more services it relates to (a root
+ * cause that alerts last joins the incident it explains most), then the most recently active. Never more than one. A
  * tool's grouping ranks below the topology because a route that groups by alert name alone puts
  * the same alert of two outages in one notification.
  */
@@ -83,10 +88,20 @@ export function chooseIncident(
   candidates: Iterable<CandidateIncident>,
   graph: TopologyGraph | undefined,
 ): Choice | undefined {
-  let best: { rank: number; lastSeenAt: number; choice: Choice } | undefined;
-  const consider = (rank: number, candidate: CandidateIncident, correlation: Correlation) => {
-    if (!best || rank < best.rank || (rank === best.rank && candidate.lastSeenAt > best.lastSeenAt)) {
-      best = { rank, lastSeenAt: candidate.lastSeenAt, choice: { incidentId: candidate.incidentId, correlation } };
+  let best: { rank: number; members: number; lastSeenAt: number; choice: Choice } | undefined;
+  const consider = (rank: number, members: number, candidate: CandidateIncident, correlation: Correlation) => {
+    const better =
+      !best ||
+      rank < best.rank ||
+      (rank === best.rank &&
+        (members > best.members || (members === best.members && candidate.lastSeenAt > best.lastSeenAt)));
+    if (better) {
+      best = {
+        rank,
+        members,
+        lastSeenAt: candidate.lastSeenAt,
+        choice: { incidentId: candidate.incidentId, correlation },
+      };
     }
   };
   for (const candidate of candidates) {
@@ -94,18 +109,18 @@ export function chooseIncident(
     const shared = alert.origins.filter((o) => !o.startsWith(RULE_ORIGIN_PREFIX) && candidate.origins.has(o));
     const deploy = shared.find((o) => o.startsWith(DEPLOY_ORIGIN_PREFIX));
     if (deploy) {
-      consider(0, candidate, { reason: 'origin', relatedAlertId: candidate.origins.get(deploy)! });
+      consider(0, 0, candidate, { reason: 'origin', relatedAlertId: candidate.origins.get(deploy)! });
       continue;
     }
     const related = alert.service ? topologyRelation(alert.service, candidate, graph) : undefined;
     if (related) {
-      consider(1 + related.hops, candidate, {
+      consider(1 + related.hops, related.members, candidate, {
         reason: 'topology',
         relatedAlertId: related.alertId,
         hops: related.hops,
       });
     } else if (shared.length > 0) {
-      consider(10, candidate, { reason: 'origin', relatedAlertId: candidate.origins.get(shared[0]!)! });
+      consider(10, 0, candidate, { reason: 'origin', relatedAlertId: candidate.origins.get(shared[0]!)! });
     }
   }
   return best?.choice;

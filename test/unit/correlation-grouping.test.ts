@@ -107,4 +107,15 @@ describe('choosing the incident an alert joins', () => {
       correlation: { reason: 'origin', relatedAlertId: 'alt_g' },
     });
   });
+
+  it('gives a root cause that alerts last to the incident it explains most', () => {
+    // orders-db explains api, web and cart (1, 2 and 1 hops) and reports (2 hops) alone.
+    const wide = candidate('inc_wide', 1, [
+      ['alt_i', 'api', []],
+      ['alt_j', 'cart', []],
+      ['alt_k', 'web', []],
+    ]);
+    const narrow = candidate('inc_narrow', 9, [['alt_l', 'warehouse', []]]);
+    expect(chooseIncident({ service: 'orders-db', origins: [] }, [narrow, wide], graph)?.incidentId).toBe('inc_wide');
+  });
 });
