@@ -26,12 +26,9 @@ const IngestResponse = z
       description:
         'One per alert of the delivery, in order: the incident the alert opened or joined, or null when it is in none (a test or heartbeat, suppressed or held by a correlation rule, or a recovery of an alert with no open incident).',
     }),
-    alertIds: z
-      .array(z.string().nullable())
-      .optional()
-      .openapi({
-        description: 'One per alert, in order: its alert record (alt_…), or null for a recovery of nothing recorded.',
-      }),
+    alertIds: z.array(z.string().nullable()).optional().openapi({
+      description: 'One per alert, in order: its alert record (alt_…), or null for a recovery of nothing recorded.',
+    }),
     deduplicated: z.boolean(),
     ignored: z.string().optional(),
   })
