@@ -1,0 +1,174 @@
+/**
+ * Ranking: runs every rule, applies patterns and context, keeps the best hypothesis and writes
+ * the root cause, confidence, actions and summary.
+ */
+import { badDeploy, configChange, memoryLeak, upstreamDeploy } from './changes.js';
+import { contextEffect, contextOnlyHypotheses } from './context.js';
+import { applyKnownPatterns } from './patterns.js';
+import { connectionPool, diskFull, dnsFailure, expiredCertificate, thirdPartyOutage } from './resources.js';
+import { recommendedActions } from './runbooks.js';
+import { clamp, hhmm, lower, quote, round2 } from './text.js';
+import { cacheFailure, flappingAlert, trafficSpike, upstreamFailure } from './topology.js';
+import { type Hypothesis, type HypothesisKind, type InvestigationAnalysis, type InvestigationInput } from './types.js';
+import { buildView, draft, restrictToRoles } from './view.js';
+
+// ---------------------------------------------------------------------------------------------
+// Ranking
+
+/** Ties go to the more specific cause. */
+const KIND_ORDER: HypothesisKind[] = [
+  'config_change',
+  'memory_leak',
+  'bad_deploy',
+  'upstream_deploy',
+  'expired_certificate',
+  'dns_failure',
+  'connection_pool',
+  'disk_full',
+  'cache_failure',
+  'third_party_outage',
+  'upstream_failure',
+  'traffic_spike',
+  'flapping_alert',
+  'known_pattern',
+  'undetermined',
+];
+
+/** A generic hypothesis that a more specific one explains (same change, same dependency). */
+function subsumedBy(h: Hypothesis, others: Hypothesis[]): Hypothesis | undefined {
+  if (h.kind === 'bad_deploy') {
+    return others.find(
+      (o) =>
+        (o.kind === 'config_change' || o.kind === 'memory_leak') &&
+        o.score >= h.score - 0.2 &&
+        o.subject === h.subject &&
+        o.sources.some((s) => h.sources.includes(s) || o.changeRef === h.changeRef),
+    );
+  }
+  if (h.kind === 'upstream_failure') {
+    return others.find(
+      (o) => o.kind === 'upstream_deploy' && lower(o.subject) === lower(h.subject) && o.score > h.score,
+    );
+  }
+  return undefined;
+}
+
+const MIN_CREDIBLE = 0.35;
+
+/**
+ * Ranks every hypothesis the signals support, applies human context, keeps the best one and
+ * discards the rest with the reason, and writes the narrative, confidence and actions.
+ *
+ * Confidence: the winner's score, discounted when the runner-up is close
+ * (`score × (0.6 + 0.4 × min(1, margin / 0.3))`), within [0.05, 0.95]; an undetermined cause
+ * is at most 0.3.
+ */
+export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnalysis {
+  const input = restrictToRoles(raw);
+  const v = buildView(input);
+  let hypotheses: Hypothesis[] = [
+    ...badDeploy(v),
+    ...upstreamDeploy(v),
+    ...configChange(v),
+    ...memoryLeak(v),
+    ...connectionPool(v),
+    ...diskFull(v),
+    ...expiredCertificate(v),
+    ...dnsFailure(v),
+    ...thirdPartyOutage(v),
+    ...cacheFailure(v),
+    ...upstreamFailure(v),
+    ...trafficSpike(v),
+    ...flappingAlert(v),
+  ];
+  // Only the best hypothesis per kind and subject (several deployments of one service, …).
+  const bestOf = new Map<string, Hypothesis>();
+  for (const h of hypotheses) {
+    const key = `${h.kind}:${lower(h.subject)}:${h.changeRef ?? ''}`;
+    const seen = bestOf.get(key);
+    if (!seen || h.score > seen.score) bestOf.set(key, h);
+  }
+  hypotheses = [...bestOf.values()];
+  hypotheses.push(...applyKnownPatterns(v, input.patterns ?? [], hypotheses));
+  if (input.context.length > 0) {
+    hypotheses.push(...contextOnlyHypotheses(v, input.context, new Set(hypotheses.map((h) => h.kind))));
+    for (const h of hypotheses) {
+      const effect = contextEffect(h, input.context);
+      if (effect.delta !== 0) {
+        h.contextAdjustment = round2(effect.delta);
+        h.score = round2(clamp(h.score + effect.delta, 0, 0.98));
+        (effect.delta > 0 ? h.support : h.against).push(...effect.notes.map((n) => `human context ${n}`));
+      }
+    }
+  }
+  const order = (h: Hypothesis) => KIND_ORDER.indexOf(h.kind);
+  hypotheses.sort((a, b) => b.score - a.score || order(a) - order(b) || a.subject.localeCompare(b.subject));
+
+  const subsumed = new Map<Hypothesis, Hypothesis>();
+  for (const h of hypotheses) {
+    const by = subsumedBy(h, hypotheses);
+    if (by) subsumed.set(h, by);
+  }
+  const ranked = hypotheses.filter((h) => !subsumed.has(h));
+  let top = ranked[0];
+  if (!top || top.score < MIN_CREDIBLE) {
+    const weak = top;
+    top = draft('undetermined', {
+      statement: `No single cause stands out for ${v.service}`,
+      subject: v.service,
+      score: 0.2,
+      support: weak
+        ? [`the best candidate, ${weak.statement}, scores only ${weak.score}`]
+        : ['no deployment, dependency failure or known failure mode matches the alerts'],
+      against: [],
+      sources: v.own.map((a) => a.eventId),
+      rootCause: `Undetermined: no deployment, code change, dependency failure or known failure mode explains "${quote(input.incident.title, 100)}" on ${v.service}${weak ? `; the closest candidate is that ${weak.statement.charAt(0).toLowerCase()}${weak.statement.slice(1)} (score ${weak.score})` : ''}.`,
+      actions: [
+        `Read ${v.service}'s error logs around ${hhmm(v.first)} and the first alert (${v.ownFiring[0]?.alertName ?? input.incident.title}) to find the failing call`,
+        `Add what you find as context to this investigation so it is re-synthesised`,
+      ],
+      keywords: [],
+    });
+    ranked.unshift(top);
+    hypotheses.unshift(top);
+  }
+  const runnerUp = ranked[1];
+  top.status = 'kept';
+  top.reason =
+    top.kind === 'undetermined'
+      ? 'no hypothesis reached the credibility threshold'
+      : runnerUp
+        ? `highest score (${top.score}), ahead of ${runnerUp.kind} (${runnerUp.score})${top.contextAdjustment ? `; human context moved it ${top.contextAdjustment > 0 ? '+' : ''}${top.contextAdjustment}` : ''}`
+        : `the only hypothesis the evidence supports (${top.score})`;
+  for (const h of hypotheses) {
+    if (h === top) continue;
+    h.status = 'discarded';
+    const by = subsumed.get(h);
+    if (by) h.reason = `the same cause is explained more specifically by ${by.kind}: ${by.statement}`;
+    else if (h.score < MIN_CREDIBLE)
+      h.reason = `too weak (${h.score})${h.against.length > 0 ? `: ${h.against.join('; ')}` : ''}`;
+    else
+      h.reason = `scored ${h.score}, below ${top.kind} (${top.score})${h.against.length > 0 ? `: ${h.against.join('; ')}` : ''}`;
+  }
+
+  const margin = top.score - (runnerUp?.score ?? 0);
+  let confidence = top.score * (0.6 + 0.4 * Math.min(1, margin / 0.3));
+  confidence = top.kind === 'undetermined' ? Math.min(0.3, confidence) : confidence;
+  confidence = round2(clamp(confidence, 0.05, 0.95));
+
+  const discarded = hypotheses.filter((h) => h !== top).slice(0, 3);
+  const rootCause = [
+    top.rootCause,
+    top.support.length > 0 && top.kind !== 'undetermined' ? `Evidence: ${top.support.slice(0, 4).join('; ')}.` : '',
+    discarded.length > 0 ? `Ruled out: ${discarded.map((h) => `${h.statement} (${h.reason})`).join('; ')}.` : '',
+  ]
+    .filter((s) => s !== '')
+    .join(' ');
+
+  const actions = recommendedActions(top, input.runbooks, input.incident.service, runnerUp);
+  const summary = [
+    `Ranked ${hypotheses.length} hypothes${hypotheses.length === 1 ? 'is' : 'es'}; confidence ${confidence}.`,
+    ...hypotheses.map((h, i) => `${i + 1}. [${h.status}] ${h.kind} (${h.score}): ${h.statement} — ${h.reason}.`),
+  ].join('\n');
+  return { rootCause: rootCause.slice(0, 4000), confidence, recommendedActions: actions, hypotheses, summary };
+}
