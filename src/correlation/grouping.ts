@@ -140,3 +140,9 @@ export function incidentOfRuleGroup(
   }
   return found;
 }
+
+/**
+ * The advisory lock a tenant's grouping decisions run under: webhook batches, the release of held
+ * alerts, merges and splits, so none of them decides on a state another is changing.
+ */
+export const groupingLockKey = (tenantId: string) => `correlate:${tenantId}`;

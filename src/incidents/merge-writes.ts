@@ -5,6 +5,7 @@
  * waits, then reads what this one wrote, so no alert is lost or counted twice.
  */
 import { and, asc, desc, eq, inArray, ne, sql } from 'drizzle-orm';
+import { groupingLockKey } from '../correlation/grouping.js';
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { findOwnership } from '../db/repositories/incidents.js';
@@ -12,22 +13,13 @@ import { alerts, type AlertRow } from '../db/schema/correlation.js';
 import { incidents, type IncidentRow, type IncidentStatus, type Severity } from '../db/schema/incidents.js';
 import { ingestedEvents } from '../db/schema/ingestion.js';
 import { ownershipPayload } from '../domain/ownership.js';
+import { highestSeverity } from '../domain/severity.js';
 import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import { appendEvent, dispatchChannel } from '../outbox/append.js';
 import type { Actor } from '../workflows/messages.js';
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
-
-/** The advisory lock webhook ingestion holds per tenant around its grouping decisions (src/ingest/batch-reads.ts). */
-export const groupingLockKey = (tenantId: string) => `correlate:${tenantId}`;
-
-const severityRank: Record<Severity, number> = { low: 0, medium: 1, high: 2, critical: 3 };
-
-/** The highest of some severities (the first of equals). */
-export function highestSeverity(first: Severity, ...more: Severity[]): Severity {
-  return more.reduce((top, s) => (severityRank[s] > severityRank[top] ? s : top), first);
-}
 
 const isSettled = (status: IncidentStatus) => status === 'resolved' || status === 'closed';
 

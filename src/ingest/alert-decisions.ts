@@ -8,7 +8,8 @@ import {
 import { compileRules, matchingRule, ruleGroupKey, type CompiledRule } from '../correlation/rules.js';
 import type { TopologyGraph } from '../correlation/topology.js';
 import type { AlertState, Correlation } from '../db/schema/correlation.js';
-import { severities, type Severity } from '../db/schema/incidents.js';
+import type { Severity } from '../db/schema/incidents.js';
+import { higherSeverity } from '../domain/severity.js';
 import { newId } from '../ids.js';
 import type { AlertRecord, IncidentChange } from './changes.js';
 import type { BatchReads, LiveAlertRow } from './batch-reads.js';
@@ -40,9 +41,6 @@ export interface AlertDecision {
   /** A repeat of an alert already recorded. */
   repeat: boolean;
 }
-
-const rank = (s: Severity) => severities.indexOf(s);
-const higher = (a: Severity | undefined, b: Severity): Severity => (a === undefined || rank(b) < rank(a) ? b : a);
 
 export function recordOf(row: LiveAlertRow): AlertRecord {
   return {
@@ -251,11 +249,11 @@ export class AlertDecider {
       record.incidentId = incidentId;
       record.correlation = { reason: 'rule', ruleId: rule.id };
       this.touched.set(record.id, record);
-      severity = higher(severity, (record.severity ?? event.severity) as Severity);
+      severity = higherSeverity(severity, (record.severity ?? event.severity) as Severity);
       this.released.push(record);
     }
     const current = this.live.get(`${sender.tenantId}:${event.fingerprint}`)!;
-    this.startIncident(sender, event, eventId, incidentId, group, higher(severity, event.severity));
+    this.startIncident(sender, event, eventId, incidentId, group, higherSeverity(severity, event.severity));
     return { incidentId, alertId: current.id, delivered: true, opened: true, repeat: false };
   }
 
@@ -270,7 +268,7 @@ export class AlertDecider {
       // When the service last saw it firing: a tool repeats an alert with its original start
       // time (Alertmanager, Grafana), so the alert's own time would never move.
       change.lastSeenAt = this.now;
-      change.severity = higher(change.severity, event.severity);
+      change.severity = higherSeverity(change.severity, event.severity);
       change.recovery = { recoveredAt: null };
       this.candidatesOf(live.tenantId).get(incidentId)?.touch(this.now.getTime());
     } else {
@@ -330,7 +328,7 @@ export class AlertDecider {
     const change = this.changeOf(incidentId, sender.tenantId, event.fingerprint);
     change.occurrences++;
     change.lastSeenAt = this.now;
-    change.severity = higher(change.severity, event.severity);
+    change.severity = higherSeverity(change.severity, event.severity);
     change.recovery = { recoveredAt: null };
     return { incidentId, alertId: record.id, delivered: false, opened: false, repeat: false };
   }

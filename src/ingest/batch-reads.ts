@@ -1,4 +1,5 @@
 import type postgres from 'postgres';
+import { groupingLockKey } from '../correlation/grouping.js';
 import { webhookCredentialsQuery } from '../db/repositories/api-keys.js';
 import type { AlertState, RuleAction, RuleMatch } from '../db/schema/correlation.js';
 import { BODY_REPLAY_WINDOW_MS, type IngestRequest, type IngestResult } from './ingest.js';
@@ -42,7 +43,7 @@ export function planReads(requests: IngestRequest[]): ReadPlan {
   const lockKeys = [
     ...new Set([
       ...keyed.map((r) => `delivery:${r.tenantId}:${r.provider}:${r.deliveryKey}`),
-      ...alertTenants.map((t) => `correlate:${t}`),
+      ...alertTenants.map(groupingLockKey),
     ]),
   ].sort();
   const wanted = new Map<string, { tenantId: string; fingerprint: string }>();

@@ -1,6 +1,7 @@
 import type postgres from 'postgres';
-import { RULE_ORIGIN_PREFIX } from '../correlation/grouping.js';
-import { severities, type Severity } from '../db/schema/incidents.js';
+import { groupingLockKey, RULE_ORIGIN_PREFIX } from '../correlation/grouping.js';
+import type { Severity } from '../db/schema/incidents.js';
+import { highestSeverity } from '../domain/severity.js';
 import { ownershipOf } from '../domain/ownership.js';
 import { usagePeriod } from '../domain/plans.js';
 import { newId } from '../ids.js';
@@ -49,7 +50,7 @@ async function releaseTenant(sql: postgres.Sql, tenantId: string, now: Date): Pr
     open = true;
     const [, , held] = await Promise.all([
       tx`begin`,
-      tx`select pg_advisory_xact_lock(hashtextextended(${`correlate:${tenantId}`}, 0))`,
+      tx`select pg_advisory_xact_lock(hashtextextended(${groupingLockKey(tenantId)}, 0))`,
       tx<HeldRow[]>`
         select a.id, a.tenant_id, a.fingerprint, a.incident_id, a.state, a.status, a.rule_id, a.origins, a.transitions,
                a.flapping, a.first_seen_at, a.last_seen_at, a.occurrence_count, a.service, a.severity, a.provider,
@@ -133,9 +134,8 @@ async function releaseTenant(sql: postgres.Sql, tenantId: string, now: Date): Pr
 /** The incident a released group opens: its oldest alert's title and text, its highest severity. */
 function incidentOf(rows: HeldRow[], first: FirstEventRow, tenantId: string, now: Date): IncidentChange {
   const oldest = rows[0]!;
-  const severity = rows
-    .map((r) => r.severity as Severity)
-    .reduce((a, b) => (severities.indexOf(b) < severities.indexOf(a) ? b : a));
+  const [top, ...rest] = rows.map((r) => r.severity as Severity);
+  const severity = highestSeverity(top!, ...rest);
   const alert: ParsedAlert = {
     kind: 'alert',
     status: 'firing',

@@ -1,5 +1,4 @@
-import { and, asc, count, eq, gt, inArray, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
-import type { EvaluableRule } from '../../correlation/rules.js';
+import { and, asc, count, eq, gt, isNull, lt, or, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../client.js';
 import { correlationRules, type CorrelationRuleRow } from '../schema/correlation.js';
 
@@ -187,67 +186,4 @@ export async function deleteRule(
     .where(and(eq(correlationRules.tenantId, tenantId), eq(correlationRules.id, ruleId)))
     .returning({ name: correlationRules.name });
   return row;
-}
-
-/**
- * The enabled rules of these tenants, as the evaluator takes them (`compileRules`), each with its
- * tenant. One index range per tenant; disabled rules are left in the database.
- */
-export async function rulesForTenants(
-  db: Pick<Db, 'select'>,
-  tenantIds: readonly string[],
-): Promise<Array<EvaluableRule & { tenantId: string }>> {
-  if (tenantIds.length === 0) return [];
-  return db
-    .select({
-      tenantId: correlationRules.tenantId,
-      id: correlationRules.id,
-      order: correlationRules.order,
-      createdAt: correlationRules.createdAt,
-      enabled: correlationRules.enabled,
-      match: correlationRules.match,
-      groupBy: correlationRules.groupBy,
-      minAlerts: correlationRules.minAlerts,
-      forMinutes: correlationRules.forMinutes,
-      action: correlationRules.action,
-      activeFrom: correlationRules.activeFrom,
-      activeUntil: correlationRules.activeUntil,
-    })
-    .from(correlationRules)
-    .where(and(inArray(correlationRules.tenantId, [...new Set(tenantIds)]), eq(correlationRules.enabled, true)))
-    .orderBy(
-      asc(correlationRules.tenantId),
-      asc(correlationRules.order),
-      asc(correlationRules.createdAt),
-      asc(correlationRules.id),
-    );
-}
-
-/**
- * Counts matches on their rules: `match_count` grows by each count, `last_matched_at` moves to the
- * latest `at` (never back). One statement; the rows are locked in id order first, so two batches
- * counting on the same rules never deadlock. A rule deleted meanwhile is skipped.
- */
-export async function recordMatches(
-  db: Pick<Db, 'execute'>,
-  matches: ReadonlyArray<{ ruleId: string; count: number; at: Date }>,
-): Promise<void> {
-  const byRule = new Map<string, { n: number; at: number }>();
-  for (const m of matches) {
-    if (m.count <= 0) continue;
-    const seen = byRule.get(m.ruleId);
-    byRule.set(m.ruleId, { n: (seen?.n ?? 0) + m.count, at: Math.max(seen?.at ?? 0, m.at.getTime()) });
-  }
-  if (byRule.size === 0) return;
-  const rows = [...byRule].map(([id, m]) => ({ id, n: m.n, at: new Date(m.at).toISOString() }));
-  await db.execute(sql`
-    with m as (select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as m(id text, n int, at timestamptz)),
-    locked as (
-      select r.id from correlation_rules r where r.id in (select id from m) order by r.id for update
-    )
-    update correlation_rules r
-       set match_count = least(r.match_count::bigint + m.n, 2147483647)::int,
-           last_matched_at = greatest(r.last_matched_at, m.at)
-      from m
-     where r.id = m.id and r.id in (select id from locked)`);
 }
