@@ -6,7 +6,7 @@ import type { ModelProvider } from '../analysis/types.js';
 import type { Db } from '../db/client.js';
 import { createSkillInvoker, type SkillRuntime } from '../skills/invoke.js';
 import { createExportActivities, type ExportActivityDeps } from './exports.js';
-import { createInvestigationActivities } from './investigation.js';
+import { createInvestigationActivities } from './investigation/index.js';
 import { createInvestigationLifecycleActivities } from './investigation-lifecycle.js';
 import { createKnowledgeActivities } from './knowledge.js';
 import { createMergeActivities } from './merge.js';
