@@ -8,7 +8,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
 const unit = [
   'test/unit/**/*.test.ts',
   'test/activities/patterns.test.ts',
-  'test/analysis/builtin-investigation.test.ts',
+  'test/analysis/investigation.test.ts',
   'test/analysis/providers.test.ts',
   'test/api/drain.test.ts',
   'test/auth/webhook-signatures.test.ts',

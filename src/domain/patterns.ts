@@ -5,7 +5,7 @@
  * rejections; maturity follows from occurrences and confidence (DESIGN §5).
  */
 import { createHash } from 'node:crypto';
-import { CAUSE_CUES, hypothesisKinds, type HypothesisKind } from '../analysis/builtin-investigation.js';
+import { CAUSE_CUES, hypothesisKinds, type HypothesisKind } from '../analysis/investigation/index.js';
 import type { PatternStatus } from '../db/schema/knowledge.js';
 
 /** A pattern is `stable` from this many occurrences… */

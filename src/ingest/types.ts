@@ -6,6 +6,8 @@ export type HeaderReader = (name: string) => string | undefined;
 export interface NormalizedAlert {
   kind: 'alert';
   status: 'firing' | 'resolved';
+  /** How `service` was read off the alert (`label:deployment`, `datadog:scope`, `none`, …). */
+  attribution?: string;
   /** Provider-qualified: `<provider>:<the tool's own fingerprint>` or `<provider>:h:<sha256>`. */
   fingerprint: string;
   alertName: string;
@@ -26,6 +28,13 @@ export interface NormalizedAlert {
   test?: boolean;
 }
 
+/**
+ * A change (deploy, release, merged pull request, GitOps commit, flag flip, …): evidence, never
+ * an incident. Labels the investigation reads: `change_type` (analysis ChangeType), `repository`
+ * (`owner/name`), `sha`, `ref`, `environment`, `state`, `version`, `flag`, `author`, `paths`
+ * (changed paths, newline-separated, bounded) and `services` (comma-separated, when the tool
+ * names several).
+ */
 export interface NormalizedChange {
   kind: 'deployment' | 'code_change';
   service: string | null;

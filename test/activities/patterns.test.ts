@@ -8,7 +8,7 @@ import {
   knownPatternScore,
   type InvestigationInput,
   type PatternObservation,
-} from '../../src/analysis/builtin-investigation.js';
+} from '../../src/analysis/investigation/index.js';
 import { agentRoles } from '../../src/analysis/types.js';
 import {
   actionsInText,

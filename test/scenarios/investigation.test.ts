@@ -9,7 +9,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { and, eq, like } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInvestigationActivities } from '../../src/activities/investigation/index.js';
-import type { HypothesisKind } from '../../src/analysis/builtin-investigation.js';
+import type { HypothesisKind } from '../../src/analysis/investigation/index.js';
 import {
   agentActivityNames,
   type AgentReport,

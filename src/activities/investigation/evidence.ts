@@ -1,6 +1,6 @@
 /** Storing an agent's evidence items, and the wording its report shares with the other agents. */
 import { and, eq, inArray } from 'drizzle-orm';
-import { formatDuration } from '../../analysis/builtin-investigation.js';
+import { formatDuration } from '../../analysis/investigation/index.js';
 import type { AgentReport, InvestigationRequest } from '../../analysis/investigation-types.js';
 import type { AgentRole } from '../../analysis/types.js';
 import { evidenceItems } from '../../db/schema/investigation.js';

@@ -1,5 +1,5 @@
 /** What the tenant already knows about such incidents: matching runbooks and learned failure patterns. */
-import type { RunbookObservation } from '../../analysis/builtin-investigation.js';
+import type { RunbookObservation } from '../../analysis/investigation/index.js';
 import type { InvestigationRequest } from '../../analysis/investigation-types.js';
 import { findSymptomMatches, incidentSymptoms, type SymptomMatch } from '../../db/repositories/patterns.js';
 import { findRunbooksFor } from '../../db/repositories/runbooks.js';

@@ -1,5 +1,11 @@
 /** Raw ingested rows as the analyzer's observations, log and metric lines, and evidence severities. */
-import { proximity, type AlertObservation, type ChangeObservation } from '../../analysis/builtin-investigation.js';
+import {
+  changeTypes,
+  proximity,
+  type AlertObservation,
+  type ChangeObservation,
+  type ChangeType,
+} from '../../analysis/investigation/index.js';
 import type { Severity } from '../../db/schema/incidents.js';
 import type { IngestedEventRow } from '../../db/schema/ingestion.js';
 import { evidenceSeverities } from '../../db/schema/investigation.js';
@@ -34,9 +40,20 @@ export function toChangeObservation(row: IngestedEventRow, hops: number): Change
       message: str(c.message) ?? '',
       files: [...arr(c.added), ...arr(c.modified), ...arr(c.removed)].filter((f): f is string => typeof f === 'string'),
     }));
+  const kind = row.kind === 'deployment' ? 'deployment' : 'code_change';
   return {
     eventId: row.id,
-    kind: row.kind === 'deployment' ? 'deployment' : 'code_change',
+    kind,
+    changeType: (changeTypes as readonly string[]).includes(row.labels.change_type ?? '')
+      ? (row.labels.change_type as ChangeType)
+      : kind === 'deployment'
+        ? 'deploy'
+        : 'push',
+    matchedBy: 'service',
+    paths: (row.labels.paths ?? '').split('\n').filter((p) => p !== ''),
+    flag: row.labels.flag ?? null,
+    version: row.labels.version ?? null,
+    author: row.labels.author ?? row.labels.creator ?? row.labels.pusher ?? null,
     provider: row.provider,
     service: row.service,
     repository: row.labels.repository ?? null,

@@ -1,6 +1,6 @@
 /** The tenant's skills the agents consult, and what they answered as the synthesis reads it. */
 import { and, asc, eq, sql } from 'drizzle-orm';
-import type { InvestigationInput } from '../../analysis/builtin-investigation.js';
+import type { InvestigationInput } from '../../analysis/investigation/index.js';
 import type { InvestigationRequest } from '../../analysis/investigation-types.js';
 import { agentRoles, type AgentRole } from '../../analysis/types.js';
 import { evidenceItems } from '../../db/schema/investigation.js';

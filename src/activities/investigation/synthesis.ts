@@ -3,7 +3,7 @@
  * a configured model write the conclusion, and records it (or records that the run failed).
  */
 import { and, asc, eq, sql } from 'drizzle-orm';
-import { analyzeInvestigation, type InvestigationInput } from '../../analysis/builtin-investigation.js';
+import { analyzeInvestigation, type InvestigationInput } from '../../analysis/investigation/index.js';
 import type { InvestigationRequest, SynthesisRequest, SynthesisResult } from '../../analysis/investigation-types.js';
 import { agentRoles, type AgentRole } from '../../analysis/types.js';
 import { appendAudit } from '../../db/repositories/audit.js';

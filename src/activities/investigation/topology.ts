@@ -1,6 +1,6 @@
 /** The dependencies of the incident's service with what is failing on them, and its blast radius. */
 import { and, eq, inArray, isNull, ne, notInArray } from 'drizzle-orm';
-import type { DependencyObservation, TopologyObservation } from '../../analysis/builtin-investigation.js';
+import type { DependencyObservation, TopologyObservation } from '../../analysis/investigation/index.js';
 import { blastRadius } from '../../db/repositories/topology.js';
 import { incidents } from '../../db/schema/incidents.js';
 import type { IngestedEventRow } from '../../db/schema/ingestion.js';

@@ -42,6 +42,8 @@ export const ingestedEvents = pgTable(
     fingerprint: text('fingerprint'),
     alertName: text('alert_name'),
     service: text('service'),
+    /** How the service was read off the alert (`label:deployment`, `datadog:scope`, …); null for changes. */
+    attribution: text('attribution'),
     severity: text('severity'),
     title: text('title').notNull(),
     description: text('description').notNull(),

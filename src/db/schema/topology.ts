@@ -1,9 +1,20 @@
 import { sql } from 'drizzle-orm';
-import { bigint, check, index, integer, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { bigint, check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { tenants } from './tenants.js';
 
 export const serviceTypes = ['api', 'worker', 'database', 'cache', 'queue'] as const;
 export type ServiceType = (typeof serviceTypes)[number];
+
+/**
+ * A repository whose changes affect a service: the service's own, or a shared one (GitOps,
+ * Helm values, Terraform) limited to the paths that are the service's (`apps/checkout/**`).
+ */
+export interface ServiceRepository {
+  /** `owner/name`, as the tool names it. */
+  repository: string;
+  /** Globs of the paths that are this service's; absent: the whole repository. */
+  paths?: string[];
+}
 
 /** A node of the tenant's topology graph (`svc_…`); its name is unique in the tenant. */
 export const services = pgTable(
@@ -17,6 +28,7 @@ export const services = pgTable(
     type: text('type', { enum: serviceTypes }).notNull(),
     team: text('team'),
     criticality: integer('criticality').notNull().default(5),
+    repositories: jsonb('repositories').$type<ServiceRepository[]>().notNull().default([]),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },

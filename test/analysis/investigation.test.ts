@@ -12,7 +12,7 @@ import {
   type DependencyObservation,
   type InvestigationInput,
   type RunbookObservation,
-} from '../../src/analysis/builtin-investigation.js';
+} from '../../src/analysis/investigation/index.js';
 import { agentRoles } from '../../src/analysis/types.js';
 
 const FIRST = '2024-05-14T09:30:00.000Z';
@@ -41,6 +41,12 @@ function deploy(overrides: Partial<ChangeObservation> = {}): ChangeObservation {
   return {
     eventId: `evt_${ids}`,
     kind: 'deployment',
+    changeType: 'deploy',
+    matchedBy: 'service',
+    paths: [],
+    flag: null,
+    version: null,
+    author: null,
     provider: 'github',
     service: 'checkout-api',
     repository: 'example-shop/checkout-api',

@@ -9,7 +9,10 @@
  */
 export {
   BUILTIN_INVESTIGATION_MODEL,
+  changeTypes,
   hypothesisKinds,
+  type ChangeMatch,
+  type ChangeType,
   type AlertObservation,
   type ChangeObservation,
   type CommitObservation,

@@ -26,10 +26,42 @@ export interface CommitObservation {
   files: string[];
 }
 
-/** A deployment or a push of the incident's service (hops 0) or of a dependency (hops ≥ 1). */
+/**
+ * What sort of change an ingested change event is (its `change_type` label; absent on rows from
+ * before it existed: `deploy` for deployments, `push` for code changes).
+ */
+export const changeTypes = [
+  'deploy',
+  'release',
+  'ci_workflow',
+  'pull_request',
+  'push',
+  'gitops',
+  'feature_flag',
+  'config',
+  'dependency',
+  'infrastructure',
+] as const;
+export type ChangeType = (typeof changeTypes)[number];
+
+/** How a change was tied to the incident's service or dependency. */
+export type ChangeMatch = 'service' | 'repository' | 'path' | 'mention';
+
+/** A change of the incident's service (hops 0) or of a dependency (hops ≥ 1). */
 export interface ChangeObservation {
   eventId: string;
+  /** `deployment`: changed what runs (deploys, syncs, flag flips, config applies); `code_change`: a repository change. */
   kind: 'deployment' | 'code_change';
+  changeType: ChangeType;
+  /** How it was tied to `service`. */
+  matchedBy: ChangeMatch;
+  /** Files or paths it touched (bounded). */
+  paths: string[];
+  /** The feature flag it flipped (feature_flag changes). */
+  flag: string | null;
+  /** The version, tag or chart version it brought (when the tool says). */
+  version: string | null;
+  author: string | null;
   provider: string;
   service: string | null;
   repository: string | null;
