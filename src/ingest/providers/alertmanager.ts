@@ -26,6 +26,7 @@ import {
   serviceFromLabels,
   toolFingerprint,
 } from '../normalize.js';
+import { attribute } from '../attribution.js';
 import type { NormalizedAlert, WebhookProvider } from '../types.js';
 import { deployOrigins, groupOrigin, isHeartbeat, marked, testLabel } from './markers.js';
 
@@ -85,7 +86,7 @@ export function normalizeAlertmanagerAlert(
   group: GroupMarks = {},
 ): NormalizedAlert {
   const labels: Record<string, string> = { ...alert.labels };
-  const service = serviceFromLabels(labels);
+  const { service, attribution } = attribute({ tool: provider === 'grafana' ? 'grafana' : 'prometheus', labels });
   // Older kube-prometheus rules carry their text in a `message` annotation.
   const message = nonEmpty(alert.annotations.message);
   const summary = nonEmpty(alert.annotations.summary) ?? message;
@@ -98,9 +99,11 @@ export function normalizeAlertmanagerAlert(
   const normalized: NormalizedAlert = {
     kind: 'alert',
     status: alert.status,
+    attribution,
     fingerprint: fingerprint
       ? toolFingerprint(provider, fingerprint)
-      : hashFingerprint(provider, alertName, service, labels),
+      : // The label-order service, as before attribution: a stored alert's hash must not move.
+        hashFingerprint(provider, alertName, serviceFromLabels(labels), labels),
     alertName,
     service,
     severity: mapSeverity(labels.severity ?? labels.priority),

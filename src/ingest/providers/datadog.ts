@@ -62,6 +62,7 @@ import {
   serviceFromLabels,
   toolFingerprint,
 } from '../normalize.js';
+import { attribute } from '../attribution.js';
 import type { WebhookProvider } from '../types.js';
 import { deployOrigins, marked, testLabel } from './markers.js';
 
@@ -182,7 +183,13 @@ export const datadogProvider: WebhookProvider = {
         ? transition.toLowerCase() === 'recovered'
         : prefixes.some((prefix) => /^\[recovered\b/i.test(prefix));
     const labels = parseDatadogTags(payload.tags);
-    const service = serviceFromLabels(labels);
+    const { service, attribution } = attribute({
+      tool: 'datadog',
+      tags: labels,
+      title: nonEmpty(payload.title) ?? rawTitle,
+      scope: payload.alert_scope ?? undefined,
+      host: payload.hostname ?? undefined,
+    });
     const transitionSeverity: Severity = transition && /warn/i.test(transition) ? 'medium' : 'high';
     const severity = mapSeverity(nonEmpty(payload.alert_priority), transitionSeverity);
 
@@ -193,7 +200,8 @@ export const datadogProvider: WebhookProvider = {
       ? toolFingerprint('datadog', aggregKey)
       : alertId
         ? toolFingerprint('datadog', scope ? `${alertId}:${scope}` : alertId)
-        : hashFingerprint('datadog', alertName, service, labels);
+        : // The tag-order service, as before attribution: a stored alert's hash must not move.
+          hashFingerprint('datadog', alertName, serviceFromLabels(labels), labels);
 
     const status = nonEmpty(payload.alert_status);
     const metric = nonEmpty(payload.alert_metric);
@@ -213,6 +221,7 @@ export const datadogProvider: WebhookProvider = {
           {
             kind: 'alert',
             status: recovered ? 'resolved' : 'firing',
+            attribution,
             fingerprint,
             alertName,
             service,

@@ -49,6 +49,7 @@ import {
   toolFingerprint,
 } from '../normalize.js';
 import { type HeaderReader, type NormalizedAlert, type ParsedDelivery, type WebhookProvider } from '../types.js';
+import { attribute } from '../attribution.js';
 import { deployOrigins, marked, testLabel } from './markers.js';
 
 const id = z.union([z.string(), z.number()]).transform((value) => String(value));
@@ -164,12 +165,16 @@ function looseString(value: object, key: string): string | undefined {
 
 function toAlert(input: SentryAlertInput): NormalizedAlert {
   const alertName = input.title;
-  const service = input.projectSlug ?? nonEmpty(input.labels.service) ?? null;
+  const { service, attribution } = attribute({
+    tool: 'sentry',
+    projects: input.projectSlug ? [input.projectSlug] : [],
+    tags: input.labels,
+  });
   const level = input.level;
   const release = nonEmpty(input.labels.release) ?? nonEmpty(input.labels['sentry:release']) ?? nonEmpty(input.release);
   const test = input.labels.sample_event === 'yes' || testLabel(input.labels);
   return marked(
-    toAlertFields(input, alertName, service, level),
+    { ...toAlertFields(input, alertName, service, level), attribution },
     deployOrigins(service, [input.labels], { release }),
     test,
   );
@@ -366,7 +371,7 @@ function parseMetricAlert(body: unknown): ParsedDelivery {
     status: firing ? 'firing' : 'resolved',
     fingerprint: toolFingerprint('sentry', `metric:${rule.id}`),
     alertName,
-    service: projects.length === 1 ? projects[0]! : null,
+    ...attribute({ tool: 'sentry', projects, tags: {} }),
     severity: payload.action === 'critical' ? 'critical' : 'medium',
     title: makeTitle(alertName, nonEmpty(data.description_title)),
     description: makeDescription(
