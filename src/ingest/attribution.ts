@@ -153,7 +153,7 @@ function workloadOf(labels: Labels): Attribution | null {
       if (!found || (key === 'container' && found === 'POD')) continue;
       const service = toService(found);
       if (isExporterName(service)) continue;
-      const how = key === 'pod' ? `pod:${found}` : `label:${label}`;
+      const how = key === 'pod' ? `pod:${found.slice(0, 200)}` : `label:${label}`;
       return { service, attribution: how };
     }
   }

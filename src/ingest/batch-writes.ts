@@ -197,14 +197,14 @@ function writeAlerts(tx: postgres.Sql, records: AlertRecord[]): Writes {
 function insertEventRows(tx: postgres.Sql, eventRows: Array<Record<string, unknown>>): Promise<unknown> {
   const col = (name: string) => eventRows.map((r) => r[name] as string | null);
   return tx`
-    insert into ingested_events (id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels, raw, occurred_at, incident_id, alert_id, delivered_at)
-    select id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels::jsonb, raw::jsonb, occurred_at, incident_id, alert_id, delivered_at
+    insert into ingested_events (id, tenant_id, provider, kind, status, fingerprint, alert_name, service, attribution, severity, title, description, labels, raw, occurred_at, incident_id, alert_id, delivered_at)
+    select id, tenant_id, provider, kind, status, fingerprint, alert_name, service, attribution, severity, title, description, labels::jsonb, raw::jsonb, occurred_at, incident_id, alert_id, delivered_at
     from unnest(
       ${col('id')}::text[], ${col('tenant_id')}::text[], ${col('provider')}::text[], ${col('kind')}::text[], ${col('status')}::text[],
-      ${col('fingerprint')}::text[], ${col('alert_name')}::text[], ${col('service')}::text[], ${col('severity')}::text[],
+      ${col('fingerprint')}::text[], ${col('alert_name')}::text[], ${col('service')}::text[], ${col('attribution')}::text[], ${col('severity')}::text[],
       ${col('title')}::text[], ${col('description')}::text[], ${col('labels')}::text[], ${col('raw')}::text[],
       ${col('occurred_at')}::text[]::timestamptz[], ${col('incident_id')}::text[], ${col('alert_id')}::text[], ${col('delivered_at')}::text[]::timestamptz[]
-    ) as e(id, tenant_id, provider, kind, status, fingerprint, alert_name, service, severity, title, description, labels, raw, occurred_at, incident_id, alert_id, delivered_at)`;
+    ) as e(id, tenant_id, provider, kind, status, fingerprint, alert_name, service, attribution, severity, title, description, labels, raw, occurred_at, incident_id, alert_id, delivered_at)`;
 }
 
 /** `incident.created` for each opened incident, and quota warnings once per month. */

@@ -114,7 +114,10 @@ export function makeDescription(parts: Array<string | undefined | null>, labels:
 
 const serviceLabelKeys = ['service', 'service_name', 'app', 'application', 'job', 'component'] as const;
 
-/** The service an alert is about, from the usual label names. */
+/**
+ * The first of the usual service labels. Not the alert's service (attribution.ts reads that):
+ * tool-less fingerprints still hash this value, so alerts stored before attribution keep theirs.
+ */
 export function serviceFromLabels(labels: Record<string, string | undefined>): string | null {
   for (const key of serviceLabelKeys) {
     const value = labels[key]?.trim();
@@ -191,8 +194,9 @@ export function withOneLineLabels(events: NormalizedEvent[]): NormalizedEvent[] 
   return events.map((event) => {
     const service = event.service === null ? null : oneLineLabel(event.service) || null;
     const title = oneLineLabel(event.title) || '(untitled alert)';
-    return event.kind === 'alert'
-      ? { ...event, service, title, alertName: oneLineLabel(event.alertName) }
-      : { ...event, service, title };
+    if (event.kind !== 'alert') return { ...event, service, title };
+    // `pod:<pod>` carries a label's value.
+    const attribution = event.attribution === undefined ? {} : { attribution: oneLineLabel(event.attribution) };
+    return { ...event, ...attribution, service, title, alertName: oneLineLabel(event.alertName) };
   });
 }

@@ -256,6 +256,7 @@ function decideEvents(
         fingerprint: event.kind === 'alert' ? event.fingerprint : null,
         alert_name: event.kind === 'alert' ? event.alertName : null,
         service: event.service,
+        attribution: event.kind === 'alert' ? (event.attribution ?? null) : null,
         severity: event.kind === 'alert' ? event.severity : null,
         title: event.title,
         description: event.description,
