@@ -47,7 +47,9 @@ const notYetLive = (state: string | null) => state !== null && /^(queued|pending
 const isProduction = (env: string | null) => env === null || /prod|live|main/i.test(env);
 
 function deploysOf(v: View, hops: (h: number) => boolean): Deploy[] {
-  const latest = latestDeploys(v.deployments).filter((d) => hops(d.hops) && !notYetLive(d.state));
+  const latest = latestDeploys(v.deployments.filter((d) => d.changeType !== 'feature_flag')).filter(
+    (d) => hops(d.hops) && !notYetLive(d.state),
+  );
   return latest
     .map((change) => {
       const earlier = latest
@@ -93,7 +95,8 @@ export function badDeploy(v: View): Hypothesis[] {
     ];
     const against: string[] = [];
     let score = 0.35 + 0.4 * proximity(minutesBefore);
-    if (errors) {
+    // "Errors started after it" says little of a deploy hours earlier.
+    if (errors && proximity(minutesBefore) >= 0.8) {
       score += 0.1;
       support.push('errors started after it');
     }
@@ -161,6 +164,8 @@ export function badDeploy(v: View): Hypothesis[] {
       ],
       keywords: ['deploy', 'deployment', 'rollback', 'roll back', 'release'],
       changeRef: change.sha ?? change.eventId,
+      evidence: 'temporal',
+      minutesBefore,
     });
   });
 }
@@ -210,6 +215,8 @@ export function upstreamDeploy(v: View): Hypothesis[] {
       ],
       keywords: ['deploy', 'deployment', 'rollback', 'release', lower(change.service)],
       changeRef: change.sha ?? change.eventId,
+      evidence: 'temporal',
+      minutesBefore,
     });
   });
 }

@@ -1,6 +1,7 @@
 /** Human context: which hypotheses the people's notes raise or lower, and those they raise alone. */
 import { dnsFailure } from './resources.js';
-import { clamp, lower, quote, VENDORS } from './text.js';
+import { clamp, lower, quote } from './text.js';
+import { VENDORS } from './vendors.js';
 import { type ContextNote, type Hypothesis, type HypothesisKind } from './types.js';
 import { type View } from './view.js';
 
@@ -14,6 +15,22 @@ import { type View } from './view.js';
  * ties there).
  */
 export const CAUSE_CUES: ReadonlyArray<{ kind: HypothesisKind; pattern: RegExp }> = [
+  { kind: 'feature_flag', pattern: /\b(feature[- ]?flags?|flag flip\w*|toggles?|launchdarkly|unleash|flagsmith)\b/i },
+  {
+    kind: 'dependency_bump',
+    pattern: /\b(dependabot|renovate|dependency (bump|upgrade|update)|library (upgrade|update)|bump(ed)? of)\b/i,
+  },
+  { kind: 'broker_alarm', pattern: /\b(memory alarm|disk alarm|broker alarm|blocked publishers?|unconsumed queue)\b/i },
+  { kind: 'consumer_lag', pattern: /\b(consumer lag|consumer groups?|backlog|lagging consumers?)\b/i },
+  {
+    kind: 'runaway_job',
+    pattern:
+      /\b(runaway|long[- ]running (query|transaction)|batch job|cron ?job|backfill|report query|pg_cancel_backend)\b/i,
+  },
+  { kind: 'cache_eviction', pattern: /\b(evict\w*|maxmemory|hit ratio)\b/i },
+  { kind: 'retry_storm', pattern: /\b(retry storm|retries|thundering herd)\b/i },
+  { kind: 'oom_input', pattern: /\b(oversized|huge (file|payload|input)|poison (message|pill))\b/i },
+  { kind: 'rate_limited', pattern: /\b(rate[- ]limit\w*|429|throttl\w*|quota)\b/i },
   { kind: 'expired_certificate', pattern: /\b(cert(ificate)?s?|x509|tls|ssl)\b/i },
   {
     kind: 'dns_failure',

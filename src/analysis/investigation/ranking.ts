@@ -2,22 +2,36 @@
  * Ranking: runs every rule, applies patterns and context, keeps the best hypothesis and writes
  * the root cause, confidence, actions and summary.
  */
+import { dependencyBump, featureFlag } from './change-kinds.js';
 import { badDeploy, configChange, memoryLeak, upstreamDeploy } from './changes.js';
 import { contextEffect, contextOnlyHypotheses } from './context.js';
+import { cacheEviction, oomFromInput, retryStorm, runawayJob } from './load.js';
 import { applyKnownPatterns } from './patterns.js';
-import { connectionPool, diskFull, dnsFailure, expiredCertificate, thirdPartyOutage } from './resources.js';
+import { brokerAlarm, consumerLag } from './queues.js';
+import { connectionPool, diskFull, dnsFailure, expiredCertificate } from './resources.js';
 import { recommendedActions } from './runbooks.js';
-import { clamp, hhmm, lower, quote, round2 } from './text.js';
+import { clamp, lower, round2 } from './text.js';
 import { cacheFailure, flappingAlert, trafficSpike, upstreamFailure } from './topology.js';
 import { type Hypothesis, type HypothesisKind, type InvestigationAnalysis, type InvestigationInput } from './types.js';
-import { buildView, draft, restrictToRoles } from './view.js';
+import { undetermined } from './undetermined.js';
+import { thirdPartyOutage } from './vendors.js';
+import { buildView, restrictToRoles } from './view.js';
 
 // ---------------------------------------------------------------------------------------------
 // Ranking
 
 /** Ties go to the more specific cause. */
 const KIND_ORDER: HypothesisKind[] = [
+  'feature_flag',
+  'dependency_bump',
   'config_change',
+  'oom_input',
+  'runaway_job',
+  'broker_alarm',
+  'consumer_lag',
+  'cache_eviction',
+  'retry_storm',
+  'rate_limited',
   'memory_leak',
   'bad_deploy',
   'upstream_deploy',
@@ -36,18 +50,28 @@ const KIND_ORDER: HypothesisKind[] = [
 
 /** A generic hypothesis that a more specific one explains (same change, same dependency). */
 function subsumedBy(h: Hypothesis, others: Hypothesis[]): Hypothesis | undefined {
+  const near = (o: Hypothesis, by = 0.15) => o.score >= h.score - by;
+  const sameSubject = (o: Hypothesis) => lower(o.subject) === lower(h.subject);
+  if (h.kind === 'memory_leak') return others.find((o) => o.kind === 'oom_input' && near(o));
+  if (h.kind === 'cache_failure')
+    return others.find((o) => o.kind === 'cache_eviction' && (sameSubject(o) || o.score >= h.score));
+  if (h.kind === 'traffic_spike')
+    return others.find((o) => (o.kind === 'consumer_lag' || o.kind === 'retry_storm') && near(o, 0.1));
   if (h.kind === 'bad_deploy') {
     return others.find(
       (o) =>
-        (o.kind === 'config_change' || o.kind === 'memory_leak') &&
+        (o.kind === 'config_change' || o.kind === 'memory_leak' || o.kind === 'dependency_bump') &&
         o.score >= h.score - 0.2 &&
-        o.subject === h.subject &&
+        (o.subject === h.subject || o.kind === 'dependency_bump') &&
         o.sources.some((s) => h.sources.includes(s) || o.changeRef === h.changeRef),
     );
   }
   if (h.kind === 'upstream_failure') {
     return others.find(
-      (o) => o.kind === 'upstream_deploy' && lower(o.subject) === lower(h.subject) && o.score > h.score,
+      (o) =>
+        (o.kind === 'upstream_deploy' && sameSubject(o) && o.score > h.score) ||
+        ((o.kind === 'runaway_job' || o.kind === 'broker_alarm' || o.kind === 'cache_eviction') && near(o, 0.1)) ||
+        (o.kind === 'connection_pool' && sameSubject(o) && near(o, 0.05)),
     );
   }
   return undefined;
@@ -63,6 +87,23 @@ const MIN_CREDIBLE = 0.35;
  * (`score × (0.6 + 0.4 × min(1, margin / 0.3))`), within [0.05, 0.95]; an undetermined cause
  * is at most 0.3.
  */
+/**
+ * A change that is only earlier in time (more than 30 min before the first alert) loses to
+ * evidence that names the mechanism: "errors started after the deploy" is the weakest link.
+ */
+function directBeatsTemporal(hypotheses: Hypothesis[]): void {
+  const direct = hypotheses.filter((h) => h.evidence === 'direct' && h.score >= 0.6);
+  if (direct.length === 0) return;
+  const best = direct.sort((a, b) => b.score - a.score)[0]!;
+  for (const h of hypotheses) {
+    if (h.evidence !== 'temporal' || (h.minutesBefore ?? 0) <= 30) continue;
+    h.score = round2(clamp(h.score - 0.15, 0, 0.95));
+    h.against.push(
+      `it went out ${Math.round(h.minutesBefore ?? 0)} min before the first alert, and the alerts name another cause (${best.kind}: ${best.subject})`,
+    );
+  }
+}
+
 export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnalysis {
   const input = restrictToRoles(raw);
   const v = buildView(input);
@@ -76,6 +117,14 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
     ...expiredCertificate(v),
     ...dnsFailure(v),
     ...thirdPartyOutage(v),
+    ...featureFlag(v),
+    ...dependencyBump(v),
+    ...consumerLag(v),
+    ...brokerAlarm(v),
+    ...runawayJob(v),
+    ...cacheEviction(v),
+    ...retryStorm(v),
+    ...oomFromInput(v),
     ...cacheFailure(v),
     ...upstreamFailure(v),
     ...trafficSpike(v),
@@ -101,6 +150,7 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
       }
     }
   }
+  directBeatsTemporal(hypotheses);
   const order = (h: Hypothesis) => KIND_ORDER.indexOf(h.kind);
   hypotheses.sort((a, b) => b.score - a.score || order(a) - order(b) || a.subject.localeCompare(b.subject));
 
@@ -112,26 +162,12 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
   const ranked = hypotheses.filter((h) => !subsumed.has(h));
   let top = ranked[0];
   if (!top || top.score < MIN_CREDIBLE) {
-    const weak = top;
-    top = draft('undetermined', {
-      statement: `No single cause stands out for ${v.service}`,
-      subject: v.service,
-      score: 0.2,
-      support: weak
-        ? [`the best candidate, ${weak.statement}, scores only ${weak.score}`]
-        : ['no deployment, dependency failure or known failure mode matches the alerts'],
-      against: [],
-      sources: v.own.map((a) => a.eventId),
-      rootCause: `Undetermined: no deployment, code change, dependency failure or known failure mode explains "${quote(input.incident.title, 100)}" on ${v.service}${weak ? `; the closest candidate is that ${weak.statement.charAt(0).toLowerCase()}${weak.statement.slice(1)} (score ${weak.score})` : ''}.`,
-      actions: [
-        `Read ${v.service}'s error logs around ${hhmm(v.first)} and the first alert (${v.ownFiring[0]?.alertName ?? input.incident.title}) to find the failing call`,
-        `Add what you find as context to this investigation so it is re-synthesised`,
-      ],
-      keywords: [],
-    });
+    top = undetermined(v, top);
     ranked.unshift(top);
     hypotheses.unshift(top);
   }
+  // The kept hypothesis leads the list even when a subsumed one scored higher.
+  hypotheses = [top, ...hypotheses.filter((h) => h !== top)];
   const runnerUp = ranked[1];
   top.status = 'kept';
   top.reason =

@@ -1,8 +1,7 @@
 /**
- * Hypotheses from exhausted or broken resources: connection pool, disk, certificate, DNS, and a
- * third-party provider's outage.
+ * Hypotheses from exhausted or broken resources: connection pool, disk, certificate and DNS.
  */
-import { alertLine, hostsIn, list, lower, RE, says, textOf, VENDORS } from './text.js';
+import { alertLine, hostsIn, list, lower, RE, says, textOf } from './text.js';
 import { type DependencyObservation, type Hypothesis } from './types.js';
 import { draft, matching, servicesOf, type View } from './view.js';
 
@@ -171,61 +170,4 @@ export function dnsFailure(v: View, contextOnly = false): Hypothesis[] {
       keywords: ['dns', 'resolver', 'domain', 'records', lower(host)],
     }),
   ];
-}
-
-export function thirdPartyOutage(v: View): Hypothesis[] {
-  const out: Hypothesis[] = [];
-  const internal = new Set([lower(v.input.incident.service), ...v.dependencyNames]);
-  for (const vendor of VENDORS) {
-    if (internal.has(vendor.name.toLowerCase())) continue;
-    const signals = v.all.filter((a) => vendor.pattern.test(textOf(a)));
-    if (signals.length === 0) continue;
-    const failing = signals.filter((a) => RE.error.test(textOf(a)) || RE.upstreamDown.test(textOf(a)));
-    if (failing.length === 0) continue;
-    const services = servicesOf(failing);
-    let score = 0.55 + 0.15 + 0.1 * Math.min(2, failing.length - 1) + (services.length > 1 ? 0.05 : 0);
-    if (!failing.some((a) => v.own.includes(a))) score -= 0.2;
-    const host = hostsIn(failing.map(textOf).join('\n')).find((h) => vendor.pattern.test(h)) ?? vendor.host;
-    out.push(
-      draft('third_party_outage', {
-        statement: `Third-party outage: ${vendor.name} (${host}) is failing`,
-        subject: vendor.name,
-        score,
-        support: failing.slice(0, 3).map(alertLine),
-        against: [],
-        sources: failing.map((a) => a.eventId),
-        rootCause: `A third-party outage: ${vendor.name} (${host}) fails or times out for ${list(services.length > 0 ? services : [v.service])} (${says(failing[0]!)}); nothing changed on our side to explain it.`,
-        actions: [
-          `Fail over ${v.service}'s calls to ${vendor.name} (${host}): switch to the fallback provider or queue the requests for retry, and follow ${vendor.name}'s status page until it recovers`,
-          `Shorten ${v.service}'s timeout and open a circuit breaker on ${host} so threads are not held while ${vendor.name} is down`,
-        ],
-        keywords: ['third-party', 'vendor', 'provider', 'external', 'failover', vendor.name.toLowerCase()],
-      }),
-    );
-  }
-  if (out.length === 0) {
-    const generic = matching(v.own, RE.thirdPartyWords).filter(
-      (a) => RE.error.test(textOf(a)) || RE.upstreamDown.test(textOf(a)),
-    );
-    if (generic.length > 0) {
-      const host = hostsIn(generic.map(textOf).join('\n'))[0] ?? 'the external provider';
-      out.push(
-        draft('third_party_outage', {
-          statement: `Third-party outage: ${host} is failing`,
-          subject: host,
-          score: 0.55,
-          support: generic.slice(0, 3).map(alertLine),
-          against: [],
-          sources: generic.map((a) => a.eventId),
-          rootCause: `A third-party outage: ${host} fails for ${v.service} (${says(generic[0]!)}).`,
-          actions: [
-            `Fail over ${v.service}'s calls to ${host}: switch to a fallback or queue the requests, and follow the provider's status page`,
-            `Open a circuit breaker on ${host} in ${v.service} so it degrades instead of failing`,
-          ],
-          keywords: ['third-party', 'vendor', 'provider', 'external'],
-        }),
-      );
-    }
-  }
-  return out;
 }

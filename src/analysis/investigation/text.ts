@@ -35,25 +35,6 @@ export const RE = {
     /(third[- ]party|3rd[- ]party|external (api|provider|service|dependency)|vendor|upstream provider|status page|statuspage)/i,
 };
 
-export const VENDORS: Array<{ name: string; pattern: RegExp; host: string }> = [
-  { name: 'Stripe', pattern: /\bstripe\b|api\.stripe\.com/i, host: 'api.stripe.com' },
-  { name: 'PayPal', pattern: /\bpaypal\b/i, host: 'api.paypal.com' },
-  { name: 'Adyen', pattern: /\badyen\b/i, host: 'adyen.com' },
-  { name: 'Braintree', pattern: /\bbraintree\b/i, host: 'api.braintreegateway.com' },
-  { name: 'Twilio', pattern: /\btwilio\b/i, host: 'api.twilio.com' },
-  { name: 'SendGrid', pattern: /\bsendgrid\b/i, host: 'api.sendgrid.com' },
-  { name: 'Mailgun', pattern: /\bmailgun\b/i, host: 'api.mailgun.net' },
-  { name: 'Auth0', pattern: /\bauth0\b/i, host: 'auth0.com' },
-  { name: 'Okta', pattern: /\bokta\b/i, host: 'okta.com' },
-  { name: 'Algolia', pattern: /\balgolia\b/i, host: 'algolia.net' },
-  { name: 'Cloudflare', pattern: /\bcloudflare\b/i, host: 'cloudflare.com' },
-  { name: 'AWS S3', pattern: /s3[.-][\w-]*\.?amazonaws\.com|\bamazon s3\b|\baws s3\b/i, host: 's3.amazonaws.com' },
-  { name: 'OpenAI', pattern: /\bopenai\b|api\.openai\.com/i, host: 'api.openai.com' },
-  { name: 'Google APIs', pattern: /googleapis\.com/i, host: 'googleapis.com' },
-  { name: 'Shopify', pattern: /\bshopify\b/i, host: 'shopify.com' },
-  { name: 'Salesforce', pattern: /\bsalesforce\b/i, host: 'salesforce.com' },
-];
-
 const HOST =
   /\b((?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:com|net|org|io|dev|app|cloud|co|internal|local|svc|ai|sh|tech|example|eu|us|uk|de|fr))\b/gi;
 

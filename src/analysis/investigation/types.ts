@@ -183,6 +183,15 @@ export const hypothesisKinds = [
   'expired_certificate',
   'dns_failure',
   'third_party_outage',
+  'rate_limited',
+  'feature_flag',
+  'dependency_bump',
+  'consumer_lag',
+  'broker_alarm',
+  'runaway_job',
+  'cache_eviction',
+  'retry_storm',
+  'oom_input',
   'cache_failure',
   'upstream_failure',
   'traffic_spike',
@@ -216,6 +225,14 @@ export interface Hypothesis {
   changeRef?: string;
   /** A stable learned pattern's past fix leads the actions (before any runbook step). */
   fixFirst?: boolean;
+  /**
+   * What kind of evidence it rests on: `direct` (the alerts name the mechanism or the thing),
+   * `temporal` (a change shortly before), `topological` (a failing neighbour). Ranking lets
+   * direct evidence beat a change that is only earlier in time.
+   */
+  evidence?: 'direct' | 'temporal' | 'topological';
+  /** For change hypotheses: how long before the first alert the change went live. */
+  minutesBefore?: number;
 }
 
 export interface InvestigationAnalysis {

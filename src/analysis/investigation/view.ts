@@ -121,6 +121,25 @@ export function buildView(input: InvestigationInput): View {
   };
 }
 
+/** The first value of any of `keys` (case-insensitive label names) on the alerts. */
+export function firstLabel(alerts: AlertObservation[], keys: string[]): string | undefined {
+  for (const a of alerts) {
+    for (const [k, value] of Object.entries(a.labels)) {
+      if (keys.includes(k.toLowerCase()) && value.trim() !== '') return value.trim();
+    }
+  }
+  return undefined;
+}
+
+/** The first capture group of `re` in the alerts' texts. */
+export function firstCapture(alerts: AlertObservation[], re: RegExp): string | undefined {
+  for (const a of alerts) {
+    const m = textOf(a).match(re);
+    if (m?.[1]) return m[1].replace(/[.,;:'"`)]+$/, '');
+  }
+  return undefined;
+}
+
 export const matching = (alerts: AlertObservation[], re: RegExp) => alerts.filter((a) => re.test(textOf(a)));
 export const servicesOf = (alerts: AlertObservation[]) => [
   ...new Set(alerts.map((a) => a.service).filter((s): s is string => !!s)),
