@@ -1,27 +1,30 @@
 /**
- * GitHub repository / organization webhooks: `deployment_status` and `push`.
- * https://docs.github.com/en/webhooks/webhook-events-and-payloads#deployment_status
- * https://docs.github.com/en/webhooks/webhook-events-and-payloads#push
+ * GitHub repository / organization webhooks: every kind of change a repository ships.
+ * https://docs.github.com/en/webhooks/webhook-events-and-payloads
  *
  * The event type is the `x-github-event` header (required); the delivery id is `x-github-delivery`.
- * - `deployment_status` → one `deployment` change: service = repository name; labels environment,
- *   state, sha, ref, repository (full name), creator; occurredAt = the status's updated_at.
- * - `push` → one `code_change`: service = repository name; labels ref, repository, head_commit,
- *   pusher; the description lists the commits (first line of each message); occurredAt = the
- *   repository's `pushed_at`, else the head commit's timestamp.
+ * Every change's service is the repository's name; the investigation also ties it to services
+ * by repository and paths (ADR 0266).
+ * - `deployment_status` → one `deployment` (change_type deploy): labels environment, state, sha,
+ *   ref, repository, creator; occurredAt = the status's updated_at.
+ * - `push` → one `code_change`: labels ref, repository, head_commit, sha, pusher, author, paths
+ *   (added/modified/removed of its commits); change_type from the paths (gitops, infrastructure,
+ *   dependency, else push); the description lists the commits.
+ * - `workflow_run`, `deployment`, `release`, `pull_request`: github-events.ts.
  * - `ping` and every other event type are acknowledged and ignored.
  */
 import { z } from 'zod';
 import { clip, makeDescription, nonEmpty, parseTime, parseWith, TITLE_MAX } from '../normalize.js';
+import { labelsOf, pathsLabel, pushChangeType } from './change-common.js';
+import {
+  deploymentEvent as deploymentCreated,
+  pullRequestEvent,
+  releaseEvent,
+  repository,
+  user,
+  workflowRunEvent,
+} from './github-events.js';
 import { type NormalizedChange, type ParsedDelivery, PayloadError, type WebhookProvider } from '../types.js';
-
-const user = z.looseObject({ login: z.string() }).nullish();
-const repository = z.looseObject({
-  name: z.string().min(1),
-  full_name: z.string().min(1),
-  html_url: z.string().nullish(),
-  pushed_at: z.union([z.string(), z.number()]).nullish(),
-});
 
 const deploymentStatusSchema = z.looseObject({
   action: z.string().optional(),
@@ -56,6 +59,9 @@ const commit = z.looseObject({
   timestamp: z.string().nullish(),
   url: z.string().nullish(),
   author: z.looseObject({ name: z.string().nullish(), username: z.string().nullish() }).nullish(),
+  added: z.array(z.string()).nullish(),
+  modified: z.array(z.string()).nullish(),
+  removed: z.array(z.string()).nullish(),
 });
 
 const pushSchema = z.looseObject({
@@ -73,18 +79,25 @@ const pushSchema = z.looseObject({
   sender: user,
 });
 
+/** The paths are listed by the commits already; the label line would repeat them all. */
+function labelsWithoutPaths(labels: Record<string, string>): Record<string, string> {
+  const { paths: _paths, ...rest } = labels;
+  return rest;
+}
+
 function deploymentEvent(body: unknown): NormalizedChange {
   const payload = parseWith(deploymentStatusSchema, body, 'github');
   const { deployment, deployment_status: status, repository: repo } = payload;
   const environment = nonEmpty(status.environment) ?? deployment.environment;
   const creator = deployment.creator?.login ?? status.creator?.login ?? payload.sender?.login;
   const labels: Record<string, string> = {
+    change_type: 'deploy',
     environment,
     state: status.state,
     sha: deployment.sha,
     ref: deployment.ref,
     repository: repo.full_name,
-    ...(creator ? { creator } : {}),
+    ...(creator ? { creator, author: creator } : {}),
   };
   const link = nonEmpty(status.target_url) ?? nonEmpty(status.log_url);
   const url = nonEmpty(status.environment_url);
@@ -122,12 +135,18 @@ function pushEvent(body: unknown): NormalizedChange {
   const repo = payload.repository;
   const branch = payload.ref.replace(/^refs\/(heads|tags)\//, '');
   const headId = payload.head_commit?.id ?? (payload.deleted ? undefined : nonEmpty(payload.after));
-  const labels: Record<string, string> = {
+  const paths = payload.commits.flatMap((c) => [...(c.added ?? []), ...(c.modified ?? []), ...(c.removed ?? [])]);
+  const headAuthor = payload.head_commit?.author;
+  const labels = labelsOf({
+    change_type: payload.deleted ? 'push' : pushChangeType(paths),
     ref: payload.ref,
     repository: repo.full_name,
-    ...(headId ? { head_commit: headId } : {}),
+    head_commit: headId,
+    sha: headId,
     pusher: payload.pusher.name,
-  };
+    author: nonEmpty(headAuthor?.username) ?? nonEmpty(headAuthor?.name) ?? payload.pusher.name,
+    paths: pathsLabel(paths),
+  });
   const count = payload.commits.length;
   let title: string;
   if (payload.deleted) title = `Push to ${repo.full_name}: ${branch} deleted by ${payload.pusher.name}`;
@@ -145,7 +164,7 @@ function pushEvent(body: unknown): NormalizedChange {
     title: clip(title, TITLE_MAX),
     description: makeDescription(
       [commitLines.length > 0 ? `Commits:\n${commitLines.join('\n')}` : undefined, compare && `Compare: ${compare}`],
-      labels,
+      labelsWithoutPaths(labels),
     ),
     labels,
     occurredAt: parseTime(repo.pushed_at, parseTime(payload.head_commit?.timestamp, new Date())),
@@ -181,6 +200,14 @@ export const githubProvider: WebhookProvider = {
         return withId({ events: [deploymentEvent(body)] });
       case 'push':
         return withId({ events: [pushEvent(body)] });
+      case 'deployment':
+        return withId(deploymentCreated(body));
+      case 'workflow_run':
+        return withId(workflowRunEvent(body));
+      case 'release':
+        return withId(releaseEvent(body));
+      case 'pull_request':
+        return withId(pullRequestEvent(body));
       case 'ping':
         return withId({ events: [], ignored: 'ping' });
       default:
