@@ -462,6 +462,7 @@ describe('Datadog', () => {
 describe('Sentry and the generic webhook', () => {
   it("Sentry: the project slug (from the event's API URL)", () => {
     expect(alertsOf(sentryProvider, fixture('sentry-event-alert.json'))[0]).toMatchObject({
+      service: 'checkout',
       attribution: 'sentry:project',
     });
     expect(attribute({ tool: 'sentry', projects: ['checkout-web'], tags: { service: 'x' } })).toEqual({
