@@ -69,6 +69,12 @@ describe('POST /v1/investigation/', () => {
       [...agentRoles, 'synthesis'].sort(),
     );
     expect(done.body.recommendedActions.length).toBeGreaterThan(0);
+    // The competing hypotheses, best first: the kept one carries the confidence.
+    const ranked = done.body.hypotheses as Array<{ status: string; probability: number; kind: string }>;
+    expect(ranked.length).toBeGreaterThan(0);
+    expect(ranked[0]).toMatchObject({ status: 'kept', probability: done.body.confidence });
+    expect(ranked.slice(1).every((h) => h.status === 'discarded')).toBe(true);
+    expect(ranked.reduce((sum, h) => sum + h.probability, 0)).toBeLessThanOrEqual(1.0001);
 
     const [incident] = await svc.database.db.select().from(incidents).where(eq(incidents.id, id));
     // Then a remediation is proposed for approval (issue 6).

@@ -194,6 +194,8 @@ export async function synthesizeInvestigation(
     statement: h.statement,
     subject: h.subject,
     score: h.score,
+    probability: h.probability ?? 0,
+    evidence: h.evidence ?? null,
     status: h.status,
     reason: h.reason,
     support: h.support,

@@ -6,6 +6,7 @@ import { dependencyBump, featureFlag } from './change-kinds.js';
 import { badDeploy, configChange, memoryLeak, upstreamDeploy } from './changes.js';
 import { contextEffect, contextOnlyHypotheses } from './context.js';
 import { cacheEviction, oomFromInput, retryStorm, runawayJob } from './load.js';
+import { calibratedConfidence, hypothesisProbabilities } from './calibration.js';
 import { applyKnownPatterns } from './patterns.js';
 import { brokerAlarm, consumerLag } from './queues.js';
 import { connectionPool, diskFull, dnsFailure, expiredCertificate } from './resources.js';
@@ -80,14 +81,6 @@ function subsumedBy(h: Hypothesis, others: Hypothesis[]): Hypothesis | undefined
 const MIN_CREDIBLE = 0.35;
 
 /**
- * Ranks every hypothesis the signals support, applies human context, keeps the best one and
- * discards the rest with the reason, and writes the narrative, confidence and actions.
- *
- * Confidence: the winner's score, discounted when the runner-up is close
- * (`score × (0.6 + 0.4 × min(1, margin / 0.3))`), within [0.05, 0.95]; an undetermined cause
- * is at most 0.3.
- */
-/**
  * A change that is only earlier in time (more than 30 min before the first alert) loses to
  * evidence that names the mechanism: "errors started after the deploy" is the weakest link.
  */
@@ -104,6 +97,13 @@ function directBeatsTemporal(hypotheses: Hypothesis[]): void {
   }
 }
 
+/**
+ * Ranks every hypothesis the signals support, applies human context, keeps the best one and
+ * discards the rest with the reason, and writes the narrative, confidence and actions.
+ *
+ * Confidence: the calibrated probability that the kept hypothesis is right (calibration.ts);
+ * every ranked hypothesis carries its own probability.
+ */
 export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnalysis {
   const input = restrictToRoles(raw);
   const v = buildView(input);
@@ -187,10 +187,13 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
       h.reason = `scored ${h.score}, below ${top.kind} (${top.score})${h.against.length > 0 ? `: ${h.against.join('; ')}` : ''}`;
   }
 
-  const margin = top.score - (runnerUp?.score ?? 0);
-  let confidence = top.score * (0.6 + 0.4 * Math.min(1, margin / 0.3));
-  confidence = top.kind === 'undetermined' ? Math.min(0.3, confidence) : confidence;
-  confidence = round2(clamp(confidence, 0.05, 0.95));
+  const confidence = calibratedConfidence(
+    top,
+    ranked.filter((h) => h !== top),
+  );
+  const probabilities = hypothesisProbabilities(ranked, confidence);
+  ranked.forEach((h, i) => (h.probability = probabilities[i] ?? 0));
+  for (const h of subsumed.keys()) h.probability = 0;
 
   const discarded = hypotheses.filter((h) => h !== top).slice(0, 3);
   const rootCause = [
@@ -204,7 +207,10 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
   const actions = recommendedActions(top, input.runbooks, input.incident.service, runnerUp);
   const summary = [
     `Ranked ${hypotheses.length} hypothes${hypotheses.length === 1 ? 'is' : 'es'}; confidence ${confidence}.`,
-    ...hypotheses.map((h, i) => `${i + 1}. [${h.status}] ${h.kind} (${h.score}): ${h.statement} — ${h.reason}.`),
+    ...hypotheses.map(
+      (h, i) =>
+        `${i + 1}. [${h.status}] ${h.kind} (score ${h.score}, p ${h.probability ?? 0}): ${h.statement} — ${h.reason}.`,
+    ),
   ].join('\n');
   return { rootCause: rootCause.slice(0, 4000), confidence, recommendedActions: actions, hypotheses, summary };
 }

@@ -231,6 +231,8 @@ export interface Hypothesis {
    * direct evidence beat a change that is only earlier in time.
    */
   evidence?: 'direct' | 'temporal' | 'topological';
+  /** Its probability of being the cause (the kept one's is the confidence); set by the ranking. */
+  probability?: number;
   /** For change hypotheses: how long before the first alert the change went live. */
   minutesBefore?: number;
 }

@@ -29,6 +29,25 @@ function conclusion(row: InvestigationRow): { rootCause: string | null; confiden
   return { rootCause: `The investigation failed: ${reason}`, confidence: 0 };
 }
 
+/** The stored hypotheses as the api shows them (rows from before probabilities read 0). */
+function rankedHypotheses(stored: unknown[]) {
+  return stored.flatMap((raw) => {
+    if (typeof raw !== 'object' || raw === null) return [];
+    const h = raw as Record<string, unknown>;
+    const text = (v: unknown) => (typeof v === 'string' ? v : '');
+    return [
+      {
+        kind: text(h.kind),
+        statement: text(h.statement),
+        subject: text(h.subject),
+        probability: typeof h.probability === 'number' ? h.probability : 0,
+        status: h.status === 'kept' ? ('kept' as const) : ('discarded' as const),
+        reason: text(h.reason),
+      },
+    ];
+  });
+}
+
 /** Under its documented path, and without the trailing slash (hidden from the document). */
 const startInvestigation = (path: '/v1/investigation/' | '/v1/investigation') =>
   createRoute({
@@ -121,6 +140,7 @@ export function registerInvestigationRoutes(app: OpenAPIHono<AppEnv>, deps: AppD
         ...conclusion(row),
         evidence: row.findings,
         recommendedActions: row.recommendedActions,
+        hypotheses: row.status === 'completed' ? rankedHypotheses(row.hypotheses) : [],
         failure: row.failure,
         startedAt: row.startedAt.toISOString(),
         completedAt: row.completedAt?.toISOString() ?? null,

@@ -48,6 +48,21 @@ export const InvestigationResult = z
     confidence: z.number().min(0).max(1).openapi({ description: '0 when the investigation failed' }),
     evidence: z.array(z.object({ agentRole: z.string(), content: z.string() })),
     recommendedActions: z.array(z.string()),
+    hypotheses: z
+      .array(
+        z.object({
+          kind: z.string().openapi({ description: 'The mechanism: `bad_deploy`, `feature_flag`, `consumer_lag`, …' }),
+          statement: z.string(),
+          subject: z.string().openapi({ description: 'What it blames: a service, flag, job, queue, vendor…' }),
+          probability: z.number().min(0).max(1),
+          status: z.enum(['kept', 'discarded']),
+          reason: z.string(),
+        }),
+      )
+      .openapi({
+        description:
+          'The competing hypotheses, best first, with their probability of being the cause (the kept one carries `confidence`); empty while running',
+      }),
     failure: z
       .string()
       .nullable()
