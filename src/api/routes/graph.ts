@@ -61,6 +61,7 @@ function registerCreateNode(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
           type: body.type,
           team: body.team ?? null,
           criticality: body.criticality,
+          repositories: body.repositories,
         })
         .onConflictDoNothing({ target: [services.tenantId, services.name] })
         .returning();
@@ -73,7 +74,14 @@ function registerCreateNode(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
         targetType: 'service',
         targetId: created.id,
         requestId: c.get('requestId'),
-        details: { name: created.name, type: created.type, team: created.team, criticality: created.criticality },
+        details: {
+          name: created.name,
+          type: created.type,
+          team: created.team,
+          criticality: created.criticality,
+          // Named only when given, so the audit of a plain node reads as it always has.
+          ...(created.repositories.length > 0 ? { repositories: created.repositories } : {}),
+        },
       });
       return created;
     });
@@ -136,7 +144,7 @@ const updateNodeRoute = createRoute({
   method: 'patch',
   path: '/v1/graph/nodes/{serviceId}',
   tags,
-  summary: "Change a service node's team, criticality or type (its name is fixed)",
+  summary: "Change a service node's team, criticality, type or repositories (its name is fixed)",
   ...access('member'),
   request: {
     params: ServiceIdParam,
@@ -154,6 +162,7 @@ function registerUpdateNode(app: OpenAPIHono<AppEnv>, deps: AppDeps): void {
       ...(body.team !== undefined ? { team: body.team } : {}),
       ...(body.criticality !== undefined ? { criticality: body.criticality } : {}),
       ...(body.type !== undefined ? { type: body.type } : {}),
+      ...(body.repositories !== undefined ? { repositories: body.repositories } : {}),
     };
     const row = await deps.db.transaction(async (tx) => {
       const [updated] = await tx

@@ -8,21 +8,66 @@ const Criticality = z.number().int().min(1).max(10).openapi({ description: '1 (l
 const ServiceIdField = (description: string) => z.string().min(1).max(64).openapi({ description, example: 'svc_01j…' });
 const Cursor = z.string().min(1).max(512).optional();
 
+/** Most repositories a node names, and path globs per repository (ADR 0266). */
+export const MAX_NODE_REPOSITORIES = 20;
+export const MAX_REPOSITORY_PATHS = 20;
+
+const RepositoryEntry = z
+  .object({
+    repository: oneLine(200, 'repository is required')
+      .regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, 'repository must be owner/name, as the tool names it')
+      .openapi({ example: 'acme/platform-config' }),
+    paths: z
+      .array(
+        oneLine(300, 'a path glob must not be empty').refine(
+          (glob) => !glob.startsWith('/'),
+          'a path glob is relative to the repository root (no leading /)',
+        ),
+      )
+      .min(1, 'paths must name at least one glob; leave it out for the whole repository')
+      .max(MAX_REPOSITORY_PATHS, `at most ${MAX_REPOSITORY_PATHS} path globs per repository`)
+      .optional()
+      .openapi({
+        description: "Globs (`*`, `**`, `?`) of the paths that are this service's; absent: the whole repository",
+        example: ['apps/checkout/**', 'charts/checkout/**'],
+      }),
+  })
+  .strict()
+  .openapi('ServiceRepository');
+
+const Repositories = z
+  .array(RepositoryEntry)
+  .max(MAX_NODE_REPOSITORIES, `at most ${MAX_NODE_REPOSITORIES} repositories per service`)
+  .refine(
+    (entries) => new Set(entries.map((e) => e.repository.toLowerCase())).size === entries.length,
+    'each repository may be listed once',
+  )
+  .openapi({
+    description:
+      'Repositories whose changes affect this service: its own, or shared ones (GitOps, Helm values, Terraform) limited to its paths',
+  });
+
 export const CreateServiceBody = z
   .object({
     name: oneLine(200, 'name is required').openapi({ example: 'checkout-api' }),
     type: ServiceTypeSchema,
     team: Team.nullable().optional(),
     criticality: Criticality.default(5),
+    repositories: Repositories.default([]),
   })
   .strict()
   .openapi('CreateServiceNode');
 
 export const UpdateServiceBody = z
-  .object({ team: Team.nullable().optional(), criticality: Criticality.optional(), type: ServiceTypeSchema.optional() })
+  .object({
+    team: Team.nullable().optional(),
+    criticality: Criticality.optional(),
+    type: ServiceTypeSchema.optional(),
+    repositories: Repositories.optional().openapi({ description: 'Replaces the list; [] clears it' }),
+  })
   .strict()
   .refine((body) => Object.values(body).some((v) => v !== undefined), {
-    message: 'Give at least one of team, criticality, type',
+    message: 'Give at least one of team, criticality, type, repositories',
   })
   .openapi('UpdateServiceNode', { minProperties: 1 });
 
@@ -33,6 +78,9 @@ export const ServiceNode = z
     type: ServiceTypeSchema,
     team: z.string().nullable(),
     criticality: z.number().int(),
+    repositories: z.array(
+      z.object({ repository: z.string(), paths: z.array(z.string()).optional() }).openapi('ServiceRepositoryView'),
+    ),
     createdAt: z.string(),
     updatedAt: z.string(),
   })

@@ -10,6 +10,9 @@ export function toServiceView(row: ServiceRow) {
     type: row.type,
     team: row.team,
     criticality: row.criticality,
+    repositories: row.repositories.map((r) =>
+      r.paths ? { repository: r.repository, paths: r.paths } : { repository: r.repository },
+    ),
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
   };
