@@ -36,7 +36,8 @@
  *   Warn, Re-Warn, No Data, Re-No Data, Renotify) → firing. When `alert_transition` is empty, a
  *   `[Recovered …]` title prefix means resolved.
  * - `tags` (`a:b, c:d`; a tag without `:` becomes a label with an empty value) → labels; the service
- *   is the `service` tag (then the usual fallbacks: service_name, app, application, job, component).
+ *   is the scope's (title `[Triggered on {service:…}]`, `alert_scope`), else the tags'
+ *   (attribution.ts, docs/integrations/attribution.md).
  * - Severity: `alert_priority` P1…P5 when set; else Warn / Re-Warn → medium; else high.
  * - Fingerprint: `datadog:<aggreg_key>` (stable from trigger to recovery); else
  *   `datadog:<alert_id>:<sorted alert_scope>`; else a hash of the alert name, service and labels.
