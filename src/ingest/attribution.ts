@@ -76,6 +76,8 @@ function isInfraSegment(segment: string): boolean {
   if (infraNames.has(segment)) return true;
   if (/^kube-prometheus-stack(-|$)/.test(segment)) return true;
   if (/[-_]exporter$/.test(segment)) return true;
+  // Per-module probe jobs: `blackbox-http`, `blackbox_icmp`.
+  if (/(^|[-_])blackbox([-_]|$)/.test(segment)) return true;
   if (/^(prometheus|alertmanager)-/.test(segment)) return true;
   // Prometheus's own discovery jobs (`kubernetes-pods`, `kubernetes-service-endpoints`, …).
   if (/^kubernetes-(pods|service-endpoints|services|nodes|nodes-cadvisor|cadvisor|apiservers|ingresses)$/.test(segment))
@@ -203,10 +205,11 @@ function fromLabels(labels: Labels): Attribution {
   }
   const workload = workloadOf(labels);
   if (workload) return workload;
-  if (exporter === 'blackbox') return probeTarget(labels) ?? none('exporter-only');
-  // A rule on an exporter's metrics may still set its own `service`/`app` label.
+  // A rule on an exporter's series that sets its own `service`/`app` label: the author named it
+  // (it beats a guess from a probed URL).
   const own = serviceLabelOf(labels);
   if (own) return own;
+  if (exporter === 'blackbox') return probeTarget(labels) ?? none('exporter-only');
   if (value(labels, 'node') || (exporter === 'node' && value(labels, 'instance'))) return none('node');
   return exporter ? none('exporter-only') : none('no-service-label');
 }

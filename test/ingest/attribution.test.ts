@@ -275,6 +275,24 @@ describe('blackbox probes: the probed target', () => {
     ).toEqual({ service: 'checkout-api', attribution: 'blackbox:target' });
   });
 
+  it("a probe whose rule names its service: the rule's label, not a guess from the URL", () => {
+    expect(
+      labels({
+        alertname: 'SSLCertExpired',
+        instance: 'https://api.example.com',
+        job: 'blackbox',
+        service: 'public-api',
+        severity: 'critical',
+      }),
+    ).toEqual({ service: 'public-api', attribution: 'label:service' });
+    expect(
+      labels({ alertname: 'ProbeDNSFailed', instance: 'payments.internal.example.com', job: 'blackbox-dns' }),
+    ).toEqual({
+      service: 'payments',
+      attribution: 'blackbox:target',
+    });
+  });
+
   it('a `target` label beats the instance; an IP address names nothing', () => {
     expect(labels({ job: 'blackbox-exporter', target: 'payments', instance: '10.0.0.5:443' })).toEqual({
       service: 'payments',
