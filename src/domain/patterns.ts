@@ -59,6 +59,7 @@ const CATEGORY_NAMES: Record<PatternCategory, string> = {
   cache_eviction: 'Cache eviction storm',
   retry_storm: 'Retry storm',
   oom_input: 'Out of memory on one job or input',
+  expired_credentials: 'Expired or rotated credentials',
   cache_failure: 'Cache failure',
   upstream_failure: 'Dependency failure',
   traffic_spike: 'Traffic spike',

@@ -262,3 +262,34 @@ describe('undetermined', () => {
     expect(result.confidence).toBeLessThanOrEqual(0.3);
   });
 });
+
+describe('credentials', () => {
+  it('a 401 after a secret rotation: restore the credential, not the dependency', () => {
+    const result = analyzeInvestigation(
+      input({
+        alerts: [
+          alert({
+            text: 'FATAL: password authentication failed for user "checkout_rw" (orders-db:5432); 5xx 31%',
+          }),
+        ],
+        changes: [
+          deploy({
+            kind: 'code_change',
+            changeType: 'config',
+            deploymentId: null,
+            occurredAt: minutes(-14),
+            title: 'Rotate orders-db credentials in vault (ops/secrets#212)',
+          }),
+        ],
+        topology: {
+          known: true,
+          serviceType: 'api',
+          dependencies: [dependency({ name: 'orders-db' })],
+          dependents: [],
+        },
+      }),
+    );
+    expect(result.hypotheses[0]).toMatchObject({ kind: 'expired_credentials', subject: 'orders-db' });
+    expect(firstAction(result)).toMatch(/^Restore checkout-api's credential for orders-db \(checkout_rw\)/);
+  });
+});

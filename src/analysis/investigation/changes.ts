@@ -227,16 +227,18 @@ interface CandidateChange {
   minutesBefore: number;
 }
 
-/** Changes of the service (pushes with their commits, and deployments) before the first alert. */
-function ownChanges(v: View, lookbackProximity: (m: number) => number): CandidateChange[] {
+/** Changes of the service (or of dependencies up to `maxHops`) before the first alert: pushes with their commits, and deployments. */
+function ownChanges(v: View, lookbackProximity: (m: number) => number, maxHops = 0): CandidateChange[] {
   const out: CandidateChange[] = [];
   for (const change of v.input.changes) {
-    if (change.hops !== 0) continue;
+    if (change.hops > maxHops || change.changeType === 'feature_flag') continue;
     const minutesBefore = minutesBetween(change.occurredAt, v.first);
     if (lookbackProximity(minutesBefore) <= 0) continue;
     if (change.kind === 'code_change') {
       const commits = change.commits.filter((c) => !/^merge (pull request|branch)/i.test(c.message));
       for (const commit of commits.length > 0 ? commits : change.commits) out.push({ change, commit, minutesBefore });
+      // A merged PR, a release or a generic change carries no commit list: the change itself counts.
+      if (change.commits.length === 0) out.push({ change, commit: null, minutesBefore });
     } else if (!failedState(change.state)) {
       out.push({ change, commit: null, minutesBefore });
     }
@@ -259,10 +261,19 @@ const shippedBy = (v: View, sha: string | null) =>
 export function configChange(v: View): Hypothesis[] {
   const ownText = v.own.map(textOf).join('\n');
   const alertWords = distinctiveWords(ownText);
-  const candidates = ownChanges(v, proximity).filter((c) => RE.config.test(commitText(c)));
+  const configTypes = new Set(['gitops', 'config', 'infrastructure']);
+  const candidates = ownChanges(v, proximity, 2).filter(
+    (c) => configTypes.has(c.change.changeType) || RE.config.test(commitText(c)),
+  );
   return candidates.map((c) => {
     const overlap = [...distinctiveWords(c.commit ? c.commit.message : commitText(c))].filter((w) => alertWords.has(w));
     let score = 0.45 + 0.35 * proximity(c.minutesBefore);
+    const hops = c.change.hops;
+    const dep =
+      hops > 0 ? v.input.topology.dependencies.find((d) => lower(d.name) === lower(c.change.service)) : undefined;
+    if (hops > 0) score += dep?.alerting ? 0 : -0.1 * hops;
+    const target = hops > 0 ? (c.change.service ?? v.service) : v.service;
+    const files = (c.commit?.files.length ? c.commit.files : c.change.paths).slice(0, 2);
     const support = [
       `${changeName(c)} changes configuration (${quote(commitText(c).match(RE.config)?.[0] ?? 'config', 40)}) ${formatDuration(c.minutesBefore)} before the first alert`,
     ];
@@ -280,20 +291,21 @@ export function configChange(v: View): Hypothesis[] {
     const sha = c.commit?.id ?? c.change.sha;
     const repo = c.change.repository ?? c.change.service ?? v.service;
     const deploy = shippedBy(v, sha);
+    const where = files.length > 0 ? ` (${files.join(', ')})` : '';
     return draft('config_change', {
       statement:
-        `Configuration change ${sha7(sha) ?? ''} of ${v.service} ("${quote(firstLine(c.commit?.message ?? c.change.title), 80)}")`.replace(
+        `Configuration change ${sha7(sha) ?? ''} of ${target} ("${quote(firstLine(c.commit?.message ?? c.change.title), 80)}")`.replace(
           '  ',
           ' ',
         ),
-      subject: v.service,
+      subject: target,
       score,
       support,
       against,
       sources: [c.change.eventId, ...(deploy ? [deploy.eventId] : [])],
-      rootCause: `A configuration change: ${changeName(c)} in ${repo}, ${formatDuration(c.minutesBefore)} before the first alert${deploy ? ` (shipped by ${deployName(deploy)})` : ''}; the failures match what it changed${overlap.length > 0 ? ` (${overlap.slice(0, 4).join(', ')})` : ''}.`,
+      rootCause: `A configuration change${hops > 0 ? ` of ${target}, which ${v.service} depends on` : ''}: ${changeName(c)} in ${repo}${where}, ${formatDuration(c.minutesBefore)} before the first alert${deploy ? ` (shipped by ${deployName(deploy)})` : ''}; the failures match what it changed${overlap.length > 0 ? ` (${overlap.slice(0, 4).join(', ')})` : ''}.`,
       actions: [
-        `Revert config change ${sha7(sha) ?? ''} in ${repo} ("${quote(firstLine(c.commit?.message ?? c.change.title), 80)}") and redeploy ${v.service}`.replace(
+        `Revert config change ${sha7(sha) ?? ''} in ${repo}${where} ("${quote(firstLine(c.commit?.message ?? c.change.title), 80)}") and re-apply it to ${target}`.replace(
           '  ',
           ' ',
         ),
@@ -302,6 +314,8 @@ export function configChange(v: View): Hypothesis[] {
       ],
       keywords: ['config', 'configuration', 'revert', 'rollback', 'settings'],
       changeRef: sha ?? c.change.eventId,
+      evidence: overlap.length > 0 ? 'direct' : 'temporal',
+      minutesBefore: c.minutesBefore,
     });
   });
 }

@@ -30,6 +30,10 @@ export const CAUSE_CUES: ReadonlyArray<{ kind: HypothesisKind; pattern: RegExp }
   { kind: 'cache_eviction', pattern: /\b(evict\w*|maxmemory|hit ratio)\b/i },
   { kind: 'retry_storm', pattern: /\b(retry storm|retries|thundering herd)\b/i },
   { kind: 'oom_input', pattern: /\b(oversized|huge (file|payload|input)|poison (message|pill))\b/i },
+  {
+    kind: 'expired_credentials',
+    pattern: /\b(credentials?|secrets? rotat\w*|api key|password|expired token|unauthori[sz]ed|401)\b/i,
+  },
   { kind: 'rate_limited', pattern: /\b(rate[- ]limit\w*|429|throttl\w*|quota)\b/i },
   { kind: 'expired_certificate', pattern: /\b(cert(ificate)?s?|x509|tls|ssl)\b/i },
   {

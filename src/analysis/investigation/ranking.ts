@@ -5,6 +5,7 @@
 import { dependencyBump, featureFlag } from './change-kinds.js';
 import { badDeploy, configChange, memoryLeak, upstreamDeploy } from './changes.js';
 import { contextEffect, contextOnlyHypotheses } from './context.js';
+import { expiredCredentials } from './credentials.js';
 import { cacheEviction, oomFromInput, retryStorm, runawayJob } from './load.js';
 import { calibratedConfidence, hypothesisProbabilities } from './calibration.js';
 import { applyKnownPatterns } from './patterns.js';
@@ -33,6 +34,7 @@ const KIND_ORDER: HypothesisKind[] = [
   'cache_eviction',
   'retry_storm',
   'rate_limited',
+  'expired_credentials',
   'memory_leak',
   'bad_deploy',
   'upstream_deploy',
@@ -53,6 +55,10 @@ const KIND_ORDER: HypothesisKind[] = [
 function subsumedBy(h: Hypothesis, others: Hypothesis[]): Hypothesis | undefined {
   const near = (o: Hypothesis, by = 0.15) => o.score >= h.score - by;
   const sameSubject = (o: Hypothesis) => lower(o.subject) === lower(h.subject);
+  if (h.kind === 'config_change')
+    return others.find(
+      (o) => o.kind === 'expired_credentials' && near(o, 0.2) && o.sources.some((s) => h.sources.includes(s)),
+    );
   if (h.kind === 'memory_leak') return others.find((o) => o.kind === 'oom_input' && near(o));
   if (h.kind === 'cache_failure')
     return others.find((o) => o.kind === 'cache_eviction' && (sameSubject(o) || o.score >= h.score));
@@ -125,6 +131,7 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
     ...cacheEviction(v),
     ...retryStorm(v),
     ...oomFromInput(v),
+    ...expiredCredentials(v),
     ...cacheFailure(v),
     ...upstreamFailure(v),
     ...trafficSpike(v),

@@ -192,6 +192,7 @@ export const hypothesisKinds = [
   'cache_eviction',
   'retry_storm',
   'oom_input',
+  'expired_credentials',
   'cache_failure',
   'upstream_failure',
   'traffic_spike',
