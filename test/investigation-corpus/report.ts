@@ -57,6 +57,12 @@ export function formatReport(results: IncidentResult[]): string {
         `  ${x.incident}: ${x.provider}${x.event ? `/${x.event}` : ''} ${x.status}${x.page ? ' (the page)' : ''} ${x.message.slice(0, 140)}`,
       );
   }
+  const joined = results.filter((r) => r.pageJoined);
+  if (joined.length) {
+    lines.push('');
+    lines.push(`pages that joined an earlier incident (grouping) (${joined.length}):`);
+    for (const r of joined) lines.push(`  ${r.id}: joined the incident of ${r.pageJoined}`);
+  }
   const errors = results.filter((r) => r.error);
   for (const e of errors) lines.push(`error in ${e.id}: ${e.error}`);
   const noRepos = results.filter((r) => r.repositoriesAccepted === false).length;

@@ -43,6 +43,8 @@ export interface IncidentResult {
   topHypothesis: string | null;
   hypotheses: Array<Record<string, unknown>>;
   refused: Refusal[];
+  /** The earlier delivery whose incident the page joined (grouping), when it joined one. */
+  pageJoined: string | null;
   /** Whether POST /v1/graph/nodes took the nodes' `repositories` (when any were given). */
   repositoriesAccepted: boolean | null;
   error?: string;
@@ -95,6 +97,9 @@ async function build(svc: TestService, incident: CorpusIncident) {
 async function deliver(svc: TestService, incident: CorpusIncident, tenantId: string, key: string) {
   const refused: Refusal[] = [];
   let incidentId: string | undefined;
+  /** The incidents earlier deliveries opened or joined, with the first delivery that named each. */
+  const earlier = new Map<string, Delivery>();
+  let pageJoined: string | null = null;
   for (const d of incident.deliveries) {
     const res = await postWebhook(svc, tenantId, d.provider, d.body, { key, headers: d.headers ?? {} });
     if (res.status !== 202) {
@@ -108,9 +113,15 @@ async function deliver(svc: TestService, incident: CorpusIncident, tenantId: str
       });
       continue;
     }
-    if (d.page) incidentId = (res.body.incidentIds as Array<string | null>)[d.pageAlert ?? 0] ?? undefined;
+    const opened = (res.body.incidentIds ?? []) as Array<string | null>;
+    if (d.page) {
+      incidentId = opened[d.pageAlert ?? 0] ?? undefined;
+      const first = incidentId ? earlier.get(incidentId) : undefined;
+      if (first) pageJoined = first.note ?? `${first.provider} delivery at minute ${first.minute}`;
+    }
+    for (const id of opened) if (id && !earlier.has(id)) earlier.set(id, d);
   }
-  return { refused, incidentId };
+  return { refused, incidentId, pageJoined };
 }
 
 async function investigate(
@@ -151,13 +162,23 @@ export async function runIncident(svc: TestService, engine: Engine, incident: Co
   };
   let refused: Refusal[] = [];
   let repositoriesAccepted: boolean | null = null;
+  let pageJoined: string | null = null;
   try {
     const world = await build(svc, incident);
     repositoriesAccepted = world.repositoriesAccepted;
     const delivered = await deliver(svc, incident, world.tenantId, world.key);
     refused = delivered.refused;
+    pageJoined = delivered.pageJoined;
     if (!delivered.incidentId)
-      return { ...base, ...empty, grade: 'no incident', refused, repositoriesAccepted, ms: Date.now() - started };
+      return {
+        ...base,
+        ...empty,
+        grade: 'no incident',
+        refused,
+        repositoriesAccepted,
+        pageJoined,
+        ms: Date.now() - started,
+      };
     const { result, hypotheses } = await investigate(svc, engine, world.tenantId, delivered.incidentId);
     const g = grade(incident.truth, result);
     return {
@@ -173,6 +194,7 @@ export async function runIncident(svc: TestService, engine: Engine, incident: Co
       hypotheses,
       refused,
       repositoriesAccepted,
+      pageJoined,
       ms: Date.now() - started,
     };
   } catch (err) {
@@ -182,6 +204,7 @@ export async function runIncident(svc: TestService, engine: Engine, incident: Co
       grade: 'no incident',
       refused,
       repositoriesAccepted,
+      pageJoined,
       error: String(err),
       ms: Date.now() - started,
     };

@@ -219,7 +219,7 @@ export const operationalA: CorpusIncident[] = [
       mechanism: [/OOM|out of memory|memory|oversized|too large|3\.8 ?GB/i],
       oneHopShort: ['catalog-importer', 'import-queue'],
       action: [
-        /^(?!.*\brestart).*(stop|pause|skip|quarantine|remove|suspend|dead[- ]?letter|park|move)/i,
+        /^(?!restart|roll|scale).*(stop|pause|skip|quarantine|remove|suspend|dead[- ]?letter|park|move)/i,
         /7731|feed/i,
       ],
     },

@@ -517,3 +517,88 @@ export function flux(
     ...(extra.note ? { note: extra.note } : {}),
   };
 }
+
+/**
+ * Argo CD: the argocd-notifications webhook body from the template docs/integrations/argocd.md
+ * gives (the Application's name, project, destination, source, sync, health and operation state;
+ * a field the Application lacks is Go's `<no value>`).
+ */
+export function argocd(
+  args: {
+    app: string;
+    project?: string;
+    namespace: string;
+    repoURL: string;
+    path?: string;
+    chart?: string;
+    targetRevision?: string;
+    revision: string;
+    phase?: 'Succeeded' | 'Failed' | 'Error' | 'Running';
+    health?: 'Healthy' | 'Progressing' | 'Degraded';
+    message?: string;
+    at: number;
+  },
+  extra: Extra = {},
+): Delivery {
+  return {
+    provider: 'argocd',
+    body: {
+      app: args.app,
+      project: args.project ?? 'default',
+      destination: { namespace: args.namespace, server: 'https://kubernetes.default.svc', name: '<no value>' },
+      source: {
+        repoURL: args.repoURL,
+        path: args.path ?? '<no value>',
+        targetRevision: args.targetRevision ?? 'HEAD',
+        chart: args.chart ?? '<no value>',
+      },
+      sync: { revision: args.revision, status: args.phase === 'Failed' ? 'OutOfSync' : 'Synced' },
+      health: { status: args.health ?? 'Healthy', message: '<no value>' },
+      operationState: {
+        phase: args.phase ?? 'Succeeded',
+        message: args.message ?? 'successfully synced (all tasks run)',
+        startedAt: iso(args.at - 1),
+        finishedAt: iso(args.at),
+      },
+      argocdUrl: 'https://argocd.example-shop.com',
+    },
+    minute: args.at,
+    ...(extra.note ? { note: extra.note } : {}),
+  };
+}
+
+/** The generic webhook's change shape (docs/integrations/generic.md): config pushes, scripts, tools without an integration. */
+export function genericChange(
+  args: {
+    kind: 'deploy' | 'config' | 'flag' | 'infrastructure' | 'dependency' | string;
+    service: string;
+    title: string;
+    description?: string;
+    author?: string;
+    paths?: string[];
+    url?: string;
+    at: number;
+  },
+  extra: Extra = {},
+): Delivery {
+  return {
+    provider: 'generic',
+    headers: { 'x-delivery-id': `change-${hex(`${args.service}:${args.title}:${args.at}`, 16)}` },
+    body: {
+      type: 'change',
+      change: {
+        kind: args.kind,
+        service: args.service,
+        title: args.title,
+        ...(args.description ? { description: args.description } : {}),
+        author: args.author ?? 'deploy-bot',
+        environment: 'production',
+        ...(args.paths ? { paths: args.paths } : {}),
+        occurredAt: iso(args.at),
+        ...(args.url ? { url: args.url } : {}),
+      },
+    },
+    minute: args.at,
+    ...(extra.note ? { note: extra.note } : {}),
+  };
+}
