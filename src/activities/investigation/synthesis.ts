@@ -196,6 +196,7 @@ export async function synthesizeInvestigation(
     score: h.score,
     probability: h.probability ?? 0,
     evidence: h.evidence ?? null,
+    minutesBefore: h.minutesBefore ?? null,
     status: h.status,
     reason: h.reason,
     support: h.support,
