@@ -17,10 +17,12 @@ export const epochMs = (minute: number): number => Date.parse(iso(minute));
 /** A stable hex string of `length` from a seed (ids, shas, fingerprints). */
 export function hex(seed: string, length = 40): string {
   let out = '';
+  // FNV-1a over the whole seed first: reading only as many characters as the output needs made
+  // every label set that starts alike (`{"alertname":…`) the same Alertmanager fingerprint.
   let h = 2166136261;
+  for (let i = 0; i < seed.length; i++) h = Math.imul(h ^ seed.charCodeAt(i), 16777619) >>> 0;
   for (let i = 0; out.length < length; i++) {
-    h ^= seed.charCodeAt(i % Math.max(seed.length, 1)) + i;
-    h = Math.imul(h, 16777619) >>> 0;
+    h = Math.imul(h ^ (i + 1), 16777619) >>> 0;
     out += (h & 0xfffff).toString(16).padStart(5, '0');
   }
   return out.slice(0, length);
