@@ -154,7 +154,8 @@ function workloadOf(labels: Labels): Attribution | null {
       const found = value(labels, label);
       if (!found || (key === 'container' && found === 'POD')) continue;
       const service = toService(found);
-      if (isExporterName(service)) continue;
+      // An exporter's own pod, whatever its random suffix looks like (`node-exporter-c35c4`).
+      if (isExporterName(service) || isExporterName(found.replace(/-[a-z0-9]{5}$/, ''))) continue;
       const how = key === 'pod' ? `pod:${found.slice(0, 200)}` : `label:${label}`;
       return { service, attribution: how };
     }

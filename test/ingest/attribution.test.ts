@@ -243,6 +243,19 @@ describe('node-exporter alerts belong to no service', () => {
     });
   });
 
+  it('whatever its pod suffix looks like (`node-exporter-c35c4`, outside the Kubernetes alphabet)', () => {
+    const found = labels({
+      alertname: 'NodeFilesystemSpaceFillingUp',
+      container: 'node-exporter',
+      job: 'node-exporter',
+      pod: 'node-exporter-c35c4',
+      service: 'node-exporter',
+      instance: 'ip-10-0-12-87.eu-west-1.compute.internal',
+      mountpoint: '/var/lib/docker',
+    });
+    expect(found).toEqual({ service: null, attribution: 'none:node' });
+  });
+
   it('a plain node-exporter scrape (`job="node"`) too', () => {
     expect(labels({ alertname: 'NodeMemoryHighUtilization', job: 'node', instance: 'db-01:9100' })).toEqual({
       service: null,
