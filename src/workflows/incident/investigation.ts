@@ -8,7 +8,14 @@ import { agentActivityNames, type AgentReport, type InvestigationRequest } from 
 import { agentRoles } from '../../analysis/types.js';
 import type { Actor, InvestigationStarted } from '../messages.js';
 import { failureReason, investigationRunning, quotaExceeded } from './failures.js';
-import { agents, investigationLifecycle, investigationRecords, synthesis } from './proxies.js';
+import {
+  agents,
+  bookkeepingIsLocal,
+  investigationLifecycle,
+  investigationRecords,
+  localInvestigationLifecycle,
+  synthesis,
+} from './proxies.js';
 import type { IncidentRecord } from './record.js';
 import { runTriage } from './triage.js';
 
@@ -78,7 +85,8 @@ export class Investigation {
     const { state } = this.record;
     if (this.busy()) throw investigationRunning();
     state.investigationStarts = (state.investigationStarts ?? 0) + 1;
-    const begun = await investigationLifecycle.beginInvestigation({
+    const lifecycle = bookkeepingIsLocal() ? localInvestigationLifecycle : investigationLifecycle;
+    const begun = await lifecycle.beginInvestigation({
       ...this.record.traced(),
       actor,
       requestKey: `${workflowInfo().runId}:${state.investigationStarts}`,

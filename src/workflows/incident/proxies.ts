@@ -1,5 +1,5 @@
 /** The incident workflow's activities, each group with the timeouts and retries its work needs. */
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { IncidentActivities } from '../../activities/index.js';
 import type { InvestigationActivities } from '../../analysis/investigation-types.js';
 import type { RemediationActivities } from '../../analysis/remediation-types.js';
@@ -9,6 +9,35 @@ export const projections = proxyActivities<IncidentActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
+
+// The same quick writes as local activities (ADR 0269): run by the worker inside the workflow
+// task that asks for them, one marker event each instead of an activity task's three events and
+// the workflow task its completion wakes. Each write is idempotent (version guard, request key),
+// so a rerun after a lost workflow task is harmless. Past localRetryThreshold a retry waits on a
+// timer, not in the worker.
+const localBookkeepingOptions = {
+  startToCloseTimeout: '30 seconds',
+  localRetryThreshold: '10 seconds',
+} as const;
+export const localProjections = proxyLocalActivities<IncidentActivities>({
+  ...localBookkeepingOptions,
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+export const localInvestigationLifecycle = proxyLocalActivities<InvestigationActivities>({
+  ...localBookkeepingOptions,
+  retry: {
+    initialInterval: '500 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 10,
+  },
+});
+
+/**
+ * Whether this run writes its bookkeeping with local activities (ADR 0269). Histories recorded
+ * before the patch replay with activity tasks; the first live decision holds for the run.
+ */
+export const bookkeepingIsLocal = (): boolean => patched('bookkeeping-local-activities');
 
 // An activity that waits on a model or a skill heartbeats while it waits: a
 // worker that dies is noticed after this long, not after the whole start-to-close timeout.
@@ -64,6 +93,12 @@ export const learning = proxyActivities<IncidentActivities>({
 const remediationRetry = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
 export const remediation = proxyActivities<RemediationActivities>({
   startToCloseTimeout: '2 minutes',
+  retry: remediationRetry,
+});
+// The proposal that follows each conclusion: database reads and one transaction, idempotent per
+// request key, so it is bookkeeping too (ADR 0269).
+export const localRemediation = proxyLocalActivities<RemediationActivities>({
+  ...localBookkeepingOptions,
   retry: remediationRetry,
 });
 // A step may call a skill, and heartbeats while it runs.

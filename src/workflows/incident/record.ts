@@ -7,7 +7,7 @@ import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { IncidentStatus } from '../../db/schema/incidents.js';
 import type { Actor, IncidentView, IncidentWorkflowInput, IncidentWorkflowState } from '../messages.js';
 import { IncidentStatusKey } from '../search-attributes.js';
-import { learning, projections } from './proxies.js';
+import { bookkeepingIsLocal, learning, localProjections, projections } from './proxies.js';
 
 type StatusChange = Parameters<typeof projections.projectStatusChange>[0];
 
@@ -53,7 +53,7 @@ export class IncidentRecord {
   }
 
   read(): Promise<IncidentView> {
-    return projections.readIncident(this.ids());
+    return (bookkeepingIsLocal() ? localProjections : projections).readIncident(this.ids());
   }
 
   /** Resolved or closed, by a person or by its alerts (or a close on its way). */
@@ -68,9 +68,10 @@ export class IncidentRecord {
   async transition(
     target: IncidentStatus,
     actor: Actor,
-    project: (change: StatusChange) => Promise<IncidentView> = projections.projectStatusChange,
+    project?: (change: StatusChange) => Promise<IncidentView>,
   ): Promise<IncidentView> {
     if (target === this.state.status) return this.read();
+    project ??= (bookkeepingIsLocal() ? localProjections : projections).projectStatusChange;
     const version = this.state.version + 1;
     const view = await project({
       ...this.traced(),
