@@ -3,6 +3,7 @@ import {
   changeTypes,
   proximity,
   type AlertObservation,
+  type ChangeMatch,
   type ChangeObservation,
   type ChangeType,
 } from '../../analysis/investigation/index.js';
@@ -28,7 +29,20 @@ export function toAlertObservation(row: IngestedEventRow): AlertObservation {
   };
 }
 
-export function toChangeObservation(row: IngestedEventRow, hops: number): ChangeObservation {
+/**
+ * How each change row read for an investigation was tied to its service (recentChanges records
+ * it), so every reader of those rows describes the same tie without carrying it along.
+ */
+const matches = new WeakMap<IngestedEventRow, ChangeMatch>();
+export function rememberMatch(row: IngestedEventRow, matchedBy: ChangeMatch): void {
+  matches.set(row, matchedBy);
+}
+
+export function toChangeObservation(
+  row: IngestedEventRow,
+  hops: number,
+  matchedBy: ChangeMatch = matches.get(row) ?? 'service',
+): ChangeObservation {
   const raw = obj(row.raw) ?? {};
   const deployment = obj(raw.deployment);
   const status = obj(raw.deployment_status);
@@ -49,7 +63,7 @@ export function toChangeObservation(row: IngestedEventRow, hops: number): Change
       : kind === 'deployment'
         ? 'deploy'
         : 'push',
-    matchedBy: 'service',
+    matchedBy,
     paths: (row.labels.paths ?? '').split('\n').filter((p) => p !== ''),
     flag: row.labels.flag ?? null,
     version: row.labels.version ?? null,

@@ -5,7 +5,9 @@ import type { InvestigationRequest } from '../../analysis/investigation-types.js
 import { nearestOtherAlerts } from '../../db/repositories/ingested-events.js';
 import { incidents } from '../../db/schema/incidents.js';
 import { ingestedEvents, type IngestedEventRow } from '../../db/schema/ingestion.js';
-import { services } from '../../db/schema/topology.js';
+import type { ChangeMatch } from '../../analysis/investigation/index.js';
+import { services, type ServiceRepository } from '../../db/schema/topology.js';
+import { rememberMatch } from './observations.js';
 import {
   CHANGE_LOOKBACK_MS,
   CORRELATION_AFTER_MS,
@@ -140,31 +142,204 @@ export function correlatedAlerts(ctx: InvestigationContext, scene: Scene): Promi
   });
 }
 
-/** Deployments and pushes of the service and of its dependencies before the first alert (the latest 200), oldest first. */
+/** Changes read per investigation, before they are tied to services (the latest in the window). */
+export const MAX_CHANGE_CANDIDATES = 2000;
+/** Changes kept once tied, the latest. */
+export const MAX_TIED_CHANGES = 200;
+
+/**
+ * The tenant's changes in the 6 h before the first alert (and 5 min after) that concern the
+ * incident's service (hops 0) or a dependency (hops ≥ 1), the latest 200, oldest first, each
+ * with how it was tied (ADR 0266): its service or services name it; its repository is one the
+ * node lists (and a changed path matches the entry's globs, when it has some); a changed path
+ * names it by convention (`apps/<svc>/`, `charts/<svc>/`, `terraform/…/<svc>/`…); or its flag
+ * key or service is mentioned in the incident's own alerts.
+ */
 export async function recentChanges(
   ctx: InvestigationContext,
   scene: Scene,
   kind: 'deployment' | 'code_change' | 'both',
-): Promise<Array<{ row: IngestedEventRow; hops: number }>> {
-  const hopsOf = new Map<string, number>();
-  if (scene.service) hopsOf.set(lower(scene.service), 0);
-  for (const d of scene.dependencies) if (!hopsOf.has(lower(d.name))) hopsOf.set(lower(d.name), d.hops);
-  if (hopsOf.size === 0) return [];
+): Promise<TiedChange[]> {
+  const targets = await changeTargets(ctx, scene);
+  if (targets.length === 0) return [];
   const from = new Date(scene.firstAlertAt.getTime() - CHANGE_LOOKBACK_MS);
   const to = new Date(scene.firstAlertAt.getTime() + 5 * 60 * 1000);
+  const tenantId = scene.req.tenantId;
+  const inWindow = and(
+    eq(ingestedEvents.tenantId, tenantId),
+    kind === 'both' ? inArray(ingestedEvents.kind, ['deployment', 'code_change']) : eq(ingestedEvents.kind, kind),
+    gte(ingestedEvents.occurredAt, from),
+    lte(ingestedEvents.occurredAt, to),
+  );
+  // The labels say how a change is tied; its payload is read only for the ones kept.
+  const candidates = await ctx.db
+    .select({ id: ingestedEvents.id, service: ingestedEvents.service, labels: ingestedEvents.labels })
+    .from(ingestedEvents)
+    .where(inWindow)
+    .orderBy(desc(ingestedEvents.occurredAt), desc(ingestedEvents.id))
+    .limit(MAX_CHANGE_CANDIDATES);
+  const matcher = changeMatcher(targets, alertTexts(scene));
+  const tied = new Map<string, ChangeTie>();
+  for (const c of candidates) {
+    if (tied.size >= MAX_TIED_CHANGES) break;
+    const tie = matcher(c);
+    if (tie) tied.set(c.id, tie);
+  }
+  if (tied.size === 0) return [];
   const rows = await ctx.db
     .select()
     .from(ingestedEvents)
-    .where(
-      and(
-        eq(ingestedEvents.tenantId, scene.req.tenantId),
-        kind === 'both' ? inArray(ingestedEvents.kind, ['deployment', 'code_change']) : eq(ingestedEvents.kind, kind),
-        gte(ingestedEvents.occurredAt, from),
-        lte(ingestedEvents.occurredAt, to),
-        inArray(sql`lower(${ingestedEvents.service})`, [...hopsOf.keys()]),
-      ),
-    )
-    .orderBy(desc(ingestedEvents.occurredAt), desc(ingestedEvents.id))
-    .limit(200);
-  return rows.reverse().map((row) => ({ row, hops: hopsOf.get(lower(row.service)) ?? 0 }));
+    .where(and(eq(ingestedEvents.tenantId, tenantId), inArray(ingestedEvents.id, [...tied.keys()])))
+    .orderBy(asc(ingestedEvents.occurredAt), asc(ingestedEvents.id));
+  return rows.map((row) => {
+    const tie = tied.get(row.id)!;
+    rememberMatch(row, tie.matchedBy);
+    return { row, hops: tie.hops, matchedBy: tie.matchedBy };
+  });
+}
+
+export interface TiedChange {
+  row: IngestedEventRow;
+  hops: number;
+  matchedBy: ChangeMatch;
+}
+
+interface ChangeTarget {
+  name: string;
+  hops: number;
+  repositories: ServiceRepository[];
+}
+interface ChangeTie {
+  hops: number;
+  matchedBy: ChangeMatch;
+}
+
+/** The incident's service and its dependencies, with the repositories their nodes list. */
+async function changeTargets(ctx: InvestigationContext, scene: Scene): Promise<ChangeTarget[]> {
+  const named = [
+    ...(scene.service ? [{ id: scene.node?.id, name: scene.service, hops: 0 }] : []),
+    ...scene.dependencies.map((d) => ({ id: d.id, name: d.name, hops: d.hops })),
+  ];
+  const ids = named.map((t) => t.id).filter((id): id is string => id !== undefined);
+  const repos = new Map<string, ServiceRepository[]>();
+  if (ids.length > 0) {
+    const rows = await ctx.db
+      .select({ id: services.id, repositories: services.repositories })
+      .from(services)
+      .where(and(eq(services.tenantId, scene.req.tenantId), inArray(services.id, ids)));
+    for (const r of rows) repos.set(r.id, r.repositories);
+  }
+  return named.map((t) => ({ name: t.name, hops: t.hops, repositories: (t.id && repos.get(t.id)) || [] }));
+}
+
+/** What the incident's own alerts say, lower-cased, for mentions of a flag or a service. */
+function alertTexts(scene: Scene): string {
+  return scene.ownAlerts
+    .slice(0, 50)
+    .map((a) => [a.title, a.alertName ?? '', a.description.slice(0, 2000), ...Object.values(a.labels)].join('\n'))
+    .join('\n')
+    .toLowerCase();
+}
+
+const matchOrder: ChangeMatch[] = ['service', 'repository', 'path', 'mention'];
+/** Directories whose next segment names a service (`apps/checkout/values.yaml`). */
+const serviceDirs = new Set([
+  'apps',
+  'applications',
+  'services',
+  'charts',
+  'helm',
+  'k8s',
+  'kubernetes',
+  'deploy',
+  'deployments',
+  'manifests',
+  'releases',
+]);
+/** Directories whose second next segment names a service (`environments/<env>/<svc>/`). */
+const envDirs = new Set(['environments', 'envs', 'overlays', 'clusters']);
+const infraDirs = new Set(['terraform', 'infra', 'infrastructure', 'tf']);
+
+/** The names a changed path gives a service by its directory conventions. */
+export function namesInPath(path: string): string[] {
+  const segments = path
+    .toLowerCase()
+    .split('/')
+    .filter((s) => s !== '');
+  const names: string[] = [];
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    if (serviceDirs.has(segment) && segments[i + 1]) names.push(segments[i + 1]!);
+    if (envDirs.has(segment) && segments[i + 2]) names.push(segments[i + 2]!);
+    if (infraDirs.has(segment)) {
+      // Any directory under terraform/ (not its files): terraform/prod/checkout/main.tf.
+      const last = segments.length - 1;
+      for (let j = i + 1; j < segments.length; j++)
+        if (j < last || !segments[j]!.includes('.')) names.push(segments[j]!);
+    }
+  }
+  return names;
+}
+
+/** A path glob (`*`, `**`, `?`) as a regular expression of the whole path. */
+export function globRegExp(glob: string): RegExp {
+  let source = '';
+  for (let i = 0; i < glob.length; i++) {
+    const ch = glob[i]!;
+    if (ch === '*' && glob[i + 1] === '*') {
+      const slash = glob[i + 2] === '/';
+      source += slash ? '(?:.*/)?' : '.*';
+      i += slash ? 2 : 1;
+    } else if (ch === '*') source += '[^/]*';
+    else if (ch === '?') source += '[^/]';
+    else source += ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${source}$`, 'i');
+}
+
+/** Whether a changed path (a file, or a directory such as an Argo CD source path) is under a glob. */
+const pathMatches = (path: string, glob: RegExp) => glob.test(path) || glob.test(`${path.replace(/\/$/, '')}/`);
+
+function mentioned(text: string, word: string): boolean {
+  if (word.length < 3) return false;
+  const escaped = word.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(^|[^\\w.-])${escaped}($|[^\\w-])`).test(text);
+}
+
+/** Ties a change to the nearest target it concerns (fewest hops; then service, repository, path, mention). */
+export function changeMatcher(
+  targets: ChangeTarget[],
+  alertText: string,
+): (change: { service: string | null; labels: Record<string, string> }) => ChangeTie | undefined {
+  const byName = new Map<string, ChangeTarget>();
+  for (const t of targets) if (!byName.has(lower(t.name))) byName.set(lower(t.name), t);
+  const byRepo = new Map<string, Array<{ target: ChangeTarget; globs: RegExp[] }>>();
+  for (const t of targets)
+    for (const r of t.repositories) {
+      const list = byRepo.get(lower(r.repository)) ?? [];
+      list.push({ target: t, globs: (r.paths ?? []).map(globRegExp) });
+      byRepo.set(lower(r.repository), list);
+    }
+  const own = targets.find((t) => t.hops === 0);
+  return (change) => {
+    const ties: ChangeTie[] = [];
+    const tie = (target: ChangeTarget | undefined, matchedBy: ChangeMatch) => {
+      if (target) ties.push({ hops: target.hops, matchedBy });
+    };
+    const names = [change.service ?? '', ...(change.labels.services ?? '').split(',')].map((n) => lower(n.trim()));
+    for (const n of names) if (n) tie(byName.get(n), 'service');
+    const paths = (change.labels.paths ?? '').split('\n').filter((p) => p !== '');
+    for (const entry of byRepo.get(lower(change.labels.repository)) ?? []) {
+      if (entry.globs.length === 0) tie(entry.target, 'repository');
+      else if (paths.some((p) => entry.globs.some((g) => pathMatches(p, g)))) tie(entry.target, 'path');
+    }
+    for (const p of paths) for (const n of namesInPath(p)) tie(byName.get(n), 'path');
+    if (ties.length === 0 && own) {
+      const flag = change.labels.flag;
+      if ((flag && mentioned(alertText, flag)) || (change.service && mentioned(alertText, change.service)))
+        tie(own, 'mention');
+    }
+    ties.sort((a, b) => a.hops - b.hops || matchOrder.indexOf(a.matchedBy) - matchOrder.indexOf(b.matchedBy));
+    return ties[0];
+  };
 }

@@ -105,7 +105,8 @@ export const launchdarklyProvider: WebhookProvider = {
       project: resource.project,
       action: entry.accesses.map((a) => a.action).join(','),
       state: access.action === 'deleteFlag' ? 'deleted' : state,
-      version: typeof envState?.version === 'number' ? String(envState.version) : undefined,
+      // The flag's own revision in that environment, not a value it serves (`version` is that).
+      flag_version: typeof envState?.version === 'number' ? String(envState.version) : undefined,
       author,
       services: services.length > 1 ? services.join(',') : undefined,
     });
