@@ -281,24 +281,64 @@ export function namesInPath(path: string): string[] {
   return names;
 }
 
-/** A path glob (`*`, `**`, `?`) as a regular expression of the whole path. */
-export function globRegExp(glob: string): RegExp {
-  let source = '';
-  for (let i = 0; i < glob.length; i++) {
-    const ch = glob[i]!;
-    if (ch === '*' && glob[i + 1] === '*') {
-      const slash = glob[i + 2] === '/';
-      source += slash ? '(?:.*/)?' : '.*';
-      i += slash ? 2 : 1;
-    } else if (ch === '*') source += '[^/]*';
-    else if (ch === '?') source += '[^/]';
-    else source += ch.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+/** One path segment against one glob segment (`*`, `?`), case-insensitive, without backtracking blow-ups. */
+function segmentMatches(glob: string, segment: string): boolean {
+  const g = glob.toLowerCase();
+  const s = segment.toLowerCase();
+  let gi = 0;
+  let si = 0;
+  let star = -1;
+  let mark = 0;
+  while (si < s.length) {
+    if (gi < g.length && (g[gi] === '?' || g[gi] === s[si])) {
+      gi++;
+      si++;
+    } else if (gi < g.length && g[gi] === '*') {
+      star = gi++;
+      mark = si;
+    } else if (star >= 0) {
+      gi = star + 1;
+      si = ++mark;
+    } else return false;
   }
-  return new RegExp(`^${source}$`, 'i');
+  while (gi < g.length && g[gi] === '*') gi++;
+  return gi === g.length;
 }
 
-/** Whether a changed path (a file, or a directory such as an Argo CD source path) is under a glob. */
-const pathMatches = (path: string, glob: RegExp) => glob.test(path) || glob.test(`${path.replace(/\/$/, '')}/`);
+/**
+ * A path glob (`*` and `?` within a segment, `**` any number of segments) as a test of a changed
+ * path. Greedy with one backtrack point per level, so a member's glob cannot make the worker
+ * spin on a tool's paths (as a regular expression of many stars could). A directory path (an
+ * Argo CD source path) matches `dir/**`.
+ */
+export function globMatcher(glob: string): (path: string) => boolean {
+  const parts: string[] = [];
+  for (const part of glob.split('/')) {
+    if (part === '' || (part === '**' && parts[parts.length - 1] === '**')) continue;
+    parts.push(part);
+  }
+  return (path) => {
+    const segments = path.split('/').filter((s) => s !== '');
+    let gi = 0;
+    let si = 0;
+    let star = -1;
+    let mark = 0;
+    while (si < segments.length) {
+      if (gi < parts.length && parts[gi] === '**') {
+        star = gi++;
+        mark = si;
+      } else if (gi < parts.length && segmentMatches(parts[gi]!, segments[si]!)) {
+        gi++;
+        si++;
+      } else if (star >= 0) {
+        gi = star + 1;
+        si = ++mark;
+      } else return false;
+    }
+    while (gi < parts.length && parts[gi] === '**') gi++;
+    return gi === parts.length;
+  };
+}
 
 function mentioned(text: string, word: string): boolean {
   if (word.length < 3) return false;
@@ -313,11 +353,11 @@ export function changeMatcher(
 ): (change: { service: string | null; labels: Record<string, string> }) => ChangeTie | undefined {
   const byName = new Map<string, ChangeTarget>();
   for (const t of targets) if (!byName.has(lower(t.name))) byName.set(lower(t.name), t);
-  const byRepo = new Map<string, Array<{ target: ChangeTarget; globs: RegExp[] }>>();
+  const byRepo = new Map<string, Array<{ target: ChangeTarget; globs: Array<(path: string) => boolean> }>>();
   for (const t of targets)
     for (const r of t.repositories) {
       const list = byRepo.get(lower(r.repository)) ?? [];
-      list.push({ target: t, globs: (r.paths ?? []).map(globRegExp) });
+      list.push({ target: t, globs: (r.paths ?? []).map(globMatcher) });
       byRepo.set(lower(r.repository), list);
     }
   const own = targets.find((t) => t.hops === 0);
@@ -331,7 +371,7 @@ export function changeMatcher(
     const paths = (change.labels.paths ?? '').split('\n').filter((p) => p !== '');
     for (const entry of byRepo.get(lower(change.labels.repository)) ?? []) {
       if (entry.globs.length === 0) tie(entry.target, 'repository');
-      else if (paths.some((p) => entry.globs.some((g) => pathMatches(p, g)))) tie(entry.target, 'path');
+      else if (paths.some((p) => entry.globs.some((matches) => matches(p)))) tie(entry.target, 'path');
     }
     for (const p of paths) for (const n of namesInPath(p)) tie(byName.get(n), 'path');
     if (ties.length === 0 && own) {
