@@ -1,6 +1,7 @@
 /**
  * How an investigation is graded against an incident's truth (ADR 0271). The cause statement is
- * the root cause before "Ruled out:": alternatives the engine lists as ruled out name nothing.
+ * the root cause before "Ruled out:" and before "Evidence:": alternatives the engine lists as ruled
+ * out name nothing, and neither do the alert texts it quotes as evidence (they hold every word).
  */
 import type { Truth } from './types.js';
 
@@ -10,7 +11,7 @@ export type Grade = 'bullseye' | 'one hop short' | 'right area, wrong diagnosis'
 export const HEDGED_CONFIDENCE = 0.4;
 
 export function causeStatement(rootCause: string): string {
-  const at = rootCause.search(/Ruled out:/i);
+  const at = rootCause.search(/Ruled out:|Evidence:/i);
   return (at >= 0 ? rootCause.slice(0, at) : rootCause).trim();
 }
 
@@ -47,6 +48,9 @@ export function grade(
     else if (subject) g = 'right area, wrong diagnosis';
     else if (hop) g = 'one hop short';
     else g = 'wrong area';
+  } else if (saysUndetermined(statement)) {
+    // Declining to name a cause names none, whatever the explanation of what is missing mentions.
+    g = 'wrong area';
   } else {
     const mechanism = truth.mechanism.some((re) => re.test(statement));
     if (subject && mechanism) g = 'bullseye';

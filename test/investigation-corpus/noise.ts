@@ -4,7 +4,7 @@
  * dependency bumps.
  */
 import { prom } from './payloads/alerts.js';
-import { deploymentStatus, pullRequestMerged, workflowRun } from './payloads/changes.js';
+import { deploymentStatus, pullRequestMerged, workflowRun } from './payloads/github.js';
 import { cpuThrottling, filesystemFillingUp } from './payloads/kube.js';
 import { hex, numId } from './payloads/time.js';
 import type { Delivery } from './types.js';

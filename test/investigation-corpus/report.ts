@@ -68,8 +68,10 @@ export function formatReport(results: IncidentResult[]): string {
   const noRepos = results.filter((r) => r.repositoriesAccepted === false).length;
   if (noRepos) lines.push(`nodes' repositories refused by the api in ${noRepos} incidents (sent without them)`);
   if (process.env.INVESTIGATION_EVAL_VERBOSE)
-    for (const r of results.filter((x) => !x.correct || !x.firstActionCorrect))
-      lines.push(`\n### ${r.id} (${r.grade}, ${r.confidence})\n${r.rootCause}\n→ ${r.firstAction}`);
+    for (const r of results.filter(
+      (x) => process.env.INVESTIGATION_EVAL_VERBOSE === 'all' || !x.correct || !x.firstActionCorrect,
+    ))
+      lines.push(`\n### ${r.id} (${r.grade}, ${r.confidence})\n${r.statement}\n→ ${r.firstAction}`);
   return lines.join('\n');
 }
 

@@ -1,7 +1,7 @@
 /** Class 2: alerts whose service label is the exporter's or the tool's, not the workload's (part A). */
 import { flappingDisk, otherDeploy, routineDeploy, throttlingNoise } from '../noise.js';
 import { datadogDefault, grafana, prom, sentry } from '../payloads/alerts.js';
-import { deploymentStatus } from '../payloads/changes.js';
+import { deploymentStatus } from '../payloads/github.js';
 import { crashLooping, probeFailed, replicasMismatch, sslExpired, sslExpiringSoon } from '../payloads/kube.js';
 import { shop } from '../worlds.js';
 import type { CorpusIncident } from '../types.js';

@@ -4,7 +4,7 @@
  */
 import { flappingDisk, otherDeploy, throttlingNoise } from '../noise.js';
 import { prom, sentry } from '../payloads/alerts.js';
-import { deploymentStatus } from '../payloads/changes.js';
+import { deploymentStatus } from '../payloads/github.js';
 import { shop } from '../worlds.js';
 import type { CorpusIncident } from '../types.js';
 

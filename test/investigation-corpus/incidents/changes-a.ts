@@ -1,7 +1,8 @@
 /** Class 1: changes that are not a deployment_status of a repository named like the service (part A). */
 import { flappingDisk, harmlessBump, otherDeploy, routineDeploy, throttlingNoise } from '../noise.js';
 import { datadog, prom, sentry } from '../payloads/alerts.js';
-import { launchDarkly, pullRequestMerged, push, workflowRun } from '../payloads/changes.js';
+import { launchDarkly } from '../payloads/changes.js';
+import { pullRequestMerged, push, workflowRun } from '../payloads/github.js';
 import { oomKilled, replicasMismatch } from '../payloads/kube.js';
 import { shop, shopNode } from '../worlds.js';
 import type { CorpusIncident } from '../types.js';

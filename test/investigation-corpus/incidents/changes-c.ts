@@ -1,14 +1,8 @@
 /** Class 1: changes that are not a deployment_status of a repository named like the service (part C). */
 import { flappingDisk, harmlessBump, otherDeploy, routineDeploy, throttlingNoise } from '../noise.js';
 import { prom, sentry } from '../payloads/alerts.js';
-import {
-  deploymentCreated,
-  genericChange,
-  pullRequestMerged,
-  push,
-  release,
-  workflowRun,
-} from '../payloads/changes.js';
+import { genericChange } from '../payloads/changes.js';
+import { deploymentCreated, pullRequestMerged, push, release, workflowRun } from '../payloads/github.js';
 import { crashLooping } from '../payloads/kube.js';
 import { shop, shopNode } from '../worlds.js';
 import type { CorpusIncident } from '../types.js';
