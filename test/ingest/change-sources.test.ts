@@ -329,6 +329,19 @@ describe('GitOps controllers', () => {
       controller: 'helm-controller',
     });
     await expectIgnored('flux', fixture('flux-kustomization-progressing.json'), {}, /DependencyNotReady/);
+    const changeSet = await stored('flux', fixture('flux-kustomization-applied.json'));
+    expect(changeSet).toMatchObject({ service: 'checkout' });
+    expect(changeSet.labels).toMatchObject({
+      reason: 'Progressing',
+      state: 'applied',
+      services: 'checkout,checkout-api',
+      objects: 'ConfigMap/checkout/checkout-config-7g2k9h configured; Deployment/checkout/checkout-api configured',
+      sha: 'e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7',
+    });
+    const starting = JSON.parse(fixture('flux-helmrelease-upgrade-succeeded.json'));
+    starting.reason = 'Progressing';
+    starting.message = "Running 'upgrade' action with timeout of 5m0s";
+    await expectIgnored('flux', starting, {}, /Progressing is not an applied change/);
     const applied = json('flux-kustomization-progressing.json');
     applied.reason = 'ReconciliationSucceeded';
     applied.message = 'Reconciliation finished in 2.1s, next run in 10m0s';

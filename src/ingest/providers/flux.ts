@@ -3,11 +3,13 @@
  * Flux event. https://fluxcd.io/flux/components/notification/providers/#generic-webhook
  *
  * Events of a HelmRelease or Kustomization whose reason is an applied change (reconciliation,
- * install, upgrade, rollback, uninstall: succeeded or failed, and a failed health check after an
- * apply) → one `deployment` change: service = involvedObject.name, change_type gitops, labels
- * namespace, reason, state (succeeded/failed), sha and ref from the revision
- * (`main@sha1:<sha>`), version (a HelmRelease's chart version), controller. Other reasons
- * (Progressing, DependencyNotReady, artifact fetches…) and other kinds are acknowledged and ignored.
+ * install, upgrade, rollback, uninstall: succeeded or failed; a failed health check after an
+ * apply; kustomize-controller's `Progressing` that lists the change set it applied) → one
+ * `deployment` change: service = involvedObject.name (the change set's workloads too, in
+ * `services`), change_type gitops, labels namespace, reason, state (succeeded/failed/applied),
+ * sha and ref from the revision (`main@sha1:<sha>`), version (a HelmRelease's chart version),
+ * controller, objects (the change set). Other reasons (a Progressing without a change set,
+ * DependencyNotReady, artifact fetches…) and other kinds are acknowledged and ignored.
  */
 import { z } from 'zod';
 import { nonEmpty, parseTime, parseWith } from '../normalize.js';
@@ -16,6 +18,24 @@ import { change, labelsOf } from './change-common.js';
 
 const appliedReasons =
   /^(Reconciliation|Install|Upgrade|Rollback|Uninstall|Remediation)(Succeeded|Failed)$|^HealthCheckFailed$/;
+
+/** kustomize-controller's change set: one `Kind/namespace/name action` line per object it applied. */
+const changeSetLine = /^([A-Za-z][\w.]*)\/(?:([\w.-]+)\/)?([\w.-]+) (created|configured|deleted)$/;
+/** Kinds whose name is a workload's, so a service's. */
+const workloadKinds = new Set(['Deployment', 'StatefulSet', 'DaemonSet', 'Rollout', 'CronJob', 'HelmRelease']);
+
+/** The objects a change set applied, and the workloads among them. */
+export function changeSet(message: string | undefined): { objects: string[]; workloads: string[] } {
+  const objects: string[] = [];
+  const workloads: string[] = [];
+  for (const line of (message ?? '').split('\n')) {
+    const m = changeSetLine.exec(line.trim());
+    if (!m) continue;
+    objects.push(line.trim());
+    if (workloadKinds.has(m[1]!)) workloads.push(m[3]!);
+  }
+  return { objects, workloads: [...new Set(workloads)] };
+}
 
 const eventSchema = z.looseObject({
   involvedObject: z.looseObject({
@@ -55,11 +75,16 @@ export const fluxProvider: WebhookProvider = {
     const object = event.involvedObject;
     if (object.kind !== 'HelmRelease' && object.kind !== 'Kustomization')
       return { events: [], ignored: `events of a ${object.kind} are not used` };
-    if (!appliedReasons.test(event.reason))
+    // kustomize-controller reports what it applied as `Progressing` with the change set; a
+    // Progressing without one (an upgrade starting, a wait) is not a change yet.
+    const applied = changeSet(nonEmpty(event.message));
+    const appliedSet = event.reason === 'Progressing' && applied.objects.length > 0;
+    if (!appliedReasons.test(event.reason) && !appliedSet)
       return { events: [], ignored: `reason ${event.reason} is not an applied change` };
     const revision = revisionOf(event.metadata);
     const parts = revision ? splitRevision(revision) : {};
-    const state = event.reason.endsWith('Succeeded') ? 'succeeded' : 'failed';
+    const state = appliedSet ? 'applied' : event.reason.endsWith('Succeeded') ? 'succeeded' : 'failed';
+    const services = [...new Set([object.name, ...applied.workloads])];
     const labels = labelsOf({
       change_type: 'gitops',
       object_kind: object.kind,
@@ -73,6 +98,8 @@ export const fluxProvider: WebhookProvider = {
       version: object.kind === 'HelmRelease' ? (parts.version ?? revision) : parts.version,
       controller: nonEmpty(event.reportingController),
       summary: nonEmpty(event.metadata?.summary),
+      services: services.length > 1 ? services.slice(0, 20).join(',') : undefined,
+      objects: applied.objects.length > 0 ? applied.objects.slice(0, 50).join('; ') : undefined,
     });
     const message = nonEmpty(event.message);
     return {
