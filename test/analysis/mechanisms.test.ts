@@ -293,3 +293,43 @@ describe('credentials', () => {
     expect(firstAction(result)).toMatch(/^Restore checkout-api's credential for orders-db \(checkout_rw\)/);
   });
 });
+
+describe('node causes', () => {
+  it('a node disk alert (its mountpoint label) is not clock skew', () => {
+    const result = analyzeInvestigation(
+      input({
+        alerts: [
+          alert({
+            alertName: 'NodeFilesystemAlmostOutOfSpace',
+            service: null,
+            labels: { instance: 'ip-10-0-7-12:9100', mountpoint: '/', device: '/dev/nvme0n1p1' },
+            text: 'Filesystem has less than 5% space left. mountpoint=/',
+          }),
+        ],
+      }),
+    );
+    expect(result.hypotheses.map((h) => h.kind)).not.toContain('clock_skew');
+    expect(result.hypotheses[0]!.kind).toBe('disk_full');
+  });
+
+  it('a skewed node clock and tokens "used before issued" are clock skew on that node', () => {
+    const result = analyzeInvestigation(
+      input({
+        alerts: [alert({ text: 'jwt.exceptions.ImmatureSignatureError: The token is not yet valid (iat)' })],
+        correlated: [
+          alert({
+            alertName: 'NodeClockSkewDetected',
+            service: null,
+            labels: { instance: 'ip-10-0-2-33.eu-west-1.compute.internal:9100' },
+            text: 'Clock at ip-10-0-2-33 is out of sync by more than 0.05s. Ensure NTP is configured correctly on this host.',
+          }),
+        ],
+      }),
+    );
+    expect(result.hypotheses[0]).toMatchObject({
+      kind: 'clock_skew',
+      subject: 'ip-10-0-2-33.eu-west-1.compute.internal',
+    });
+    expect(firstAction(result)).toMatch(/^Restore time sync on ip-10-0-2-33/);
+  });
+});

@@ -34,6 +34,13 @@ export const CAUSE_CUES: ReadonlyArray<{ kind: HypothesisKind; pattern: RegExp }
     kind: 'expired_credentials',
     pattern: /\b(credentials?|secrets? rotat\w*|api key|password|expired token|unauthori[sz]ed|401)\b/i,
   },
+  { kind: 'hot_key', pattern: /\b(hot ?keys?|hot shard)\b/i },
+  { kind: 'clock_skew', pattern: /\b(clock skew|ntp|chronyd?|time sync|clock drift)\b/i },
+  { kind: 'noisy_neighbor', pattern: /\b(noisy neighbou?r|co-?located|same node)\b/i },
+  { kind: 'fd_exhaustion', pattern: /\b(file descriptors?|too many open files|ulimit|nofile|emfile)\b/i },
+  { kind: 'worker_saturation', pattern: /\b(worker pool|thread pool|all workers busy|gunicorn|puma|uwsgi)\b/i },
+  { kind: 'failed_job', pattern: /\b(job failed|failed job|cron ?job failed)\b/i },
+  { kind: 'datasource_failure', pattern: /\b(data ?source|prometheus (was |is )?down|monitoring gap|no data)\b/i },
   { kind: 'rate_limited', pattern: /\b(rate[- ]limit\w*|429|throttl\w*|quota)\b/i },
   { kind: 'expired_certificate', pattern: /\b(cert(ificate)?s?|x509|tls|ssl)\b/i },
   {

@@ -4,8 +4,9 @@
  * storm (cut the retries), and an out-of-memory driven by one job or input (stop that job or
  * quarantine that input, rather than restart the pods that will take it again).
  */
-import { alertLine, list, lower, RE, says, textOf } from './text.js';
+import { alertLine, list, lower, quote, RE, says, textOf } from './text.js';
 import { type AlertObservation, type DependencyObservation, type Hypothesis } from './types.js';
+import { migrationName, recentMigration, sinceChange } from './jobs.js';
 import { draft, firstCapture, firstLabel, matching, servicesOf, type View } from './view.js';
 
 const DB_PRESSURE =
@@ -26,7 +27,9 @@ const JOB_LABELS = [
 ];
 
 const isDb = (d: DependencyObservation) =>
-  d.type === 'database' || /(postgres|mysql|maria|db\b|database|rds|aurora|mongo)/i.test(d.name);
+  d.type === 'database' ||
+  (d.type !== 'cache' && /(postgres|mysql|maria|db\b|database|rds|aurora|mongo)/i.test(d.name));
+const CACHE_NAME = /(redis|memcache|cache|valkey)/i;
 
 /** A job's name from its labels, its text, or a Job pod name. */
 function jobName(alerts: AlertObservation[]): string | undefined {
@@ -43,11 +46,14 @@ function jobName(alerts: AlertObservation[]): string | undefined {
 }
 
 export function runawayJob(v: View): Hypothesis[] {
-  const pressure = matching(v.all, DB_PRESSURE);
+  // A cache's CPU is a hot key's or an eviction's story, not a runaway query's.
+  const pressure = matching(v.all, DB_PRESSURE).filter((a) => !CACHE_NAME.test(`${a.service ?? ''} ${a.alertName}`));
   const jobs = v.all.filter((a) => JOB_WORDS.test(textOf(a)) || !!firstLabel([a], ['job_name', 'cronjob']));
+  const locks = pressure.some((a) => /lock|blocked|waiting/i.test(textOf(a)));
+  const migration = locks || pressure.length > 0 ? recentMigration(v) : undefined;
   if (
     pressure.length === 0 ||
-    (jobs.length === 0 && !pressure.some((a) => /quer|statement|transaction|lock/i.test(textOf(a))))
+    (jobs.length === 0 && !migration && !pressure.some((a) => /quer|statement|transaction|lock/i.test(textOf(a))))
   )
     return [];
   const db =
@@ -55,14 +61,15 @@ export function runawayJob(v: View): Hypothesis[] {
     v.input.topology.dependencies.find((d) => isDb(d) && d.alerting) ??
     v.input.topology.dependencies.find(isDb);
   const dbName = db?.name ?? pressure.map((a) => a.service).find((s): s is string => !!s) ?? 'the database';
-  const job = jobName([...jobs, ...pressure]);
+  const job = jobName([...jobs, ...pressure]) ?? (migration ? migrationName(migration) : undefined);
   const victims = db
     ? db.alertingDependents
     : servicesOf(v.all.filter((a) => RE.error.test(textOf(a)) || RE.saturation.test(textOf(a))));
-  let score = 0.55 + (job ? 0.15 : 0) + (victims.length >= 2 ? 0.1 : 0) + (jobs.length > 0 ? 0.05 : 0);
+  let score = 0.55 + (job ? 0.15 : 0) + (victims.length >= 2 ? 0.1 : 0) + (jobs.length > 0 || migration ? 0.05 : 0);
   if (pressure.some((a) => /long[- ]running|running for|lock|idle in transaction/i.test(textOf(a)))) score += 0.05;
   const culprit = job ? `the batch job ${job}` : 'a long-running query';
   const support = [...pressure.slice(0, 2), ...jobs.filter((a) => !pressure.includes(a)).slice(0, 1)].map(alertLine);
+  if (migration) support.push(`${migration.title} ran ${sinceChange(migration, v.first)} before the first alert`);
   if (victims.length >= 2) support.push(`${list(victims)} share ${dbName} and slow down together`);
   return [
     draft('runaway_job', {
@@ -71,12 +78,14 @@ export function runawayJob(v: View): Hypothesis[] {
       score,
       support,
       against: [],
-      sources: [...pressure, ...jobs].map((a) => a.eventId),
-      rootCause: `A runaway ${job ? `batch job, ${job},` : 'query'} on the shared database ${dbName}: ${says((jobs[0] ?? pressure[0])!, 110)}. It holds ${dbName}'s CPU, I/O or locks, so every service on it (${list(victims.length > 0 ? victims : [v.service])}) slows down or times out; ${dbName} itself is up.`,
+      sources: [...pressure, ...jobs].map((a) => a.eventId).concat(migration ? [migration.eventId] : []),
+      rootCause: `A runaway ${migration && job === migrationName(migration) ? `schema migration, ${job} (${quote(migration.title, 80)}), holding a lock` : job ? `batch job, ${job},` : 'query'} on the shared database ${dbName}: ${says((jobs[0] ?? pressure[0])!, 110)}. It holds ${dbName}'s CPU, I/O or locks, so every service on it (${list(victims.length > 0 ? victims : [v.service])}) slows down or times out; ${dbName} itself is up.`,
       actions: [
-        job
-          ? `Stop ${job}: suspend or delete the job (\`kubectl patch cronjob ${job} -p '{"spec":{"suspend":true}}'\`, or kill its run) and cancel its queries on ${dbName} (\`select pg_cancel_backend(pid) from pg_stat_activity where application_name = '${job}'\` or the session it runs as)`
-          : `Find the longest-running query on ${dbName} (\`select pid, now() - query_start, query from pg_stat_activity order by 2 desc\`) and cancel it with pg_cancel_backend(pid) (pg_terminate_backend if it holds locks)`,
+        migration && job === migrationName(migration)
+          ? `Cancel the migration ${job} on ${dbName}: find its backend (\`select pid, query from pg_stat_activity where query ilike 'alter table%'\`) and pg_cancel_backend(pid) it so the queued queries run, then re-run the migration in lock-free steps off-peak`
+          : job
+            ? `Stop ${job}: suspend or delete the job (\`kubectl patch cronjob ${job} -p '{"spec":{"suspend":true}}'\`, or kill its run) and cancel its queries on ${dbName} (\`select pg_cancel_backend(pid) from pg_stat_activity where application_name = '${job}'\` or the session it runs as)`
+            : `Find the longest-running query on ${dbName} (\`select pid, now() - query_start, query from pg_stat_activity order by 2 desc\`) and cancel it with pg_cancel_backend(pid) (pg_terminate_backend if it holds locks)`,
         `Reschedule ${job ?? 'the query'} off-peak against a read replica, with a statement_timeout and batching, before it runs again`,
       ],
       keywords: ['query', 'job', 'batch', 'cron', 'lock', 'database', 'pg_stat_activity', lower(job ?? dbName)],
@@ -90,19 +99,26 @@ const EVICTION =
 const CACHE_DOWN =
   /(\bdown\b|unreachable|connection refused|econnrefused|could not connect|no route to host|redis_up\s*==\s*0|is not responding|failover)/i;
 
+const CACHE_CONTEXT = /(redis|memcache|cache|evicted_keys|maxmemory|keyspace|hit (ratio|rate)|elasticache|valkey)/i;
+
 export function cacheEviction(v: View): Hypothesis[] {
-  const evicting = matching(v.all, EVICTION);
+  // "Evicted" alone is Kubernetes evicting a pod: only a cache's evictions count here.
+  const evicting = matching(v.all, EVICTION).filter((a) => CACHE_CONTEXT.test(textOf(a)));
   if (evicting.length === 0) return [];
   if (evicting.every((a) => CACHE_DOWN.test(textOf(a)))) return [];
-  const cacheDep = v.input.topology.dependencies.find(
-    (d) =>
-      (d.type === 'cache' || /redis|memcache|cache/i.test(d.name)) &&
-      evicting.some((a) => lower(a.service) === lower(d.name) || lower(textOf(a)).includes(lower(d.name))),
+  const caches = v.input.topology.dependencies.filter(
+    (d) => d.type === 'cache' || /redis|memcache|cache/i.test(d.name),
   );
+  const cacheDep =
+    caches.find((d) =>
+      evicting.some((a) => lower(a.service) === lower(d.name) || lower(textOf(a)).includes(lower(d.name))),
+    ) ??
+    caches.find((d) => d.alerting) ??
+    (caches.length === 1 ? caches[0] : undefined);
   const cache =
     cacheDep?.name ??
     evicting.map((a) => a.service).find((s): s is string => !!s && /redis|memcache|cache/i.test(s)) ??
-    firstCapture(evicting, /\b((?:redis|memcached?|elasticache)[\w.-]*)/i) ??
+    evicting.map((a) => a.service).find((s): s is string => !!s) ??
     'the cache';
   const db = v.input.topology.dependencies.find((d) => isDb(d) && d.alerting);
   const writer = v.input.changes.find(

@@ -12,7 +12,9 @@ const LAG =
 const BURST =
   /(produce(d|r)? (rate|burst|spike)|publish(ed|ing)? rate|messages? (in|produced|published) per|incoming (messages|rate)|bytes ?in|messagesinpersec|(\d+(\.\d+)?x|\d{3,} ?%) (the |its )?(normal|baseline|usual)|burst|spike|backfill|bulk (import|load|publish)|replay(ed|ing)?|re-?publish|campaign|flash sale)/i;
 const CONSUMER_TROUBLE =
-  /(crashloop|oomkill|restart(ed|ing)|rebalanc|poison|deseriali[sz]|consumer (error|exception|stuck|hung|down)|processing (error|failed)|commit failed|no consumers|consumers?\s*[=:]\s*0|0 consumers)/i;
+  /(crashloop|oomkill|restart(ed|ing)|rebalanc|poison|deseriali[sz]|consumer (error|exception|stuck|hung|down)|processing (error|failed)|commit failed|no consumers|consumers?\s*[=:]\s*0|0 consumers|redeliver|nack|requeue)/i;
+/** One message that every consumer fails on (`redelivered message 7f3e… 14 times`). */
+const POISON = /(?:poison(?:ed)? message|message(?: id)?|redelivered message)[\s:=]+["'`]?([a-z0-9][\w:.-]{5,})/i;
 const ALARM =
   /(memory alarm|disk alarm|resource alarm|rabbitmq_alarms|alarms? (set|raised|in effect|triggered)|(publishers?|connections?) (are |were )?(blocked|blocking)|connection\.blocked|vm_memory_high_watermark|memory high watermark|disk_free_limit|free disk space (alarm|below|limit)|log ?dirs?.{0,30}(full|offline|no space)|offline log director|kafka.{0,40}(disk|log ?dir).{0,30}(full|9\d ?%|no space)|broker.{0,30}(disk|memory).{0,30}(full|alarm|9\d ?%))/i;
 const NO_CONSUMER =
@@ -41,7 +43,10 @@ export function consumerLag(v: View): Hypothesis[] {
   const consumers = servicesOf(lagging);
   const consumer = consumers.find((s) => lower(s) === lower(v.input.incident.service)) ?? consumers[0] ?? v.service;
   const burst = producerBurst(v, lagging);
-  const stuck = v.all.filter((a) => lower(a.service) === lower(consumer) && CONSUMER_TROUBLE.test(textOf(a)));
+  const stuck = v.all.filter(
+    (a) => (lower(a.service) === lower(consumer) || lagging.includes(a)) && CONSUMER_TROUBLE.test(textOf(a)),
+  );
+  const poison = firstCapture([...lagging, ...stuck], POISON);
   const what = group ? `consumer group ${group}` : `${consumer}'s consumers`;
   const on = topic ? ` on ${topic}` : '';
   const support = lagging.slice(0, 2).map(alertLine);
@@ -69,6 +74,7 @@ export function consumerLag(v: View): Hypothesis[] {
       }),
     ];
   }
+  if (poison) return [poisonMessage(v, { lagging, stuck, poison, consumer, what, on, score: score + 0.15 })];
   if (stuck.length > 0) {
     score += 0.1;
     support.push(...stuck.slice(0, 2).map(alertLine));
@@ -89,9 +95,41 @@ export function consumerLag(v: View): Hypothesis[] {
         `Watch the lag of ${what} fall; page the owner of ${consumer} if it does not within 15 minutes`,
       ],
       keywords: ['consumer', 'lag', 'backlog', 'queue', lower(group ?? topic ?? consumer)],
-      evidence: 'direct',
+      // Slow consumers are a symptom: what slows them (a vendor, a database) is the cause when seen.
+      evidence: 'topological',
     }),
   ];
+}
+
+function poisonMessage(
+  v: View,
+  c: {
+    lagging: AlertObservation[];
+    stuck: AlertObservation[];
+    poison: string;
+    consumer: string;
+    what: string;
+    on: string;
+    score: number;
+  },
+): Hypothesis {
+  const { poison, consumer, what, on } = c;
+  const alerts = [...c.lagging, ...c.stuck];
+  return draft('consumer_lag', {
+    statement: `A poison message (${poison}) blocks ${what}${on}: every consumer fails on it and it is redelivered`,
+    subject: poison,
+    score: c.score,
+    support: alerts.slice(0, 3).map(alertLine),
+    against: [],
+    sources: alerts.map((a) => a.eventId),
+    rootCause: `A poison message: message ${poison}${on} makes ${consumer}'s consumers fail (${says((c.stuck[0] ?? c.lagging[0])!, 100)}); it is redelivered to the next consumer, which fails too, so ${what} stops and the queue backs up behind it.`,
+    actions: [
+      `Move message ${poison} to the dead-letter queue (or ack and park it) so ${consumer}'s consumers move on, then let them drain ${what}`,
+      `Make ${consumer} dead-letter a message after a bounded number of redeliveries and validate input it cannot handle`,
+    ],
+    keywords: ['poison', 'message', 'dead-letter', 'dlq', 'consumer', 'redeliver', lower(poison)],
+    evidence: 'direct',
+  });
 }
 
 export function brokerAlarm(v: View): Hypothesis[] {

@@ -6,6 +6,9 @@ import { dependencyBump, featureFlag } from './change-kinds.js';
 import { badDeploy, configChange, memoryLeak, upstreamDeploy } from './changes.js';
 import { contextEffect, contextOnlyHypotheses } from './context.js';
 import { expiredCredentials } from './credentials.js';
+import { clockSkew, noisyNeighbour } from './hosts.js';
+import { datasourceFailure, failedJob } from './jobs.js';
+import { fdExhaustion, hotKey, workerSaturation } from './limits.js';
 import { cacheEviction, oomFromInput, retryStorm, runawayJob } from './load.js';
 import { calibratedConfidence, hypothesisProbabilities } from './calibration.js';
 import { applyKnownPatterns } from './patterns.js';
@@ -35,6 +38,13 @@ const KIND_ORDER: HypothesisKind[] = [
   'retry_storm',
   'rate_limited',
   'expired_credentials',
+  'failed_job',
+  'hot_key',
+  'clock_skew',
+  'noisy_neighbor',
+  'fd_exhaustion',
+  'worker_saturation',
+  'datasource_failure',
   'memory_leak',
   'bad_deploy',
   'upstream_deploy',
@@ -51,6 +61,16 @@ const KIND_ORDER: HypothesisKind[] = [
   'undetermined',
 ];
 
+const SLOW_CONSUMER_CAUSES = new Set<HypothesisKind>([
+  'third_party_outage',
+  'rate_limited',
+  'runaway_job',
+  'expired_credentials',
+  'upstream_failure',
+  'dns_failure',
+  'expired_certificate',
+]);
+
 /** A generic hypothesis that a more specific one explains (same change, same dependency). */
 function subsumedBy(h: Hypothesis, others: Hypothesis[]): Hypothesis | undefined {
   const near = (o: Hypothesis, by = 0.15) => o.score >= h.score - by;
@@ -63,7 +83,14 @@ function subsumedBy(h: Hypothesis, others: Hypothesis[]): Hypothesis | undefined
   if (h.kind === 'cache_failure')
     return others.find((o) => o.kind === 'cache_eviction' && (sameSubject(o) || o.score >= h.score));
   if (h.kind === 'traffic_spike')
-    return others.find((o) => (o.kind === 'consumer_lag' || o.kind === 'retry_storm') && near(o, 0.1));
+    return others.find(
+      (o) =>
+        ((o.kind === 'consumer_lag' || o.kind === 'retry_storm') && near(o, 0.1)) ||
+        ((o.kind === 'cache_eviction' || o.kind === 'hot_key') && o.score >= 0.6),
+    );
+  // Lagging consumers are a symptom of what slows them, when that is seen.
+  if (h.kind === 'consumer_lag' && h.evidence === 'topological')
+    return others.find((o) => SLOW_CONSUMER_CAUSES.has(o.kind) && o.evidence === 'direct' && near(o, 0.15));
   if (h.kind === 'bad_deploy') {
     return others.find(
       (o) =>
@@ -132,6 +159,13 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
     ...retryStorm(v),
     ...oomFromInput(v),
     ...expiredCredentials(v),
+    ...failedJob(v),
+    ...hotKey(v),
+    ...clockSkew(v),
+    ...noisyNeighbour(v),
+    ...fdExhaustion(v),
+    ...workerSaturation(v),
+    ...datasourceFailure(v),
     ...cacheFailure(v),
     ...upstreamFailure(v),
     ...trafficSpike(v),

@@ -61,8 +61,12 @@ export function connectionPool(v: View): Hypothesis[] {
 export function diskFull(v: View): Hypothesis[] {
   const signals = matching(v.scope, RE.disk);
   if (signals.length === 0) return [];
-  const main = signals.find((a) => a.labels.mountpoint ?? a.labels.device ?? a.labels.instance) ?? signals[0]!;
+  const main =
+    signals.find(
+      (a) => a.labels.persistentvolumeclaim ?? a.labels.mountpoint ?? a.labels.device ?? a.labels.instance,
+    ) ?? signals[0]!;
   const host = (
+    main.labels.persistentvolumeclaim ??
     main.labels.instance ??
     main.labels.host ??
     main.labels.hostname ??

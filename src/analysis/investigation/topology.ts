@@ -87,6 +87,9 @@ export function cacheFailure(v: View): Hypothesis[] {
   });
 }
 
+const BROKEN =
+  /(\bdown\b|unreachable|unavailable|refused|offline|not ready|crashloop|\bred\b|unassigned|no leader|leader (election|lost)|split[- ]brain|failed|failing|out of service|partition)/i;
+
 const DB_ACTION: Record<string, (name: string) => string> = {
   database: (n) =>
     `Restore ${n}: check the primary's health (process, connections, replication, disk) and fail over to the replica if it is down`,
@@ -174,6 +177,8 @@ export function upstreamFailure(v: View): Hypothesis[] {
         `${action}${d.alertingDependents.length >= 2 ? ` — ${list(d.alertingDependents)} recover with it` : ''}`,
         `Once ${d.name} is back, check that ${v.service}'s connection retries recovered and drain any queued work`,
       ],
+      // Its own alerts saying it is broken are direct evidence; a shared dependency alone is not.
+      evidence: d.alerting && d.alertTexts.some((t) => BROKEN.test(t)) ? 'direct' : 'topological',
       keywords: [
         lower(d.name),
         d.type,

@@ -98,12 +98,14 @@ interface VendorSignal {
 
 /** Failing alerts that name a vendor: known ones by product or SDK, others by their public host. */
 function vendorSignals(v: View): VendorSignal[] {
-  const internal = new Set([lower(v.input.incident.service), ...v.dependencyNames]);
+  // A topology node named like a vendor is the vendor (`stripe`), so only generic hosts are checked against it.
+  const internal = new Set(
+    [lower(v.input.incident.service), ...v.dependencyNames].filter((n) => !VENDORS.some((x) => x.pattern.test(n))),
+  );
   const failing = v.all.filter((a) => VENDOR_FAILURE.test(textOf(a)) || RATE_LIMITED.test(textOf(a)));
   const out: VendorSignal[] = [];
   const claimed = new Set<AlertObservation>();
   for (const vendor of VENDORS) {
-    if (internal.has(lower(vendor.name))) continue;
     const alerts = failing.filter((a) => !claimed.has(a) && vendor.pattern.test(textOf(a)));
     if (alerts.length === 0) continue;
     for (const a of alerts) claimed.add(a);
@@ -132,7 +134,7 @@ function vendorSignals(v: View): VendorSignal[] {
   // A dependency node that is a vendor and the service's errors name, even when it does not alert.
   for (const d of v.input.topology.dependencies) {
     const known = VENDORS.find((x) => x.pattern.test(d.name));
-    if (!known || out.some((s) => s.vendor.name === known.name)) continue;
+    if (!known || out.some((s) => s.vendor.name === known.name || s.vendor.pattern.test(d.name))) continue;
     const alerts = v.own.filter(
       (a) => VENDOR_FAILURE.test(textOf(a)) && lower(textOf(a)).includes(lower(d.name).split(/[-_ ]/)[0]!),
     );
