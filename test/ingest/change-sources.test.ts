@@ -98,11 +98,26 @@ describe('GitHub changes', () => {
     });
   });
 
+  it("a monorepo's deployment names its service in its payload", async () => {
+    const body = json('github-deployment.json');
+    body.deployment.id = 1523456791;
+    body.deployment.payload = { service: 'cart-api', pipeline: 'cart-prod' };
+    const row = await stored('github', body, { 'x-github-event': 'deployment' });
+    expect(row).toMatchObject({ kind: 'deployment', service: 'cart-api' });
+    expect(row.labels).toMatchObject({ repository: 'example-shop/checkout', change_type: 'deploy' });
+  });
+
   it('a published release is a code change with its tag as version', async () => {
     const row = await stored('github', fixture('github-release-published.json'), { 'x-github-event': 'release' });
     expect(row).toMatchObject({ kind: 'code_change', service: 'checkout' });
     expect(row.labels).toMatchObject({ change_type: 'release', version: 'v2024.05.14', ref: 'main', author: 'mchen' });
     expect(row.title).toBe('Release v2024.05.14 of example-shop/checkout: Checkout 2024.05.14');
+    const atCommit = json('github-release-published.json');
+    atCommit.release.tag_name = 'v2024.05.15';
+    atCommit.release.target_commitish = '7c1e2d9a4b3f5e6d8c0a1b2c3d4e5f6a7b8c9d0e';
+    const pinned = await stored('github', atCommit, { 'x-github-event': 'release' });
+    expect(pinned.labels).toMatchObject({ sha: '7c1e2d9a4b3f5e6d8c0a1b2c3d4e5f6a7b8c9d0e', version: 'v2024.05.15' });
+    expect(pinned.labels.ref).toBeUndefined();
     const created = json('github-release-published.json');
     created.action = 'created';
     await expectIgnored('github', created, { 'x-github-event': 'release' }, /release action created/);

@@ -31,6 +31,23 @@ const repoRaw = (repo: z.output<typeof repository>) => ({
 
 const ignored = (reason: string): ParsedDelivery => ({ events: [], ignored: reason });
 
+/**
+ * The service a deployment's free-form `payload` names (Spinnaker, Argo Rollouts and in-house
+ * tools put it there: `service`, `app`, `application`, `component`); a monorepo's deployment
+ * names its service only so.
+ */
+export function payloadService(payload: unknown): string | undefined {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return undefined;
+  const p = payload as Record<string, unknown>;
+  for (const key of ['service', 'app', 'application', 'component']) {
+    const value = nonEmpty(p[key]);
+    if (value && value.length <= 200) return value;
+  }
+  return undefined;
+}
+
+const isSha = (text: string | undefined) => text !== undefined && /^[0-9a-f]{40}$/i.test(text);
+
 const workflowRunSchema = z.looseObject({
   action: z.string().min(1),
   workflow_run: z.looseObject({
@@ -108,6 +125,7 @@ const deploymentSchema = z.looseObject({
     description: z.string().nullish(),
     creator: user,
     created_at: z.string().nullish(),
+    payload: z.unknown().optional(),
   }),
   repository,
   sender: user,
@@ -118,6 +136,7 @@ export function deploymentEvent(body: unknown): ParsedDelivery {
   if (payload.action !== 'created') return ignored(`deployment action ${payload.action} is not used`);
   const { deployment, repository: repo } = payload;
   const author = deployment.creator?.login ?? payload.sender?.login;
+  const named = payloadService(deployment.payload);
   const labels = labelsOf({
     change_type: 'deploy',
     repository: repo.full_name,
@@ -132,8 +151,8 @@ export function deploymentEvent(body: unknown): ParsedDelivery {
   return {
     events: [
       change('deployment', {
-        service: repo.name,
-        title: `Deployment of ${repo.full_name}@${deployment.sha.slice(0, 7)} to ${deployment.environment}: created`,
+        service: named ?? repo.name,
+        title: `Deployment of ${named ? `${named} from ` : ''}${repo.full_name}@${deployment.sha.slice(0, 7)} to ${deployment.environment}: created`,
         parts: [
           `Deployment${deployment.id !== undefined ? ` ${deployment.id}` : ''} of ${deployment.ref} (${deployment.sha}) to ${deployment.environment} was created${author ? ` by ${author}` : ''}.`,
           nonEmpty(deployment.description),
@@ -172,7 +191,9 @@ export function releaseEvent(body: unknown): ParsedDelivery {
     change_type: 'release',
     repository: repo.full_name,
     version: release.tag_name,
-    ref: nonEmpty(release.target_commitish),
+    // A release may target a commit rather than a branch.
+    ref: isSha(nonEmpty(release.target_commitish)) ? undefined : nonEmpty(release.target_commitish),
+    sha: isSha(nonEmpty(release.target_commitish)) ? nonEmpty(release.target_commitish) : undefined,
     prerelease: release.prerelease ? 'true' : undefined,
     author: release.author?.login ?? payload.sender?.login,
   });

@@ -3,8 +3,9 @@
  * https://docs.github.com/en/webhooks/webhook-events-and-payloads
  *
  * The event type is the `x-github-event` header (required); the delivery id is `x-github-delivery`.
- * Every change's service is the repository's name; the investigation also ties it to services
- * by repository and paths (ADR 0266).
+ * Every change's service is the repository's name (a deployment's: the `service`, `app`,
+ * `application` or `component` of its payload, when it names one); the investigation also ties
+ * it to services by repository and paths (ADR 0266).
  * - `deployment_status` → one `deployment` (change_type deploy): labels environment, state, sha,
  *   ref, repository, creator; occurredAt = the status's updated_at.
  * - `push` → one `code_change`: labels ref, repository, head_commit, sha, pusher, author, paths
@@ -18,6 +19,7 @@ import { clip, makeDescription, nonEmpty, parseTime, parseWith, TITLE_MAX } from
 import { labelsOf, pathsLabel, pushChangeType } from './change-common.js';
 import {
   deploymentEvent as deploymentCreated,
+  payloadService,
   pullRequestEvent,
   releaseEvent,
   repository,
@@ -48,6 +50,7 @@ const deploymentStatusSchema = z.looseObject({
     environment: z.string().min(1),
     description: z.string().nullish(),
     creator: user,
+    payload: z.unknown().optional(),
   }),
   repository,
   sender: user,
@@ -90,6 +93,7 @@ function deploymentEvent(body: unknown): NormalizedChange {
   const { deployment, deployment_status: status, repository: repo } = payload;
   const environment = nonEmpty(status.environment) ?? deployment.environment;
   const creator = deployment.creator?.login ?? status.creator?.login ?? payload.sender?.login;
+  const named = payloadService(deployment.payload);
   const labels: Record<string, string> = {
     change_type: 'deploy',
     environment,
@@ -103,7 +107,7 @@ function deploymentEvent(body: unknown): NormalizedChange {
   const url = nonEmpty(status.environment_url);
   return {
     kind: 'deployment',
-    service: repo.name,
+    service: named ?? repo.name,
     title: clip(
       `Deployment of ${repo.full_name}@${deployment.sha.slice(0, 7)} to ${environment}: ${status.state}`,
       TITLE_MAX,
