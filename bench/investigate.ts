@@ -32,7 +32,15 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 async function bareWorkflows(
   address: string,
   count: number,
-): Promise<{ perSecond: number; p50: number; p99: number; burstP99: number; burstSeconds: number }> {
+  devServer: number[],
+): Promise<{
+  perSecond: number;
+  p50: number;
+  p99: number;
+  burstP99: number;
+  burstSeconds: number;
+  devServerCoreMs: number;
+}> {
   const taskQueue = `bench-bare-${Date.now()}`;
   const nativeConnection = await NativeConnection.connect({ address });
   const worker = await Worker.create({
@@ -48,6 +56,7 @@ async function bareWorkflows(
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
+  const devServerCpu = processCpuWindow({ 'Temporal dev server': devServer });
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < count) {
@@ -59,6 +68,8 @@ async function bareWorkflows(
     }),
   );
   const seconds = (performance.now() - started) / 1000;
+  // The dev server's CPU for one bare workflow, to weigh an investigation's share against.
+  const devServerCoreMs = (1000 * (devServerCpu()['Temporal dev server'] ?? 0) * seconds) / count;
   // All at once: started together, each waited for.
   const burstStarted = performance.now();
   const burst = await Promise.all(
@@ -80,6 +91,7 @@ async function bareWorkflows(
     p99: percentile(latencies, 99),
     burstP99: percentile(burst, 99),
     burstSeconds,
+    devServerCoreMs,
   };
 }
 
@@ -224,9 +236,14 @@ async function main() {
       .map(([name, cores]) => `${name} ${cores.toFixed(2)}`)
       .join(', ')}`,
   );
-  const coreSeconds = (Object.values(cpu).reduce((a, b) => a + b, 0) * burstCount) / drained.perSecond;
+  // Cores over the burst's duration (burstCount / perSecond), shared out over its investigations.
+  const coreMsEach = (cores: number) => ((1000 * cores) / drained.perSecond).toFixed(0);
   console.log(
-    `CPU per investigation in the burst: ${((1000 * coreSeconds) / burstCount).toFixed(0)} core-ms, all processes`,
+    `CPU per investigation in the burst: ${coreMsEach(Object.values(cpu).reduce((a, b) => a + b, 0))} core-ms ` +
+      `(${Object.entries(cpu)
+        .filter(([, cores]) => cores >= 0.01)
+        .map(([name, cores]) => `${name} ${coreMsEach(cores)}`)
+        .join(', ')})`,
   );
   // Spread over the burst: the first ones waited least, the last ones most.
   const sample = [...burst.keys()].filter((_, i) => i % Math.max(1, Math.floor(burst.size / 10)) === 0);
@@ -238,9 +255,12 @@ async function main() {
   await db.end();
 
   // 3. The dev server's own rate.
-  const bare = await bareWorkflows(stack.temporalAddress, burstCount);
+  const bare = await bareWorkflows(stack.temporalAddress, burstCount, devServerPids(stack));
+  const devServerPerInvestigation =
+    ((cpu['Temporal dev server'] ?? 0) * 1000 * burstCount) / drained.perSecond / burstCount;
   console.log(
-    `bare workflows on the same dev server: ${bare.perSecond.toFixed(1)}/s (c=${concurrency}), p50 ${bare.p50.toFixed(0)} ms, p99 ${bare.p99.toFixed(0)} ms; ` +
+    `bare workflows on the same dev server: ${bare.perSecond.toFixed(1)}/s (c=${concurrency}), p50 ${bare.p50.toFixed(0)} ms, p99 ${bare.p99.toFixed(0)} ms, ` +
+      `dev server CPU ${bare.devServerCoreMs.toFixed(1)} core-ms each (an investigation: ${devServerPerInvestigation.toFixed(0)}); ` +
       `${burstCount} at once: done in ${bare.burstSeconds.toFixed(1)} s, p99 ${bare.burstP99.toFixed(0)} ms`,
   );
   console.log(
