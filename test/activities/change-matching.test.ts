@@ -105,6 +105,15 @@ beforeAll(async () => {
       'x-github-delivery': 'gitops-2',
     },
   );
+  // The deployment of the GitOps push's commit (the config repo's own deploy) is tied as its commit is.
+  const deploy = JSON.parse(fixture('github-deployment-status.json'));
+  deploy.repository.name = 'platform-config';
+  deploy.repository.full_name = 'acme/platform-config';
+  deploy.deployment.sha = 'e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7';
+  await post('gitops-deploy', 'github', deploy, {
+    'x-github-event': 'deployment_status',
+    'x-github-delivery': 'gitops-deploy-1',
+  });
   // Not tied: another service's path in the shared repo, an unrelated repository, a flag nobody mentions.
   await post('search-gitops', 'github', push('acme/platform-config', ['apps/search/values.yaml'], 'a'.repeat(40)), {
     'x-github-event': 'push',
@@ -161,6 +170,7 @@ describe('changes tied to the incident', () => {
       [ids.release!]: { hops: 0, matchedBy: 'repository' },
       [ids['payments-helm']!]: { hops: 1, matchedBy: 'service' },
       [ids['payments-gitops']!]: { hops: 1, matchedBy: 'path' },
+      [ids['gitops-deploy']!]: { hops: 0, matchedBy: 'path' },
     });
     // Oldest first, and the observation carries the tie and the new fields.
     expect(tied.map((t) => t.row.occurredAt.getTime())).toEqual(

@@ -152,8 +152,8 @@ export const MAX_TIED_CHANGES = 200;
  * incident's service (hops 0) or a dependency (hops ≥ 1), the latest 200, oldest first, each
  * with how it was tied (ADR 0266): its service or services name it; its repository is one the
  * node lists (and a changed path matches the entry's globs, when it has some); a changed path
- * names it by convention (`apps/<svc>/`, `charts/<svc>/`, `terraform/…/<svc>/`…); or its flag
- * key or service is mentioned in the incident's own alerts.
+ * names it by convention (`apps/<svc>/`, `charts/<svc>/`, `terraform/…/<svc>/`…), or it deploys
+ * a commit so tied; or its flag key or service is mentioned in the incident's own alerts.
  */
 export async function recentChanges(
   ctx: InvestigationContext,
@@ -180,10 +180,21 @@ export async function recentChanges(
     .limit(MAX_CHANGE_CANDIDATES);
   const matcher = changeMatcher(targets, alertTexts(scene));
   const tied = new Map<string, ChangeTie>();
+  const byCommit = new Map<string, ChangeTie>();
   for (const c of candidates) {
     if (tied.size >= MAX_TIED_CHANGES) break;
     const tie = matcher(c);
-    if (tie) tied.set(c.id, tie);
+    if (!tie) continue;
+    tied.set(c.id, tie);
+    const sha = lower(c.labels.sha);
+    if (sha && tie.matchedBy === 'path' && !byCommit.has(sha)) byCommit.set(sha, tie);
+  }
+  // A deploy of a commit whose paths are the service's (a monorepo's, a config repo's) carried
+  // that change: it is tied as the commit is.
+  for (const c of candidates) {
+    if (tied.size >= MAX_TIED_CHANGES) break;
+    const tie = byCommit.get(lower(c.labels.sha));
+    if (tie && !tied.has(c.id)) tied.set(c.id, tie);
   }
   if (tied.size === 0) return [];
   const rows = await ctx.db
