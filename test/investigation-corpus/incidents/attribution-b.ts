@@ -6,6 +6,7 @@ import { deploymentStatus } from '../payloads/github.js';
 import {
   cpuThrottling,
   filesystemAlmostFull,
+  helmChartNaming,
   hpaMaxedOut,
   jobFailed,
   podNotReady,
@@ -83,7 +84,7 @@ export const attributionB: CorpusIncident[] = [
     title: 'kubelet reports a Kafka broker volume full; producers in order-worker time out',
     story:
       'Broker 2 of the events cluster hosts the leader of a 2-TB compacted topic whose retention was never set. Its PersistentVolume (data-kafka-2) filled; the ' +
-      'broker went offline and producers timed out. The alerts came from kubelet and kube-state-metrics with the StatefulSet name only.',
+      "broker went offline and producers timed out. The alerts came from the kube-prometheus-stack chart's kubelet and kube-state-metrics jobs, with the StatefulSet name only.",
     world: shop({
       nodes: [node('events-kafka', 'queue', 9, 'platform')],
       edges: [
@@ -94,10 +95,13 @@ export const attributionB: CorpusIncident[] = [
     deliveries: [
       routineDeploy('order-worker', -200),
       otherDeploy('search-api', -17),
-      prom([pvcFillingUp('kafka', 'data-kafka-2', 'ip-10-0-8-31.eu-west-1.compute.internal', -6, 0.8)], {
-        groupBy: ['namespace'],
-      }),
-      prom([statefulSetMismatch('kafka', 'kafka', 0)], { groupBy: ['namespace'], page: true }),
+      prom(
+        [helmChartNaming(pvcFillingUp('kafka', 'data-kafka-2', 'ip-10-0-8-31.eu-west-1.compute.internal', -6, 0.8))],
+        {
+          groupBy: ['namespace'],
+        },
+      ),
+      prom([helmChartNaming(statefulSetMismatch('kafka', 'kafka', 0))], { groupBy: ['namespace'], page: true }),
       sentry({
         project: 'order-worker',
         type: 'confluent_kafka.KafkaException',
@@ -163,10 +167,17 @@ export const attributionB: CorpusIncident[] = [
     deliveries: [
       routineDeploy('recommendations-api', -2000),
       otherDeploy('cart-api', -44),
-      prom([hpaMaxedOut('discovery', 'recommendations-api', -9)], { groupBy: ['namespace'] }),
-      prom([cpuThrottling('discovery', 'recommendations-api', 'ip-10-0-6-77.eu-west-1.compute.internal', -4, 78)], {
-        groupBy: ['namespace'],
-      }),
+      prom([helmChartNaming(hpaMaxedOut('discovery', 'recommendations-api', -9))], { groupBy: ['namespace'] }),
+      prom(
+        [
+          helmChartNaming(
+            cpuThrottling('discovery', 'recommendations-api', 'ip-10-0-6-77.eu-west-1.compute.internal', -4, 78),
+          ),
+        ],
+        {
+          groupBy: ['namespace'],
+        },
+      ),
       prom([probeSlow('http://recommendations-api.discovery.svc:8080/health', 0, 3.1)], {
         groupBy: ['alertname'],
         page: true,

@@ -7,6 +7,7 @@ import { calibrationB } from './calibration-b.js';
 import { changesA } from './changes-a.js';
 import { changesB } from './changes-b.js';
 import { changesC } from './changes-c.js';
+import { mixedD } from './mixed-d.js';
 import { operationalA } from './operational-a.js';
 import { operationalB } from './operational-b.js';
 import { operationalC } from './operational-c.js';
@@ -26,4 +27,5 @@ export const corpus: readonly CorpusIncident[] = [
   ...operationalC,
   ...calibrationA,
   ...calibrationB,
+  ...mixedD,
 ];

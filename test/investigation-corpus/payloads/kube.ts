@@ -322,3 +322,42 @@ export function probeSlow(target: string, at: number, seconds = 2.7): Alert {
     at,
   };
 }
+
+/** The waiting reason kube-state-metrics reports for a container that cannot start (image, config). */
+export function containerWaiting(ns: string, workload: string, reason: string, at: number): Alert {
+  const p = podOf(workload);
+  return {
+    labels: {
+      alertname: 'KubeContainerWaiting',
+      container: workload,
+      ...ksm,
+      namespace: ns,
+      pod: p,
+      reason,
+      severity: 'warning',
+    },
+    annotations: {
+      description: `pod/${p} in namespace ${ns} on container ${workload} has been in waiting state for longer than 1 hour. (reason: "${reason}")`,
+      runbook_url: runbook('KubeContainerWaiting'),
+      summary: 'Pod container waiting longer than 1 hour',
+    },
+    at,
+  };
+}
+
+/**
+ * The same alert as the kube-prometheus-stack Helm chart labels it: the exporters' jobs and
+ * services carry the release name (`kube-prometheus-stack-kube-state-metrics`…).
+ */
+export function helmChartNaming(alert: Alert, release = 'kube-prometheus-stack'): Alert {
+  const rename: Record<string, string> = {
+    'kube-state-metrics': `${release}-kube-state-metrics`,
+    kubelet: `${release}-kubelet`,
+    'node-exporter': `${release}-prometheus-node-exporter`,
+  };
+  const labels = { ...alert.labels };
+  for (const key of ['job', 'service'] as const)
+    if (labels[key] && rename[labels[key]!]) labels[key] = rename[labels[key]!]!;
+  if (labels.prometheus) labels.prometheus = `monitoring/${release}-prometheus`;
+  return { ...alert, labels };
+}
