@@ -67,6 +67,8 @@ const CATEGORY_NAMES: Record<PatternCategory, string> = {
   worker_saturation: 'Worker pool saturation',
   failed_job: 'Failed job',
   datasource_failure: 'Monitoring data source failure',
+  cpu_limit: 'CPU limit too low',
+  replication_slot: 'WAL held by a replication slot',
   cache_failure: 'Cache failure',
   upstream_failure: 'Dependency failure',
   traffic_spike: 'Traffic spike',

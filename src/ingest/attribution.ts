@@ -212,8 +212,19 @@ function fromLabels(labels: Labels): Attribution {
   if (own) return own;
   if (exporter === 'blackbox') return probeTarget(labels) ?? none('exporter-only');
   if (value(labels, 'node') || (exporter === 'node' && value(labels, 'instance'))) return none('node');
+  // A datastore exporter (Elasticsearch, Redis, Kafka, RabbitMQ…) names the cluster it watches.
+  const watched = serviceKeys.some((key) => DATASTORE_EXPORTER.test(value(labels, key) ?? ''));
+  for (const key of clusterKeys) {
+    const found = value(labels, key);
+    if (watched && found && !isExporterName(found)) return { service: found, attribution: `label:${key}` };
+  }
   return exporter ? none('exporter-only') : none('no-service-label');
 }
+
+/** Exporters that watch one datastore: their `cluster` label names it (elsewhere it is the Kubernetes cluster). */
+const DATASTORE_EXPORTER =
+  /(elasticsearch|opensearch|redis|kafka|rabbitmq|mongodb|postgres|mysql|memcached|cassandra|zookeeper|nats|clickhouse)[-_]?exporter/i;
+const clusterKeys = ['cluster', 'cluster_name', 'es_cluster', 'redis_cluster', 'kafka_cluster', 'rabbitmq_cluster'];
 
 /** Grafana's own alerts about a query, not about what it measures. */
 const datasourceAlerts = new Set(['DatasourceNoData', 'DatasourceError']);

@@ -547,3 +547,25 @@ describe('fingerprints stay what they were', () => {
     );
   });
 });
+
+describe('datastore exporters', () => {
+  it('an elasticsearch_exporter alert belongs to the cluster it watches', () => {
+    expect(
+      labels({
+        alertname: 'ElasticsearchClusterRed',
+        cluster: 'search-index',
+        job: 'elasticsearch-exporter',
+        instance: '10.2.9.14:9114',
+        service: 'elasticsearch-exporter',
+        namespace: 'search',
+      }),
+    ).toEqual({ service: 'search-index', attribution: 'label:cluster' });
+  });
+
+  it('a cluster label on another exporter (the Kubernetes cluster name) names nothing', () => {
+    expect(
+      labels({ alertname: 'KubeAPIErrorBudgetBurn', cluster: 'prod-eu-1', job: 'apiserver', service: 'kubernetes' })
+        .service,
+    ).not.toBe('prod-eu-1');
+  });
+});

@@ -41,6 +41,8 @@ export const CAUSE_CUES: ReadonlyArray<{ kind: HypothesisKind; pattern: RegExp }
   { kind: 'worker_saturation', pattern: /\b(worker pool|thread pool|all workers busy|gunicorn|puma|uwsgi)\b/i },
   { kind: 'failed_job', pattern: /\b(job failed|failed job|cron ?job failed)\b/i },
   { kind: 'datasource_failure', pattern: /\b(data ?source|prometheus (was |is )?down|monitoring gap|no data)\b/i },
+  { kind: 'replication_slot', pattern: /\b(replication slots?|wal (retained|kept)|debezium)\b/i },
+  { kind: 'cpu_limit', pattern: /\b(cpu limits?|cpu throttl\w*|limits\.cpu)\b/i },
   { kind: 'rate_limited', pattern: /\b(rate[- ]limit\w*|429|throttl\w*|quota)\b/i },
   { kind: 'expired_certificate', pattern: /\b(cert(ificate)?s?|x509|tls|ssl)\b/i },
   {

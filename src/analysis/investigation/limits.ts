@@ -116,3 +116,32 @@ export function hotKey(v: View): Hypothesis[] {
     }),
   ];
 }
+
+const THROTTLED = /(\d{2,3})(?:\.\d+)? ?% (?:of )?(?:cpu )?(?:periods )?throttl|throttling of cpu|cputhrottlinghigh/i;
+
+export function cpuLimit(v: View): Hypothesis[] {
+  const mine = (a: (typeof v.all)[number]) => v.own.includes(a) || v.related.includes(a);
+  const signals = v.all.filter((a) => mine(a) && /throttl/i.test(textOf(a)) && THROTTLED.test(textOf(a)));
+  const heavy = signals.filter((a) => Number(textOf(a).match(/(\d{2,3})(?:\.\d+)? ?%/)?.[1] ?? 0) >= 50);
+  if (heavy.length === 0) return [];
+  const service = servicesOf(heavy)[0] ?? v.service;
+  const percent = textOf(heavy[0]!).match(/(\d{2,3})(?:\.\d+)? ?%/)?.[1];
+  const maxed = v.all.some((a) => /(max(imum)? replicas|hpa.{0,40}max|kubehpamaxedout)/i.test(textOf(a)));
+  return [
+    draft('cpu_limit', {
+      statement: `${service} is throttled by its CPU limit${percent ? ` (${percent}% of periods)` : ''}`,
+      subject: service,
+      score: 0.6 + (maxed ? 0.1 : 0) + (Number(percent ?? 0) >= 70 ? 0.05 : 0),
+      support: [...heavy.slice(0, 2).map(alertLine), ...(maxed ? ['its autoscaler is at its maximum'] : [])],
+      against: [],
+      sources: heavy.map((a) => a.eventId),
+      rootCause: `A CPU limit too low for the load: ${service}'s containers are throttled${percent ? ` ${percent}% of the time` : ''} (${says(heavy[0]!, 100)}) by their CPU limit${maxed ? ', and its autoscaler is already at its maximum, so adding load only queues requests' : ''}; requests wait for CPU quota and latency climbs.`,
+      actions: [
+        `Raise ${service}'s CPU limit (resources.limits.cpu, or remove it and keep the request) so its containers stop being throttled${maxed ? ', and raise its autoscaler maximum' : ''}`,
+        `Set ${service}'s CPU request and limit from its measured use under peak load, and alert on throttling above 25 %`,
+      ],
+      keywords: ['cpu', 'limit', 'throttling', 'quota', 'resources', lower(service)],
+      evidence: 'direct',
+    }),
+  ];
+}

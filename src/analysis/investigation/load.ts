@@ -151,7 +151,9 @@ export function cacheEviction(v: View): Hypothesis[] {
 }
 
 const RETRY =
-  /(retry storm|retries|retrying|retry (rate|count|attempts?)|retried|thundering herd|request amplification|amplif|backoff|re-?tries? (exhausted|exceeded))/i;
+  /(retry storm|retries|retrying|retry[- _]?(rate|count|attempts?)|x-retry|retried|thundering herd|request amplification|amplif|backoff|re-?tries? (exhausted|exceeded))/i;
+/** Most of the load is retries (`93% of requests carry X-Retry-Attempt`). */
+const MOSTLY_RETRIES = /(\d{2,3}) ?% of (the )?(requests|calls|traffic)[^.\n]{0,40}retr/i;
 
 export function retryStorm(v: View): Hypothesis[] {
   const retrying = matching(v.all, RETRY);
@@ -168,7 +170,8 @@ export function retryStorm(v: View): Hypothesis[] {
     0.5 +
     (amplified ? 0.15 : 0) +
     (retrying.length >= 2 ? 0.05 : 0) +
-    (/storm|thundering|amplif/i.test(retrying.map(textOf).join(' ')) ? 0.15 : 0);
+    (/storm|thundering|amplif/i.test(retrying.map(textOf).join(' ')) ? 0.15 : 0) +
+    (retrying.some((a) => MOSTLY_RETRIES.test(textOf(a))) ? 0.15 : 0);
   const at = target ?? 'its dependency';
   return [
     draft('retry_storm', {

@@ -8,12 +8,12 @@ import { contextEffect, contextOnlyHypotheses } from './context.js';
 import { expiredCredentials } from './credentials.js';
 import { clockSkew, noisyNeighbour } from './hosts.js';
 import { datasourceFailure, failedJob } from './jobs.js';
-import { fdExhaustion, hotKey, workerSaturation } from './limits.js';
+import { cpuLimit, fdExhaustion, hotKey, workerSaturation } from './limits.js';
 import { cacheEviction, oomFromInput, retryStorm, runawayJob } from './load.js';
 import { calibratedConfidence, hypothesisProbabilities } from './calibration.js';
 import { applyKnownPatterns } from './patterns.js';
 import { brokerAlarm, consumerLag } from './queues.js';
-import { connectionPool, diskFull, dnsFailure, expiredCertificate } from './resources.js';
+import { connectionPool, diskFull, dnsFailure, expiredCertificate, replicationSlot } from './resources.js';
 import { recommendedActions } from './runbooks.js';
 import { clamp, lower, round2 } from './text.js';
 import { cacheFailure, flappingAlert, trafficSpike, upstreamFailure } from './topology.js';
@@ -45,6 +45,8 @@ const KIND_ORDER: HypothesisKind[] = [
   'fd_exhaustion',
   'worker_saturation',
   'datasource_failure',
+  'replication_slot',
+  'cpu_limit',
   'memory_leak',
   'bad_deploy',
   'upstream_deploy',
@@ -86,8 +88,12 @@ function subsumedBy(h: Hypothesis, others: Hypothesis[]): Hypothesis | undefined
     return others.find(
       (o) =>
         ((o.kind === 'consumer_lag' || o.kind === 'retry_storm') && near(o, 0.1)) ||
-        ((o.kind === 'cache_eviction' || o.kind === 'hot_key') && o.score >= 0.6),
+        ((o.kind === 'cache_eviction' || o.kind === 'hot_key') && o.score >= 0.6) ||
+        (o.kind === 'cpu_limit' && near(o, 0.1)),
     );
+  if (h.kind === 'disk_full') return others.find((o) => o.kind === 'replication_slot' && near(o, 0.2));
+  if (h.kind === 'worker_saturation')
+    return others.find((o) => (o.kind === 'retry_storm' || o.kind === 'traffic_spike') && near(o, 0.15));
   // Lagging consumers are a symptom of what slows them, when that is seen.
   if (h.kind === 'consumer_lag' && h.evidence === 'topological')
     return others.find((o) => SLOW_CONSUMER_CAUSES.has(o.kind) && o.evidence === 'direct' && near(o, 0.15));
@@ -166,6 +172,8 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
     ...fdExhaustion(v),
     ...workerSaturation(v),
     ...datasourceFailure(v),
+    ...cpuLimit(v),
+    ...replicationSlot(v),
     ...cacheFailure(v),
     ...upstreamFailure(v),
     ...trafficSpike(v),

@@ -175,3 +175,37 @@ export function dnsFailure(v: View, contextOnly = false): Hypothesis[] {
     }),
   ];
 }
+
+const SLOT =
+  /(replication slot|pg_replication_slots|restart_lsn|wal (retained|kept|size)|retains? [\d.]+ ?[gtm]i?b of wal|inactive slot|wal_keep)/i;
+
+/** A disk filling with WAL that an inactive replication slot holds (a stopped CDC consumer). */
+export function replicationSlot(v: View): Hypothesis[] {
+  const signals = matching(v.all, SLOT);
+  if (signals.length === 0) return [];
+  const slot =
+    signals.map((a) => a.labels.slot_name ?? a.labels.slot).find((s): s is string => !!s) ??
+    signals.map((a) => textOf(a).match(/slot[\s:=]+["'`]?([\w-]{3,})/i)?.[1]).find((s): s is string => !!s);
+  const db =
+    signals.map((a) => a.service).find((s): s is string => !!s) ??
+    v.input.topology.dependencies.find((d) => d.type === 'database')?.name ??
+    'the database';
+  const full = matching(v.all, RE.disk).length > 0;
+  return [
+    draft('replication_slot', {
+      statement: `Replication slot ${slot ?? '(inactive)'} on ${db} retains WAL until the disk fills`,
+      subject: slot ?? db,
+      score: 0.6 + (slot ? 0.1 : 0) + (full ? 0.15 : 0),
+      support: [...signals.slice(0, 2), ...matching(v.all, RE.disk).slice(0, 1)].map(alertLine),
+      against: [],
+      sources: signals.map((a) => a.eventId),
+      rootCause: `WAL held by an inactive replication slot: ${slot ? `slot ${slot}` : 'a replication slot'} on ${db} has no consumer reading it (${says(signals[0]!, 110)}), so PostgreSQL retains every WAL segment for it${full ? ' and the data volume filled; writes fail' : ''}.`,
+      actions: [
+        `Drop replication slot ${slot ?? '<the inactive slot>'} on ${db} (\`select pg_drop_replication_slot('${slot ?? '<slot>'}')\`) if its consumer is gone, or restart the consumer so it advances, to release the WAL`,
+        `Set max_slot_wal_keep_size on ${db} and alert on inactive slots and retained WAL`,
+      ],
+      keywords: ['replication slot', 'wal', 'disk', 'postgres', lower(slot ?? db)],
+      evidence: 'direct',
+    }),
+  ];
+}

@@ -192,6 +192,20 @@ export function upstreamFailure(v: View): Hypothesis[] {
   });
 }
 
+/** Where a surge comes from, when the alerts say: an ASN (and its owner), a user agent, an address. */
+function trafficSource(alerts: AlertObservation[]): string | undefined {
+  for (const a of alerts) {
+    const text = textOf(a);
+    const asn = text.match(/\b(AS\d{3,6})\b(?:\s*\(([^)]{2,40})\))?/);
+    const agent = text.match(/user[- ]?agent[:=\s]+["'`]?([\w./()-]{3,60})/i)?.[1];
+    if (asn) return `${asn[1]}${asn[2] ? ` (${asn[2]})` : ''}${agent ? `, user-agent ${agent}` : ''}`;
+    if (agent) return `user-agent ${agent}`;
+    const ip = text.match(/\bfrom (\d{1,3}(?:\.\d{1,3}){3}(?:\/\d{1,2})?)/)?.[1];
+    if (ip) return ip;
+  }
+  return undefined;
+}
+
 export function trafficSpike(v: View): Hypothesis[] {
   const mine = (a: AlertObservation) => v.own.includes(a) || lower(a.service) === lower(v.input.incident.service);
   const signals = matching(v.scope.filter(mine), RE.traffic);
@@ -199,23 +213,31 @@ export function trafficSpike(v: View): Hypothesis[] {
   const multiplier = signals.map((a) => textOf(a).match(RE.trafficMultiplier)?.[0]).find((m): m is string => !!m);
   const saturated = matching(v.scope.filter(mine), RE.saturation);
   const saturatedOther = saturated.find((a) => !signals.includes(a));
-  let score = 0.5 + (multiplier ? 0.15 : 0) + (saturated.length > 0 ? 0.1 : 0);
+  const source = trafficSource([...signals, ...matching(v.scope, RE.traffic)]);
+  let score = 0.5 + (multiplier ? 0.15 : 0) + (saturated.length > 0 ? 0.1 : 0) + (source ? 0.1 : 0);
   const recent = v.input.changes.some((c) => c.hops === 0 && proximity(minutesBetween(c.occurredAt, v.first)) >= 0.6);
   if (!recent) score += 0.05;
+  const from = source ? ` from ${source}` : '';
   return [
     draft('traffic_spike', {
-      statement: `Traffic spike on ${v.service}${multiplier ? ` (${multiplier})` : ''}`,
-      subject: v.service,
+      statement: `Traffic spike on ${v.service}${from}${multiplier ? ` (${multiplier})` : ''}`,
+      subject: source ?? v.service,
       score,
       support: [...signals.slice(0, 3).map(alertLine), ...(recent ? [] : ['no recent change of the service'])],
       against: recent ? ['the service also changed shortly before'] : [],
       sources: signals.map((a) => a.eventId),
-      rootCause: `A traffic spike: ${v.service} receives ${multiplier ?? 'far more requests than usual'} (${says(signals[0]!)}) and saturates${saturatedOther ? ` (${saturatedOther.alertName}: ${says(saturatedOther, 80)})` : ''}; nothing changed in the service itself.`,
-      actions: [
-        `Scale out ${v.service}: raise its replica count and its autoscaler maximum above the current ceiling`,
-        `Rate-limit or shed the excess traffic at the edge for ${v.service} (per client), and find its source in the access logs`,
-      ],
-      keywords: ['traffic', 'scale', 'scaling', 'capacity', 'autoscaling', 'rate limit', 'load'],
+      rootCause: `A traffic spike${from}: ${v.service} receives ${multiplier ?? 'far more requests than usual'} (${says(signals[0]!)}) and saturates${saturatedOther ? ` (${saturatedOther.alertName}: ${says(saturatedOther, 80)})` : ''}; nothing changed in the service itself.`,
+      actions: source
+        ? [
+            `Block or rate-limit ${source} at the edge (a WAF or gateway rule) so ${v.service} serves its real users again`,
+            `Scale out ${v.service} if the latency does not recover, and add per-client rate limits for the routes it hit`,
+          ]
+        : [
+            `Scale out ${v.service}: raise its replica count and its autoscaler maximum above the current ceiling`,
+            `Rate-limit or shed the excess traffic at the edge for ${v.service} (per client), and find its source in the access logs`,
+          ],
+      keywords: ['traffic', 'scale', 'scaling', 'capacity', 'autoscaling', 'rate limit', 'load', 'waf', 'block'],
+      ...(source ? { evidence: 'direct' as const } : {}),
     }),
   ];
 }

@@ -200,6 +200,8 @@ export const hypothesisKinds = [
   'worker_saturation',
   'failed_job',
   'datasource_failure',
+  'cpu_limit',
+  'replication_slot',
   'cache_failure',
   'upstream_failure',
   'traffic_spike',

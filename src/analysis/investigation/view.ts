@@ -121,11 +121,13 @@ export function buildView(input: InvestigationInput): View {
   };
 }
 
-/** The first value of any of `keys` (case-insensitive label names) on the alerts. */
+/** The value of the first of `keys` (in their order; label names case-insensitive) any alert carries. */
 export function firstLabel(alerts: AlertObservation[], keys: string[]): string | undefined {
-  for (const a of alerts) {
-    for (const [k, value] of Object.entries(a.labels)) {
-      if (keys.includes(k.toLowerCase()) && value.trim() !== '') return value.trim();
+  for (const key of keys) {
+    for (const a of alerts) {
+      for (const [k, value] of Object.entries(a.labels)) {
+        if (k.toLowerCase() === key && value.trim() !== '') return value.trim();
+      }
     }
   }
   return undefined;
