@@ -4,7 +4,7 @@
  * (globs, path conventions, mentions). Needs no service.
  */
 import { describe, expect, it } from 'vitest';
-import { changeMatcher, globMatcher, namesInPath } from '../../src/activities/investigation/scene.js';
+import { changeMatcher, flagNames, globMatcher, namesInPath } from '../../src/activities/investigation/scene.js';
 import {
   classifyPath,
   environmentFrom,
@@ -147,6 +147,39 @@ describe('tying a change to a service', () => {
     expect(namesInPath('environments/production/payments/kustomization.yaml')).toEqual(['payments']);
     expect(namesInPath('terraform/prod/checkout/main.tf')).toEqual(['prod', 'checkout']);
     expect(namesInPath('src/apps.ts')).toEqual([]);
+  });
+
+  it('reads the service a flag key names', () => {
+    expect(flagNames('new-checkout-flow', 'checkout-api')).toBe(true);
+    expect(flagNames('use-tax-service-v2', 'tax-api')).toBe(true);
+    expect(flagNames('use-tax-service-v2', 'tax-service')).toBe(true);
+    expect(flagNames('search-v2-ranking', 'search-index')).toBe(true);
+    expect(flagNames('recommendations_batch_size', 'recommendations-api')).toBe(true);
+    expect(flagNames('checkout-api.retries', 'checkout-api')).toBe(true);
+    expect(flagNames('new-api-client', 'api-gateway')).toBe(false);
+    expect(flagNames('dark-mode', 'checkout-api')).toBe(false);
+    expect(flagNames('checkoutv2', 'checkout-api')).toBe(false);
+  });
+
+  it('ties a flag whose key names the service, a dependency, or a service of the incident’s alerts', () => {
+    const byKey = changeMatcher(
+      [
+        { name: 'checkout-api', hops: 0, repositories: [] },
+        { name: 'inventory-api', hops: 1, repositories: [] },
+      ],
+      'checkout-api 5xx above 5%',
+      ['checkout-api', 'recommendations-api'],
+    );
+    expect(byKey({ service: null, labels: { flag: 'new-checkout-flow' } })).toEqual({ hops: 0, matchedBy: 'mention' });
+    expect(byKey({ service: null, labels: { flag: 'inventory_reservations_v2' } })).toEqual({
+      hops: 1,
+      matchedBy: 'mention',
+    });
+    expect(byKey({ service: null, labels: { flag: 'recommendations_batch_size' } })).toEqual({
+      hops: 0,
+      matchedBy: 'mention',
+    });
+    expect(byKey({ service: null, labels: { flag: 'dark-mode' } })).toBeUndefined();
   });
 
   const targets = [

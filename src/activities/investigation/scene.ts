@@ -178,7 +178,8 @@ export async function recentChanges(
     .where(inWindow)
     .orderBy(desc(ingestedEvents.occurredAt), desc(ingestedEvents.id))
     .limit(MAX_CHANGE_CANDIDATES);
-  const matcher = changeMatcher(targets, alertTexts(scene));
+  const alertServices = [...new Set(scene.ownAlerts.map((a) => a.service).filter((n): n is string => !!n))];
+  const matcher = changeMatcher(targets, alertTexts(scene), alertServices);
   const tied = new Map<string, ChangeTie>();
   const byCommit = new Map<string, ChangeTie>();
   for (const c of candidates) {
@@ -351,16 +352,60 @@ export function globMatcher(glob: string): (path: string) => boolean {
   };
 }
 
+/** Words too common to say which service a flag is about. */
+const vagueWords = new Set([
+  'api',
+  'app',
+  'web',
+  'service',
+  'svc',
+  'worker',
+  'server',
+  'backend',
+  'frontend',
+  'main',
+  'core',
+  'new',
+  'old',
+  'use',
+  'enable',
+  'disable',
+  'test',
+  'prod',
+  'v1',
+  'v2',
+  'v3',
+]);
+
+/** What a service name says in a flag key: the name, and its first word when it is telling (`checkout-api` → checkout). */
+function nameWords(name: string): string[] {
+  const lowered = lower(name);
+  const first = lowered.split(/[-_.]/)[0] ?? '';
+  return first.length >= 3 && !vagueWords.has(first) && first !== lowered ? [lowered, first] : [lowered];
+}
+
+/** Whether a flag key names a service: `new-checkout-flow` names checkout-api, `use-tax-service-v2` tax-api. */
+export function flagNames(flag: string, service: string): boolean {
+  const key = lower(flag);
+  const words = new Set(key.split(/[-_.:/\s]+/));
+  return nameWords(service).some((w) => (w.includes('-') || w.includes('_') ? key.includes(w) : words.has(w)));
+}
+
 function mentioned(text: string, word: string): boolean {
   if (word.length < 3) return false;
   const escaped = word.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   return new RegExp(`(^|[^\\w.-])${escaped}($|[^\\w-])`).test(text);
 }
 
-/** Ties a change to the nearest target it concerns (fewest hops; then service, repository, path, mention). */
+/**
+ * Ties a change to the nearest target it concerns (fewest hops; then service, repository, path,
+ * mention). `alertServices` are the services of the incident's own alerts: a flag whose key names
+ * one is the incident's.
+ */
 export function changeMatcher(
   targets: ChangeTarget[],
   alertText: string,
+  alertServices: string[] = [],
 ): (change: { service: string | null; labels: Record<string, string> }) => ChangeTie | undefined {
   const byName = new Map<string, ChangeTarget>();
   for (const t of targets) if (!byName.has(lower(t.name))) byName.set(lower(t.name), t);
@@ -385,11 +430,14 @@ export function changeMatcher(
       else if (paths.some((p) => entry.globs.some((matches) => matches(p)))) tie(entry.target, 'path');
     }
     for (const p of paths) for (const n of namesInPath(p)) tie(byName.get(n), 'path');
+    const flag = change.labels.flag;
     if (ties.length === 0 && own) {
-      const flag = change.labels.flag;
       if ((flag && mentioned(alertText, flag)) || (change.service && mentioned(alertText, change.service)))
         tie(own, 'mention');
+      else if (flag && alertServices.some((n) => flagNames(flag, n))) tie(own, 'mention');
     }
+    // A flag no tool tied whose key names the service or a dependency (`new-checkout-flow`).
+    if (ties.length === 0 && flag) for (const t of targets) if (flagNames(flag, t.name)) tie(t, 'mention');
     ties.sort((a, b) => a.hops - b.hops || matchOrder.indexOf(a.matchedBy) - matchOrder.indexOf(b.matchedBy));
     return ties[0];
   };
