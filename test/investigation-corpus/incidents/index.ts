@@ -8,6 +8,7 @@ import { changesA } from './changes-a.js';
 import { changesB } from './changes-b.js';
 import { changesC } from './changes-c.js';
 import { mixedD } from './mixed-d.js';
+import { mixedE } from './mixed-e.js';
 import { operationalA } from './operational-a.js';
 import { operationalB } from './operational-b.js';
 import { operationalC } from './operational-c.js';
@@ -28,4 +29,5 @@ export const corpus: readonly CorpusIncident[] = [
   ...calibrationA,
   ...calibrationB,
   ...mixedD,
+  ...mixedE,
 ];
