@@ -17,6 +17,7 @@ const unit = [
   'test/domain/*.test.ts',
   'test/ingest/providers.test.ts',
   'test/ingest/provider-markers.test.ts',
+  'test/ingest/change-sources-rules.test.ts',
   'test/ingest/attribution.test.ts',
   'test/storm/scenarios.test.ts',
   'test/launcher-lock.test.ts',

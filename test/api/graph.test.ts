@@ -105,6 +105,7 @@ describe('service nodes', () => {
       type: 'api',
       team: null,
       criticality: 5,
+      repositories: [],
       createdAt: expect.any(String),
       updatedAt: res.body.createdAt,
     });
@@ -400,6 +401,7 @@ describe('service nodes', () => {
       'createdAt',
       'criticality',
       'name',
+      'repositories',
       'serviceId',
       'team',
       'type',

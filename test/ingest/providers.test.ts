@@ -100,11 +100,16 @@ describe('provider registry', () => {
   it('has every provider keyed by its name', () => {
     expect(Object.keys(providers).sort()).toEqual([
       'alertmanager',
+      'argocd',
       'datadog',
+      'flagsmith',
+      'flux',
       'generic',
       'github',
       'grafana',
+      'launchdarkly',
       'sentry',
+      'unleash',
     ]);
     for (const [name, provider] of Object.entries(providers)) expect(provider.name).toBe(name);
     expect(findProvider('grafana')).toBe(grafanaProvider);

@@ -39,7 +39,9 @@ export async function topologyOf(
   const alerting = new Set<string>();
   if (scene.service && scene.ownAlerts.some((a) => a.status !== 'resolved')) alerting.add(lower(scene.service));
   const firingBy = new Map<string, IngestedEventRow[]>();
-  for (const a of correlated) {
+  // Grouping puts a failing dependency's alerts in the incident itself: they count as its alerts too.
+  const ownOfOthers = scene.ownAlerts.filter((a) => a.service && lower(a.service) !== lower(scene.service));
+  for (const a of [...correlated, ...ownOfOthers]) {
     if (a.status === 'resolved' || !a.service) continue;
     alerting.add(lower(a.service));
     firingBy.set(lower(a.service), [...(firingBy.get(lower(a.service)) ?? []), a]);

@@ -46,10 +46,25 @@ const failedState = (state: string | null) => state !== null && /^(failure|error
 const notYetLive = (state: string | null) => state !== null && /^(queued|pending)$/i.test(state);
 const isProduction = (env: string | null) => env === null || /prod|live|main/i.test(env);
 
-function deploysOf(v: View, hops: (h: number) => boolean): Deploy[] {
-  const latest = latestDeploys(v.deployments.filter((d) => d.changeType !== 'feature_flag')).filter(
-    (d) => hops(d.hops) && !notYetLive(d.state),
+/** Releases no deployment event followed: teams that deploy on release publish nothing else. */
+function releasesAsDeploys(v: View): ChangeObservation[] {
+  return v.input.changes.filter(
+    (r) =>
+      r.changeType === 'release' &&
+      !v.deployments.some(
+        (d) =>
+          d.changeType !== 'feature_flag' &&
+          lower(d.service) === lower(r.service) &&
+          ms(d.occurredAt) >= ms(r.occurredAt),
+      ),
   );
+}
+
+function deploysOf(v: View, hops: (h: number) => boolean): Deploy[] {
+  const latest = [
+    ...latestDeploys(v.deployments.filter((d) => d.changeType !== 'feature_flag')),
+    ...releasesAsDeploys(v),
+  ].filter((d) => hops(d.hops) && !notYetLive(d.state));
   return latest
     .map((change) => {
       const earlier = latest
@@ -67,7 +82,16 @@ function deploysOf(v: View, hops: (h: number) => boolean): Deploy[] {
 }
 
 const deployName = (c: ChangeObservation) =>
-  `deployment ${c.deploymentId ?? sha7(c.sha) ?? c.eventId} of ${c.service ?? c.repository ?? 'the service'}`;
+  c.changeType === 'release'
+    ? `release ${c.version ?? sha7(c.sha) ?? c.eventId} of ${c.service ?? c.repository ?? 'the service'}`
+    : `deployment ${c.deploymentId ?? sha7(c.sha) ?? c.eventId} of ${c.service ?? c.repository ?? 'the service'}`;
+/** Words every deploy and every alert use: naming them says nothing about what changed. */
+const OPS_WORDS =
+  /^(production|staging|deploy\w*|releas\w*|success\w*|error\w*|fail\w*|servic\w*|request\w*|respon\w*|timeout\w*|latency|alert\w*|status|state|environment|github\w*|actions|workflow\w*|version|build|pipeline|commit\w*|merged?|branch|main|master|server|client|https?|example|total|value|threshold|above|below|minutes?|seconds?|percent)$/;
+
+/** What a change says it changed: its title, description and commit messages. */
+const changeWords = (c: ChangeObservation) =>
+  distinctiveWords([c.title, c.description ?? '', ...c.commits.map((m) => m.message), c.version ?? ''].join('\n'));
 const shaPart = (c: ChangeObservation) => (c.sha ? ` (sha ${sha7(c.sha)})` : '');
 
 /** Pushes whose commits include the deployed sha (or any push of the service shortly before it). */
@@ -112,6 +136,19 @@ export function badDeploy(v: View): Hypothesis[] {
     if (release) {
       score += 0.1;
       support.push(`the failing events carry its release (${release.labels.release ?? release.labels.version})`);
+    }
+    // Specific beats temporal: the errors name something the change changed (a library, a field).
+    const alertWords = distinctiveWords(v.own.map(textOf).join('\n'));
+    const named = [...changeWords(change)].filter(
+      (w) =>
+        alertWords.has(w) &&
+        !OPS_WORDS.test(w) &&
+        !lower(change.service).includes(w) &&
+        !lower(change.repository).includes(w),
+    );
+    if (named.length > 0) {
+      score += 0.15;
+      support.push(`the errors name what it changed (${named.slice(0, 3).join(', ')})`);
     }
     if (failedState(change.state)) {
       score -= 0.2;
@@ -164,7 +201,7 @@ export function badDeploy(v: View): Hypothesis[] {
       ],
       keywords: ['deploy', 'deployment', 'rollback', 'roll back', 'release'],
       changeRef: change.sha ?? change.eventId,
-      evidence: 'temporal',
+      evidence: named.length > 0 ? 'direct' : 'temporal',
       minutesBefore,
     });
   });

@@ -16,7 +16,7 @@ import { brokerAlarm, consumerLag } from './queues.js';
 import { connectionPool, diskFull, dnsFailure, expiredCertificate, replicationSlot } from './resources.js';
 import { recommendedActions } from './runbooks.js';
 import { clamp, lower, round2 } from './text.js';
-import { cacheFailure, flappingAlert, trafficSpike, upstreamFailure } from './topology.js';
+import { cacheFailure, flappingAlert, selfFailure, trafficSpike, upstreamFailure } from './topology.js';
 import { type Hypothesis, type HypothesisKind, type InvestigationAnalysis, type InvestigationInput } from './types.js';
 import { undetermined } from './undetermined.js';
 import { thirdPartyOutage } from './vendors.js';
@@ -176,6 +176,7 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
     ...replicationSlot(v),
     ...cacheFailure(v),
     ...upstreamFailure(v),
+    ...selfFailure(v),
     ...trafficSpike(v),
     ...flappingAlert(v),
   ];

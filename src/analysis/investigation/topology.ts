@@ -192,6 +192,41 @@ export function upstreamFailure(v: View): Hypothesis[] {
   });
 }
 
+/**
+ * The incident's own service reports itself broken (a datastore's cluster red, a broker down)
+ * while the services that use it alert in the same incident: it is the failing dependency.
+ */
+export function selfFailure(v: View): Hypothesis[] {
+  const service = v.input.incident.service;
+  if (!service) return [];
+  const broken = v.ownFiring.filter((a) => lower(a.service) === lower(service) && BROKEN.test(textOf(a)));
+  if (broken.length === 0) return [];
+  const users = servicesOf(v.own.filter((a) => a.service && lower(a.service) !== lower(service)));
+  const type = v.input.topology.serviceType ?? 'api';
+  if (users.length === 0 && !['database', 'cache', 'queue'].includes(type)) return [];
+  const action = (DB_ACTION[type] ?? DB_ACTION.api!)(service);
+  return [
+    draft('upstream_failure', {
+      statement: `${service} (${type}) itself is failing${users.length > 0 ? `, and ${list(users)} fail with it` : ''}`,
+      subject: service,
+      score: 0.6 + (users.length > 0 ? 0.1 : 0) + (broken.length > 1 ? 0.05 : 0),
+      support: [
+        ...broken.slice(0, 2).map(alertLine),
+        ...(users.length > 0 ? [`${list(users)}, which use it, alert in the same incident`] : []),
+      ],
+      against: [],
+      sources: broken.map((a) => a.eventId),
+      rootCause: `${service} (${type}) is failing: ${says(broken[0]!, 120)}${users.length > 0 ? `; ${list(users)} depend on it and fail with it` : ''}.`,
+      actions: [
+        action,
+        `Once ${service} is healthy, check that ${list(users.length > 0 ? users : [v.service])} recovered`,
+      ],
+      keywords: [lower(service), type, 'failover', 'outage'],
+      evidence: 'direct',
+    }),
+  ];
+}
+
 /** Where a surge comes from, when the alerts say: an ASN (and its owner), a user agent, an address. */
 function trafficSource(alerts: AlertObservation[]): string | undefined {
   for (const a of alerts) {
