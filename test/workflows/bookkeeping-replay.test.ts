@@ -124,12 +124,11 @@ describe('incident workflow determinism with bookkeeping as local activities', (
     expect(existsSync(afterPatch)).toBe(true);
     const history = JSON.parse(readFileSync(afterPatch, 'utf8'));
     const local = localActivityTypes(history);
-    expect(local).toEqual(expect.arrayContaining(['projectStatusChange', 'beginInvestigation', 'proposeRemediation']));
+    expect(local).toEqual(expect.arrayContaining(['projectStatusChange', 'beginInvestigation']));
     // Only the quick writes moved: the agents stay activity tasks, visible by name.
     const scheduled = activityTypes(history);
     expect(scheduled).not.toContain('projectStatusChange');
     expect(scheduled).not.toContain('beginInvestigation');
-    expect(scheduled).not.toContain('proposeRemediation');
     for (const agent of ['deploymentAgent', 'logsAgent', 'metricsAgent', 'runbookAgent'])
       expect(scheduled).toContain(agent);
     // The updates were accepted while the bookkeeping ran: before the agents were scheduled.

@@ -95,12 +95,6 @@ export const remediation = proxyActivities<RemediationActivities>({
   startToCloseTimeout: '2 minutes',
   retry: remediationRetry,
 });
-// The proposal that follows each conclusion: database reads and one transaction, idempotent per
-// request key, so it is bookkeeping too (ADR 0269).
-export const localRemediation = proxyLocalActivities<RemediationActivities>({
-  ...localBookkeepingOptions,
-  retry: remediationRetry,
-});
 // A step may call a skill, and heartbeats while it runs.
 export const remediationSteps = proxyActivities<RemediationActivities>({
   startToCloseTimeout: '2 minutes',

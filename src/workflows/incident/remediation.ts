@@ -7,7 +7,7 @@ import type { ProposedRemediation } from '../../analysis/remediation-types.js';
 import type { IncidentStatus } from '../../db/schema/incidents.js';
 import type { Actor, ApprovalDecidedView, ApprovalResponse } from '../messages.js';
 import { alreadyDecided, approvalExpired, approvalNotFound, failureReason, invalidDecision } from './failures.js';
-import { bookkeepingIsLocal, localRemediation, remediation, remediationSteps } from './proxies.js';
+import { remediation, remediationSteps } from './proxies.js';
 import type { IncidentRecord } from './record.js';
 
 /** A proposal awaiting its answer, and the answer once given (its record being written). */
@@ -143,8 +143,7 @@ export class Remediation {
       if (state.status !== 'investigating' && state.status !== 'awaiting_approval') return;
       this.evidenceMayHaveChanged = false;
       state.remediationProposals = (state.remediationProposals ?? 0) + 1;
-      const proposing = bookkeepingIsLocal() ? localRemediation : remediation;
-      const proposed: Approval = await proposing.proposeRemediation({
+      const proposed: Approval = await remediation.proposeRemediation({
         ...this.record.traced(),
         investigationRun: run,
         requestKey: `${workflowInfo().runId}:${state.remediationProposals}`,
