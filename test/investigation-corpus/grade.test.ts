@@ -87,4 +87,13 @@ describe('investigation corpus grading', () => {
     expect(f.reliability.map((b) => b.count)).toEqual([1, 0, 0, 0, 3]);
     expect(f.reliability[4]).toMatchObject({ meanConfidence: expect.closeTo(0.9333, 3), accuracy: 2 / 3 });
   });
+
+  it('calibrates an undetermined incident against 0: an honest low confidence scores well', () => {
+    const honest = figures([{ confidence: 0.05, correct: true, firstActionCorrect: true, undetermined: true }]);
+    expect(honest.rootCauseAccuracy).toBe(1);
+    expect(honest.brier).toBeCloseTo(0.0025, 10);
+    expect(honest.reliability[0]).toMatchObject({ count: 1, accuracy: 0 });
+    const sure = figures([{ confidence: 0.9, correct: false, firstActionCorrect: true, undetermined: true }]);
+    expect(sure.brier).toBeCloseTo(0.81, 10);
+  });
 });

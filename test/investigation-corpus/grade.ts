@@ -65,13 +65,22 @@ export interface Scored {
   confidence: number;
   correct: boolean;
   firstActionCorrect: boolean;
+  /** The truth is undetermined: no named cause can be right, so the calibration outcome is 0. */
+  undetermined?: boolean;
 }
+
+/**
+ * What the confidence is calibrated against: whether the cause the engine named is the cause.
+ * On an undetermined incident nothing named can be, so an honest low confidence scores well there.
+ */
+export const outcome = (r: Scored): number => (r.correct && !r.undetermined ? 1 : 0);
 
 export interface Figures {
   n: number;
   rootCauseAccuracy: number;
   firstActionAccuracy: number;
   brier: number;
+  /** `accuracy`: the share of the bin whose named cause is the cause (the calibration outcome). */
   reliability: Array<{ bin: string; count: number; meanConfidence: number; accuracy: number }>;
 }
 
@@ -85,14 +94,14 @@ export function figures(rows: Scored[]): Figures {
       bin: `${lo.toFixed(1)}–${Math.min(hi, 1).toFixed(1)}`,
       count: inBin.length,
       meanConfidence: mean(inBin.map((r) => r.confidence)),
-      accuracy: mean(inBin.map((r) => (r.correct ? 1 : 0))),
+      accuracy: mean(inBin.map(outcome)),
     };
   });
   return {
     n,
     rootCauseAccuracy: mean(rows.map((r) => (r.correct ? 1 : 0))),
     firstActionAccuracy: mean(rows.map((r) => (r.firstActionCorrect ? 1 : 0))),
-    brier: mean(rows.map((r) => (r.confidence - (r.correct ? 1 : 0)) ** 2)),
+    brier: mean(rows.map((r) => (r.confidence - outcome(r)) ** 2)),
     reliability: bins,
   };
 }

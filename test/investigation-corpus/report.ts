@@ -1,6 +1,6 @@
 /** The eval's printout and its JSON records (for fitting the engine's confidence). */
 import { writeFileSync } from 'node:fs';
-import { figures, type Figures } from './grade.js';
+import { figures, outcome, type Figures } from './grade.js';
 import type { IncidentResult } from './run.js';
 import { incidentClasses } from './types.js';
 
@@ -43,7 +43,7 @@ export function formatReport(results: IncidentResult[]): string {
         .join(', '),
   );
   lines.push('');
-  lines.push('reliability   n  mean conf  accuracy');
+  lines.push('reliability   n  mean conf  named cause right');
   for (const b of f.reliability)
     lines.push(
       `${b.bin.padEnd(10)} ${String(b.count).padStart(4)}  ${b.count ? b.meanConfidence.toFixed(2).padStart(9) : '        -'}  ${b.count ? pct(b.accuracy).padStart(8) : '       -'}`,
@@ -84,6 +84,9 @@ export function exportRecords(results: IncidentResult[]): string | undefined {
     class: r.class,
     grade: r.grade,
     correct: r.correct,
+    undetermined: r.undetermined,
+    /** The calibration outcome: the named cause is the cause (never on an undetermined incident). */
+    causeRight: outcome(r),
     firstActionCorrect: r.firstActionCorrect,
     confidence: r.confidence,
     topHypothesis: r.topHypothesis,

@@ -35,6 +35,7 @@ export interface IncidentResult {
   title: string;
   grade: Grade | 'no incident';
   correct: boolean;
+  undetermined: boolean;
   firstActionCorrect: boolean;
   confidence: number;
   rootCause: string;
@@ -149,7 +150,12 @@ async function investigate(
 
 export async function runIncident(svc: TestService, engine: Engine, incident: CorpusIncident): Promise<IncidentResult> {
   const started = Date.now();
-  const base = { id: incident.id, class: incident.class, title: incident.title };
+  const base = {
+    id: incident.id,
+    class: incident.class,
+    title: incident.title,
+    undetermined: !!incident.truth.undetermined,
+  };
   const empty = {
     correct: false,
     firstActionCorrect: false,
