@@ -69,6 +69,8 @@ const CATEGORY_NAMES: Record<PatternCategory, string> = {
   datasource_failure: 'Monitoring data source failure',
   cpu_limit: 'CPU limit too low',
   replication_slot: 'WAL held by a replication slot',
+  replication_lag: 'Replica lag',
+  io_saturation: 'Disk I/O saturation',
   cache_failure: 'Cache failure',
   upstream_failure: 'Dependency failure',
   traffic_spike: 'Traffic spike',

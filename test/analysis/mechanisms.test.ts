@@ -225,7 +225,7 @@ describe('changes', () => {
       }),
     );
     expect(result.hypotheses[0]).toMatchObject({ kind: 'feature_flag', subject: 'new-checkout-flow' });
-    expect(firstAction(result)).toMatch(/^Turn feature flag new-checkout-flow back off in production in LaunchDarkly/);
+    expect(firstAction(result)).toMatch(/^Turn off feature flag new-checkout-flow in production in LaunchDarkly/);
   });
 
   it('a dependency bump shipped by a deploy: revert the bump', () => {

@@ -67,7 +67,7 @@ export function featureFlag(v: View): Hypothesis[] {
         sources: [c.eventId],
         rootCause: `A feature flag change: ${flag} was changed${where} (${tool}${c.author ? `, by ${c.author}` : ''}) at ${hhmm(c.occurredAt)}, ${formatDuration(minutesBefore)} before ${target} started failing${mentioned ? `; the errors name ${flag}` : ''}. The code path it turned on fails in production.`,
         actions: [
-          `Turn feature flag ${flag} back off${where} in ${tool} (restore its previous state), then confirm ${target}'s errors stop`,
+          `Turn off feature flag ${flag}${where} in ${tool} (restore its previous state), then confirm ${target}'s errors stop`,
           `Keep ${flag} off until the code path it enables is fixed and tested with a small rollout percentage`,
         ],
         keywords: ['feature flag', 'flag', 'toggle', 'rollout', lower(flag)],

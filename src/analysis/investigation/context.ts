@@ -42,6 +42,8 @@ export const CAUSE_CUES: ReadonlyArray<{ kind: HypothesisKind; pattern: RegExp }
   { kind: 'failed_job', pattern: /\b(job failed|failed job|cron ?job failed)\b/i },
   { kind: 'datasource_failure', pattern: /\b(data ?source|prometheus (was |is )?down|monitoring gap|no data)\b/i },
   { kind: 'replication_slot', pattern: /\b(replication slots?|wal (retained|kept)|debezium)\b/i },
+  { kind: 'replication_lag', pattern: /\b(replica(tion)? lag|replay (lag|paused)|stale reads?)\b/i },
+  { kind: 'io_saturation', pattern: /\b(iops|burst balance|i\/o saturation|io wait|gp2|gp3)\b/i },
   { kind: 'cpu_limit', pattern: /\b(cpu limits?|cpu throttl\w*|limits\.cpu)\b/i },
   { kind: 'rate_limited', pattern: /\b(rate[- ]limit\w*|429|throttl\w*|quota)\b/i },
   { kind: 'expired_certificate', pattern: /\b(cert(ificate)?s?|x509|tls|ssl)\b/i },

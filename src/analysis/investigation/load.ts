@@ -119,6 +119,9 @@ export function cacheEviction(v: View): Hypothesis[] {
     cacheDep?.name ??
     evicting.map((a) => a.service).find((s): s is string => !!s && /redis|memcache|cache/i.test(s)) ??
     evicting.map((a) => a.service).find((s): s is string => !!s) ??
+    evicting
+      .map((a) => a.labels.instance?.replace(/:\d+$/, '').replace(/-\d+$/, ''))
+      .find((s): s is string => !!s && /[a-z]/i.test(s)) ??
     'the cache';
   const db = v.input.topology.dependencies.find((d) => isDb(d) && d.alerting);
   const writer = v.input.changes.find(
@@ -196,6 +199,7 @@ const OOM =
   /(oom[- ]?kill|out ?of ?memory|oomkilled|memory limit|container_memory|killed.{0,20}memory|heap out of memory|java\.lang\.outofmemoryerror|memoryerror|exit code 137)/i;
 const INPUT =
   /(?:processing|importing|parsing|loading|reading|uploading|rendering|exporting|file|payload|batch|tenant|customer|account|report|document|message|request)[\s:=]+["'`]?([\w./-]*(?:\.(?:csv|json|xml|xlsx|zip|gz|parquet|pdf)|\d{3,}[\w-]*)|[a-z]+_[a-z0-9_]+)/i;
+const FILE = /\b([\w.-]+\.(?:csv|json|ndjson|xml|xlsx|zip|gz|parquet|avro|pdf|tar))\b/i;
 const BIG_INPUT =
   /(\d+(\.\d+)? ?(gb|gib|mb|mib)\b|\d{6,} (rows|records|items|lines|events)|huge|very large|oversized|unbounded|entire table|whole table|all rows)/i;
 
@@ -204,7 +208,7 @@ export function oomFromInput(v: View): Hypothesis[] {
   if (ooms.length === 0) return [];
   const job = jobName(ooms) ?? jobName(v.all.filter((a) => JOB_WORDS.test(textOf(a))));
   const big = v.all.filter((a) => BIG_INPUT.test(textOf(a)));
-  const input = firstCapture([...ooms, ...big], INPUT);
+  const input = firstCapture([...ooms, ...big], FILE) ?? firstCapture([...ooms, ...big], INPUT);
   if (!job && !input && big.length === 0) return [];
   const service = servicesOf(ooms)[0] ?? v.service;
   const culprit = job ? `job ${job}` : input ? `input ${input}` : 'one oversized input';

@@ -19,6 +19,7 @@ import { clamp, lower, round2 } from './text.js';
 import { cacheFailure, flappingAlert, selfFailure, trafficSpike, upstreamFailure } from './topology.js';
 import { type Hypothesis, type HypothesisKind, type InvestigationAnalysis, type InvestigationInput } from './types.js';
 import { undetermined } from './undetermined.js';
+import { ioSaturation, replicationLag } from './storage.js';
 import { thirdPartyOutage } from './vendors.js';
 import { buildView, restrictToRoles } from './view.js';
 
@@ -46,6 +47,8 @@ const KIND_ORDER: HypothesisKind[] = [
   'worker_saturation',
   'datasource_failure',
   'replication_slot',
+  'replication_lag',
+  'io_saturation',
   'cpu_limit',
   'memory_leak',
   'bad_deploy',
@@ -92,6 +95,8 @@ function subsumedBy(h: Hypothesis, others: Hypothesis[]): Hypothesis | undefined
         (o.kind === 'cpu_limit' && near(o, 0.1)),
     );
   if (h.kind === 'disk_full') return others.find((o) => o.kind === 'replication_slot' && near(o, 0.2));
+  if (h.kind === 'runaway_job')
+    return others.find((o) => (o.kind === 'replication_lag' || o.kind === 'io_saturation') && near(o, 0.15));
   if (h.kind === 'worker_saturation')
     return others.find((o) => (o.kind === 'retry_storm' || o.kind === 'traffic_spike') && near(o, 0.15));
   // Lagging consumers are a symptom of what slows them, when that is seen.
@@ -174,6 +179,8 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
     ...datasourceFailure(v),
     ...cpuLimit(v),
     ...replicationSlot(v),
+    ...replicationLag(v),
+    ...ioSaturation(v),
     ...cacheFailure(v),
     ...upstreamFailure(v),
     ...selfFailure(v),

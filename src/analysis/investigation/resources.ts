@@ -168,7 +168,9 @@ export function dnsFailure(v: View, contextOnly = false): Hypothesis[] {
       sources: signals.map((a) => a.eventId),
       rootCause: `A DNS failure: ${host} does not resolve${services.length > 0 ? ` for ${list(services)}` : ''}${signals[0] ? ` (${says(signals[0])})` : ''}.`,
       actions: [
-        `Restore DNS resolution of ${host}: check its records at the DNS provider and the cluster resolvers (\`dig ${host}\`), and roll back the latest DNS change`,
+        /(\.svc(\.|$)|cluster\.local|\.internal$)/.test(host) || /coredns|kube-dns/i.test(signals.map(textOf).join(' '))
+          ? `Restore the cluster DNS (CoreDNS / kube-dns): check the CoreDNS pods' health, load and upstream resolvers, scale them out or restart the failing ones, and confirm \`dig ${host}\` resolves from ${v.service}'s pods`
+          : `Restore DNS resolution of ${host}: check its records at the DNS provider and the cluster resolvers (\`dig ${host}\`), and roll back the latest DNS change`,
         `Flush the resolver caches (CoreDNS / node-local DNS) once the records are correct, and confirm ${v.service} resolves ${host}`,
       ],
       keywords: ['dns', 'resolver', 'domain', 'records', lower(host)],

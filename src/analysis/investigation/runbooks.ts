@@ -53,6 +53,26 @@ const OWN_ACTION_FIRST = new Set<HypothesisKind>([
   'memory_leak',
   'flapping_alert',
   'known_pattern',
+  // Mechanisms whose own action names the thing to act on (the flag, the job, the slot, the key):
+  // a runbook's generic step comes second.
+  'feature_flag',
+  'dependency_bump',
+  'consumer_lag',
+  'broker_alarm',
+  'runaway_job',
+  'cache_eviction',
+  'retry_storm',
+  'oom_input',
+  'expired_credentials',
+  'failed_job',
+  'hot_key',
+  'clock_skew',
+  'noisy_neighbor',
+  'replication_slot',
+  'replication_lag',
+  'io_saturation',
+  'cpu_limit',
+  'rate_limited',
 ]);
 
 export function recommendedActions(

@@ -203,7 +203,8 @@ export function selfFailure(v: View): Hypothesis[] {
   if (broken.length === 0) return [];
   const users = servicesOf(v.own.filter((a) => a.service && lower(a.service) !== lower(service)));
   const type = v.input.topology.serviceType ?? 'api';
-  if (users.length === 0 && !['database', 'cache', 'queue'].includes(type)) return [];
+  // An api's own errors are its own story (a vendor, a deploy): only a datastore fails "itself" here.
+  if (!['database', 'cache', 'queue'].includes(type)) return [];
   const action = (DB_ACTION[type] ?? DB_ACTION.api!)(service);
   return [
     draft('upstream_failure', {
@@ -248,7 +249,7 @@ export function trafficSpike(v: View): Hypothesis[] {
   const multiplier = signals.map((a) => textOf(a).match(RE.trafficMultiplier)?.[0]).find((m): m is string => !!m);
   const saturated = matching(v.scope.filter(mine), RE.saturation);
   const saturatedOther = saturated.find((a) => !signals.includes(a));
-  const source = trafficSource([...signals, ...matching(v.scope, RE.traffic)]);
+  const source = trafficSource([...signals, ...v.scope]);
   let score = 0.5 + (multiplier ? 0.15 : 0) + (saturated.length > 0 ? 0.1 : 0) + (source ? 0.1 : 0);
   const recent = v.input.changes.some((c) => c.hops === 0 && proximity(minutesBetween(c.occurredAt, v.first)) >= 0.6);
   if (!recent) score += 0.05;

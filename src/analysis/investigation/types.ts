@@ -202,6 +202,8 @@ export const hypothesisKinds = [
   'datasource_failure',
   'cpu_limit',
   'replication_slot',
+  'replication_lag',
+  'io_saturation',
   'cache_failure',
   'upstream_failure',
   'traffic_spike',
