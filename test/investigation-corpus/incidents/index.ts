@@ -9,6 +9,7 @@ import { changesB } from './changes-b.js';
 import { changesC } from './changes-c.js';
 import { mixedD } from './mixed-d.js';
 import { mixedE } from './mixed-e.js';
+import { mixedF } from './mixed-f.js';
 import { operationalA } from './operational-a.js';
 import { operationalB } from './operational-b.js';
 import { operationalC } from './operational-c.js';
@@ -30,4 +31,5 @@ export const corpus: readonly CorpusIncident[] = [
   ...calibrationB,
   ...mixedD,
   ...mixedE,
+  ...mixedF,
 ];
