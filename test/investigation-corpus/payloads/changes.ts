@@ -34,7 +34,6 @@ export function launchDarkly(
   const name = args.flagName ?? args.flag;
   return {
     provider: 'launchdarkly',
-    headers: { 'x-ld-signature': hex(id, 64) },
     body: {
       _links: {
         canonical: { href: `/api/v2/flags/${project}/${args.flag}`, type: 'application/json' },
