@@ -198,7 +198,24 @@ describe('confidence', () => {
   });
 
   it('is lower when a competing hypothesis is close than when the winner stands alone', () => {
-    const clear = analyzeInvestigation(input({ changes: [deploy()] }));
+    const orders = {
+      known: true,
+      serviceType: 'api',
+      dependencies: [
+        dependency({
+          name: 'orders-db',
+          alerting: true,
+          alertCount: 2,
+          firstAlertAt: minutes(-1),
+          alertNames: ['PostgresDown'],
+          alertTexts: ['orders-db is down'],
+          alertingDependents: ['checkout-api', 'inventory-api'],
+        }),
+      ],
+      dependents: [],
+    };
+    // The same winner, alone and then with a deploy of the service 12 minutes before as a rival.
+    const clear = analyzeInvestigation(input({ topology: orders }));
     const contested = analyzeInvestigation(
       input({
         changes: [deploy()],
@@ -220,6 +237,7 @@ describe('confidence', () => {
         },
       }),
     );
+    expect(clear.hypotheses[0]!.kind).toBe(contested.hypotheses[0]!.kind);
     expect(contested.hypotheses[1]!.score).toBeGreaterThan(0.5);
     expect(contested.confidence).toBeLessThan(clear.confidence);
   });

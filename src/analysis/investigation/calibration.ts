@@ -13,13 +13,19 @@ import { type Hypothesis } from './types.js';
 
 /** Logistic coefficients, fitted on the corpus (see the module comment). */
 export const CALIBRATION = {
-  intercept: -4.2,
-  score: 6.0,
-  margin: 3.5,
+  intercept: -3.6,
+  score: 6.6,
+  margin: 2.5,
   direct: 0.6,
   temporalOnly: -0.4,
-  rivals: -0.35,
+  rivals: -0.2,
 } as const;
+
+/**
+ * Ceilings the fit cannot see on a corpus the rules were written against: a cause resting only on
+ * timing or on the topology is never near-certain, and a close credible rival halves the claim.
+ */
+export const CEILINGS = { indirect: 0.8, contested: 0.45 } as const;
 
 /** The features the fit reads, for one ranking. */
 export interface CalibrationFeatures {
@@ -44,6 +50,19 @@ export function calibrationFeatures(top: Hypothesis, others: Hypothesis[]): Cali
   };
 }
 
+/**
+ * A rival that makes the claim a coin toss: another cause (not the same subject or the same
+ * change), on evidence of its own (direct or a change), scoring close to the kept one; a change
+ * that is only earlier in time is contested by any direct rival.
+ */
+function contests(top: Hypothesis, h: Hypothesis): boolean {
+  if (h.kind === 'undetermined' || (h.evidence !== 'direct' && h.evidence !== 'temporal')) return false;
+  if (h.subject.toLowerCase() === top.subject.toLowerCase()) return false;
+  if (h.sources.some((s) => top.sources.includes(s)) || (h.changeRef && h.changeRef === top.changeRef)) return false;
+  if (h.score < 0.55 || h.score < top.score - 0.2) return false;
+  return top.evidence !== 'direct' || h.evidence === 'direct';
+}
+
 const sigmoid = (x: number) => 1 / (1 + Math.exp(-x));
 
 export function logit(f: CalibrationFeatures, c: Record<keyof typeof CALIBRATION, number> = CALIBRATION): number {
@@ -64,7 +83,11 @@ export function logit(f: CalibrationFeatures, c: Record<keyof typeof CALIBRATION
 export function calibratedConfidence(top: Hypothesis, others: Hypothesis[]): number {
   if (top.kind === 'undetermined')
     return round2(clamp(0.05 + 0.25 * Math.max(0, ...others.map((h) => h.score)), 0.05, 0.3));
-  return round2(clamp(sigmoid(logit(calibrationFeatures(top, others))), 0.05, 0.95));
+  const f = calibrationFeatures(top, others);
+  let p = sigmoid(logit(f));
+  if (top.evidence !== 'direct') p = Math.min(p, CEILINGS.indirect);
+  if (others.some((h) => contests(top, h))) p = Math.min(p, CEILINGS.contested);
+  return round2(clamp(p, 0.05, 0.95));
 }
 
 /**

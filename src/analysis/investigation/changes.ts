@@ -142,6 +142,7 @@ export function badDeploy(v: View): Hypothesis[] {
     const named = [...changeWords(change)].filter(
       (w) =>
         alertWords.has(w) &&
+        !/^[0-9a-f]+$/.test(w) &&
         !OPS_WORDS.test(w) &&
         !lower(change.service).includes(w) &&
         !lower(change.repository).includes(w),
@@ -391,6 +392,7 @@ export function memoryLeak(v: View): Hypothesis[] {
           `Restart the ${v.service} pods that are near their memory limit and capture a heap profile before they are killed`,
           `Raise ${v.service}'s memory limit temporarily while the heap profile is analysed`,
         ],
+        evidence: 'direct',
         keywords: ['memory', 'oom', 'heap', 'leak'],
       }),
     ];
@@ -422,6 +424,7 @@ export function memoryLeak(v: View): Hypothesis[] {
         revert,
         `Take a heap profile of ${v.service} under load to confirm what ${sha7(sha) ?? 'the change'} retains before fixing forward`,
       ],
+      evidence: 'direct',
       keywords: ['memory', 'oom', 'leak', 'heap', 'rollback'],
       changeRef: sha ?? best.change.eventId,
     }),

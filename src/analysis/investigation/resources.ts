@@ -44,6 +44,7 @@ export function connectionPool(v: View): Hypothesis[] {
         `Terminate idle and idle-in-transaction connections on ${dbName} and restart the ${v.service} pods holding leaked connections`,
         `Cap ${v.service}'s pool size so all replicas together stay below ${dbName}'s max_connections (or put PgBouncer in front)`,
       ],
+      evidence: 'direct',
       keywords: [
         'connection',
         'connections',
@@ -94,6 +95,7 @@ export function diskFull(v: View): Hypothesis[] {
         `Free disk space on ${where}: delete rotated logs, old WAL/archives and temporary files, then expand the volume`,
         `Add an alert at 80% disk usage on ${host} with a forecast (predict_linear) so it warns hours ahead`,
       ],
+      evidence: 'direct',
       keywords: ['disk', 'space', 'volume', 'filesystem', 'full', lower(host)],
     }),
   ];
@@ -133,6 +135,7 @@ export function expiredCertificate(v: View): Hypothesis[] {
         `Renew the TLS certificate of ${domain} and deploy it where TLS terminates (load balancer or ingress), then verify with \`openssl s_client -connect ${domain}:443\``,
         `Automate renewal for ${domain} (cert-manager or ACME) and alert 14 days before expiry`,
       ],
+      evidence: 'direct',
       keywords: ['certificate', 'tls', 'ssl', 'cert', 'renew', 'expiry', lower(domain)],
     }),
   ];
@@ -173,6 +176,7 @@ export function dnsFailure(v: View, contextOnly = false): Hypothesis[] {
           : `Restore DNS resolution of ${host}: check its records at the DNS provider and the cluster resolvers (\`dig ${host}\`), and roll back the latest DNS change`,
         `Flush the resolver caches (CoreDNS / node-local DNS) once the records are correct, and confirm ${v.service} resolves ${host}`,
       ],
+      evidence: contextOnly ? 'topological' : 'direct',
       keywords: ['dns', 'resolver', 'domain', 'records', lower(host)],
     }),
   ];

@@ -82,6 +82,7 @@ export function cacheFailure(v: View): Hypothesis[] {
           : []),
         `Add request coalescing (single-flight) on cache misses in ${v.service} so one miss does not become N database queries`,
       ],
+      evidence: cache?.alerting || ownCacheSignals.length > 0 ? 'direct' : 'topological',
       keywords: ['cache', 'redis', 'memcached', 'failover', lower(name)],
     });
   });
@@ -318,6 +319,7 @@ export function flappingAlert(v: View): Hypothesis[] {
         `Tune alert ${f.alertName} on ${v.service}: add a hold duration (\`for: 15m\`) and hysteresis, or raise its threshold, so it stops flapping; no change to ${v.service} is needed`,
         `Silence ${f.alertName} for ${v.service} until the rule change is deployed`,
       ],
+      evidence: 'direct',
       keywords: ['alert', 'alerting', 'flapping', 'noise', 'threshold', lower(f.alertName)],
     }),
   ];
