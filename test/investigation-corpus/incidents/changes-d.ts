@@ -1,7 +1,7 @@
 /** Class 1: changes that are not a deployment_status of a repository named like the service (part D). */
 import { flappingDisk, otherDeploy, routineDeploy, throttlingNoise } from '../noise.js';
 import { prom, sentry } from '../payloads/alerts.js';
-import { argocd, launchDarkly } from '../payloads/changes.js';
+import { argocd, flagsmith, launchDarkly, unleash } from '../payloads/changes.js';
 import { deploymentStatus, pullRequestMerged, workflowRun } from '../payloads/github.js';
 import { podNotReady } from '../payloads/kube.js';
 import { node, shop, shopNode } from '../worlds.js';
@@ -224,6 +224,127 @@ export const changesD: CorpusIncident[] = [
       mechanism: [/deploy|release|workflow|rollout|v2025\.11\.27\.4|b3d5f7a/i],
       oneHopShort: ['accounts-db', 'api-gateway'],
       action: [ROLLBACK, /accounts-api|v2025\.11\.27\.4|b3d5f7a|deploy-accounts-api/i],
+    },
+  },
+  {
+    id: 'change-unleash-strategy-rollout-cart',
+    class: 'change',
+    title: 'An Unleash gradual rollout of cart-price-cache goes from 10 % to 100 %',
+    story:
+      'cart-price-cache had run at 10 % for a week. A strategy update moved the gradual rollout to 100 %; at full load its cache keys collided across ' +
+      'currencies and carts showed prices in the wrong currency, which checkout then rejected. Setting the rollout back to 0 % fixed it.',
+    world: shop(),
+    deliveries: [
+      routineDeploy('cart-api', -300),
+      otherDeploy('search-api', -40),
+      unleash(
+        {
+          type: 'feature-strategy-update',
+          feature: 'cart-price-cache',
+          project: 'storefront',
+          at: -8,
+          data: {
+            id: '4b1f2c3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
+            name: 'flexibleRollout',
+            title: null,
+            disabled: false,
+            parameters: { groupId: 'cart-price-cache', rollout: '100', stickiness: 'default' },
+            constraints: [],
+            segments: [],
+          },
+          preData: {
+            id: '4b1f2c3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d',
+            name: 'flexibleRollout',
+            title: null,
+            disabled: false,
+            parameters: { groupId: 'cart-price-cache', rollout: '10', stickiness: 'default' },
+            constraints: [],
+            segments: [],
+          },
+        },
+        { note: 'the cause' },
+      ),
+      sentry(
+        {
+          project: 'checkout-api',
+          type: 'CheckoutValidationError',
+          value: 'cart 5512093 currency mismatch: cart total in USD, storefront EUR',
+          at: 0,
+          frames: [{ filename: 'checkout/validation.py', lineno: 58, function: 'validate_currency' }],
+        },
+        { page: true },
+      ),
+      prom([
+        {
+          labels: { alertname: 'HighErrorRate', service: 'checkout-api', severity: 'high', namespace: 'shop' },
+          annotations: { description: '9% of checkout-api requests fail with 422 (currency mismatch).' },
+          at: 2,
+        },
+      ]),
+    ],
+    truth: {
+      subject: ['cart-price-cache'],
+      mechanism: [/flag|feature|toggle|unleash|rollout|strategy/i],
+      oneHopShort: ['cart-api', 'checkout-api'],
+      action: [/disable|turn(ing)? (it )?off|switch(ing)? off|roll(ing)?[ -]?back|revert|0 ?%/i, /cart-price-cache/i],
+    },
+  },
+  {
+    id: 'change-flagsmith-kill-switch-disabled',
+    class: 'change',
+    title: 'Flagsmith: search_bot_protection disabled during a test and never re-enabled',
+    story:
+      'A developer disabled the search_bot_protection flag in Production (believing it was Staging) to debug a false positive. Without it, crawlers hit ' +
+      'search-api directly and search-index saturated. Re-enabling the flag stopped it within a minute.',
+    world: shop(),
+    deliveries: [
+      routineDeploy('search-api', -190),
+      flagsmith(
+        {
+          feature: 'search_bot_protection',
+          description: 'Challenge suspected bots on /v1/search',
+          enabled: false,
+          wasEnabled: true,
+          at: -12,
+          changedBy: 'Tomasz Wr\u00f3bel',
+        },
+        { note: 'the cause' },
+      ),
+      otherDeploy('payments-api', -5),
+      prom([
+        {
+          labels: {
+            alertname: 'ElasticsearchHighCPU',
+            service: 'search-index',
+            cluster: 'search-index',
+            severity: 'warning',
+          },
+          annotations: { description: 'search-index data nodes CPU above 90% for 5 minutes.' },
+          at: -2,
+        },
+      ]),
+      prom(
+        [
+          {
+            labels: { alertname: 'HighLatencyP99', service: 'search-api', severity: 'critical', namespace: 'search' },
+            annotations: {
+              summary: 'search-api p99 above 2s',
+              description: 'search-api p99 latency is 4.4s; request rate 7x baseline.',
+            },
+            at: 0,
+          },
+        ],
+        { page: true },
+      ),
+    ],
+    truth: {
+      subject: ['search_bot_protection'],
+      mechanism: [/flag|feature|toggle|flagsmith|disabled|protection/i],
+      oneHopShort: ['search-index', 'search-api'],
+      action: [
+        /^(?!.*turn(ing)? (it )?off)(?=.*(re-?enable|enable|turn(ing)? (it )?(back )?on|restore|revert|roll(ing)?[ -]?back))/i,
+        /search_bot_protection/i,
+      ],
     },
   },
 ];

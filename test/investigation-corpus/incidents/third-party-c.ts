@@ -1,6 +1,6 @@
 /** Class 3: vendor outages seen only in error text or as a quiet topology node (part C). */
 import { otherDeploy, routineDeploy } from '../noise.js';
-import { datadog, prom, sentry } from '../payloads/alerts.js';
+import { datadog, prom, sentry, sentryMetric } from '../payloads/alerts.js';
 import { node, shop } from '../worlds.js';
 import type { CorpusIncident } from '../types.js';
 
@@ -89,6 +89,42 @@ export const thirdPartyC: CorpusIncident[] = [
       mechanism: [/outage|unavailable|unreachable|degraded|third[- ]party|vendor|provider|external|down|failing|503/i],
       oneHopShort: ['notifications-worker', 'notifications-queue'],
       action: [/fcm|firebase|google/i],
+    },
+  },
+  {
+    id: 'third-party-braintree-sentry-metric-alert',
+    class: 'third_party',
+    title: 'A Sentry metric alert on payments-api errors: Braintree is unavailable',
+    story:
+      "PayPal payments go through Braintree. Braintree's gateway answered 503 for 15 minutes; braintree-python raised ServiceUnavailableError and the Sentry " +
+      'metric alert on payments-api error volume paged. Card payments through Stripe were fine; a payments-api deploy at 08:00 was not involved.',
+    world: shop(),
+    deliveries: [
+      routineDeploy('payments-api', -330),
+      otherDeploy('cart-api', -20),
+      sentry({
+        project: 'payments-api',
+        type: 'braintree.exceptions.service_unavailable_error.ServiceUnavailableError',
+        value: '',
+        at: -3,
+        culprit: 'payments.providers.braintree in create_transaction',
+        frames: [{ filename: 'payments/providers/braintree.py', lineno: 66, function: 'create_transaction' }],
+      }),
+      sentryMetric(
+        {
+          name: 'payments-api error volume',
+          project: 'payments-api',
+          description: '812 events in the last 10 minutes\nFilter: level:error environment:production',
+          at: 0,
+        },
+        { page: true },
+      ),
+    ],
+    truth: {
+      subject: ['braintree'],
+      mechanism: [/outage|unavailable|unreachable|degraded|third[- ]party|vendor|provider|external|down|failing|503/i],
+      oneHopShort: ['payments-api'],
+      action: [/braintree|paypal/i],
     },
   },
 ];

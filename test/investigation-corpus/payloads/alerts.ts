@@ -194,3 +194,33 @@ export function generic(
     ...pick(extra),
   };
 }
+
+/** A Sentry metric alert (integration platform `metric_alert`, action critical) from the recorded fixture. */
+export function sentryMetric(
+  args: { name: string; project: string; description: string; query?: string; aggregate?: string; at: number },
+  extra: Extra = {},
+): Delivery {
+  const body = JSON.parse(fixture('sentry-metric-alert-critical.json')) as Record<string, any>;
+  const alert = body.data.metric_alert;
+  const ruleId = String(100 + (parseInt(hex(args.name, 4), 16) % 900));
+  const incidentId = String(2000 + (parseInt(hex(`${args.name}:${args.at}`, 4), 16) % 9000));
+  body.data.description_title = `Critical: ${args.name}`;
+  body.data.description_text = args.description;
+  alert.alert_rule = {
+    ...alert.alert_rule,
+    id: ruleId,
+    name: args.name,
+    projects: [args.project],
+    query: args.query ?? alert.alert_rule.query,
+    aggregate: args.aggregate ?? alert.alert_rule.aggregate,
+  };
+  alert.id = incidentId;
+  alert.identifier = String(parseInt(incidentId, 10) % 500);
+  alert.projects = [args.project];
+  alert.title = args.name;
+  alert.date_detected = iso(args.at - 1);
+  alert.date_started = iso(args.at - 1);
+  alert.date_created = iso(args.at);
+  body.data.web_url = `https://example-shop.sentry.io/alerts/rules/details/${ruleId}/?alert=${incidentId}`;
+  return { provider: 'sentry', body, minute: extra.minute ?? args.at, ...pick(extra) };
+}
