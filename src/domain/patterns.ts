@@ -71,6 +71,8 @@ const CATEGORY_NAMES: Record<PatternCategory, string> = {
   replication_slot: 'WAL held by a replication slot',
   replication_lag: 'Replica lag',
   io_saturation: 'Disk I/O saturation',
+  node_failure: 'Node failure',
+  connection_hog: 'Connections held by one client',
   cache_failure: 'Cache failure',
   upstream_failure: 'Dependency failure',
   traffic_spike: 'Traffic spike',

@@ -391,6 +391,17 @@ export function flagNames(flag: string, service: string): boolean {
   return nameWords(service).some((w) => (w.includes('-') || w.includes('_') ? key.includes(w) : words.has(w)));
 }
 
+/** A service name without deploy verbs, environments and kind suffixes: `deploy-payments-api-prod` → `payments`. */
+export function canonicalName(name: string): string {
+  let n = lower(name)
+    .trim()
+    .replace(/\.ya?ml$/, '');
+  n = n.replace(/^(deploy|release|rollout|cd|ship|promote)[-_]/, '');
+  for (let i = 0; i < 3; i++)
+    n = n.replace(/[-_](prod|production|prd|staging|stage|stg|live|canary|blue|green|eu|us|apac|dev|qa|preprod)$/, '');
+  return n.replace(/[-_](api|service|svc|app|server|web)$/, '');
+}
+
 function mentioned(text: string, word: string): boolean {
   if (word.length < 3) return false;
   const escaped = word.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -416,6 +427,8 @@ export function changeMatcher(
       list.push({ target: t, globs: (r.paths ?? []).map(globMatcher) });
       byRepo.set(lower(r.repository), list);
     }
+  const byCanonical = new Map<string, ChangeTarget>();
+  for (const t of targets) if (!byCanonical.has(canonicalName(t.name))) byCanonical.set(canonicalName(t.name), t);
   const own = targets.find((t) => t.hops === 0);
   return (change) => {
     const ties: ChangeTie[] = [];
@@ -430,6 +443,11 @@ export function changeMatcher(
       else if (paths.some((p) => entry.globs.some((matches) => matches(p)))) tie(entry.target, 'path');
     }
     for (const p of paths) for (const n of namesInPath(p)) tie(byName.get(n), 'path');
+    // Tool-side names that carry the service with an environment or a verb (`payments-prod`,
+    // `deploy-accounts-api`): compared without them.
+    if (ties.length === 0)
+      for (const n of [...names, lower(change.labels.workflow)])
+        if (n) tie(byCanonical.get(canonicalName(n)), 'service');
     const flag = change.labels.flag;
     if (ties.length === 0 && own) {
       if ((flag && mentioned(alertText, flag)) || (change.service && mentioned(alertText, change.service)))

@@ -44,6 +44,8 @@ export const CAUSE_CUES: ReadonlyArray<{ kind: HypothesisKind; pattern: RegExp }
   { kind: 'replication_slot', pattern: /\b(replication slots?|wal (retained|kept)|debezium)\b/i },
   { kind: 'replication_lag', pattern: /\b(replica(tion)? lag|replay (lag|paused)|stale reads?)\b/i },
   { kind: 'io_saturation', pattern: /\b(iops|burst balance|i\/o saturation|io wait|gp2|gp3)\b/i },
+  { kind: 'node_failure', pattern: /\b(node (was |is )?not ?ready|notready|node failure|node died|cordon\w*)\b/i },
+  { kind: 'connection_hog', pattern: /\b(maxclients|max number of clients|connection hog|never closed)\b/i },
   { kind: 'cpu_limit', pattern: /\b(cpu limits?|cpu throttl\w*|limits\.cpu)\b/i },
   { kind: 'rate_limited', pattern: /\b(rate[- ]limit\w*|429|throttl\w*|quota)\b/i },
   { kind: 'expired_certificate', pattern: /\b(cert(ificate)?s?|x509|tls|ssl)\b/i },

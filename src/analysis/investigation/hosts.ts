@@ -87,3 +87,46 @@ export function clockSkew(v: View): Hypothesis[] {
     }),
   ];
 }
+
+const NODE_DOWN =
+  /(kubenodenotready|node ?not ?ready|(has been|is) unready|nodenotready|kubelet (stopped|is not) posting|node .{0,40}(unreachable|down|lost)|kubenodeunreachable|instance .{0,20}(terminated|stopped|unhealthy)|system status check failed|statuscheckfailed)/i;
+
+export function nodeFailure(v: View): Hypothesis[] {
+  const down = matching(v.all, NODE_DOWN);
+  if (down.length === 0) return [];
+  const node =
+    down
+      .map((a) => a.labels.node ?? a.labels.instance?.replace(/:\d+$/, ''))
+      .find((n): n is string => !!n && /[a-z]/i.test(n)) ??
+    firstCapture(down, /\b((?:ip-[\d-]+|[a-z][\w-]*node[\w-]*)[\w.-]*)/i) ??
+    'a node';
+  const stranded = v.all.filter(
+    (a) =>
+      !down.includes(a) &&
+      /(replicas ?mismatch|not matched the expected number of replicas|pod ?not ?ready|probe failed|unavailable|pending)/i.test(
+        textOf(a),
+      ),
+  );
+  const services = servicesOf([...stranded, ...v.own.filter((a) => !down.includes(a))]);
+  const score =
+    0.6 +
+    (stranded.length > 0 ? 0.15 : 0) +
+    (down.some((a) => /15 minutes|lost|unreachable/i.test(textOf(a))) ? 0.05 : 0);
+  return [
+    draft('node_failure', {
+      statement: `Node ${short(node)} is NotReady and ${list(services.length > 0 ? services : [v.service])} lost the pods it ran`,
+      subject: node,
+      score,
+      support: [...down.slice(0, 2), ...stranded.slice(0, 2)].map(alertLine),
+      against: [],
+      sources: [...down, ...stranded].map((a) => a.eventId),
+      rootCause: `A node failure: ${node} stopped reporting Ready (${says(down[0]!, 100)}), so the pods on it stopped serving${services.length > 0 ? `; ${list(services)} ran there and cannot reschedule on their own (a StatefulSet's pod keeps its volume and name)` : ''}.`,
+      actions: [
+        `Cordon and drain ${node} (or replace it), then force the stranded pods of ${list(services.length > 0 ? services : [v.service])} to reschedule (delete the pod stuck Terminating) so they start elsewhere`,
+        `Find why ${short(node)} went NotReady (kubelet, disk or memory pressure, the cloud instance's status checks) before returning it to service`,
+      ],
+      keywords: ['node', 'notready', 'cordon', 'drain', 'kubelet', lower(node)],
+      evidence: 'direct',
+    }),
+  ];
+}

@@ -145,3 +145,36 @@ export function cpuLimit(v: View): Hypothesis[] {
     }),
   ];
 }
+
+const CLIENTS =
+  /(max(imum)? number of clients|maxclients|too many (clients|connections)|running out of connections|connected_clients|remaining connection slots|connection limit (reached|exceeded))/i;
+/** The biggest holder in a client list (`CLIENT LIST by name: cart-cleanup 9,412, cart-api 480`). */
+const HOLDER =
+  /(?:by (?:name|client|application|user)|holders?|top clients?)[:\s]+["'`]?([a-z][\w.-]{2,})["'`]?\s+([\d,]{3,})/i;
+
+export function connectionHog(v: View): Hypothesis[] {
+  const signals = matching(v.all, CLIENTS);
+  const holder = firstCapture(signals, HOLDER);
+  if (!holder) return [];
+  const store =
+    signals
+      .map((a) => a.service ?? a.labels.instance?.replace(/:\d+$/, '').replace(/-\d+$/, ''))
+      .find((s): s is string => !!s) ?? 'the datastore';
+  return [
+    draft('connection_hog', {
+      statement: `${holder} holds most of ${store}'s connections and starves everyone else`,
+      subject: holder,
+      score: 0.75 + (signals.length > 1 ? 0.05 : 0),
+      support: signals.slice(0, 3).map(alertLine),
+      against: [],
+      sources: signals.map((a) => a.eventId),
+      rootCause: `A connection hog: ${holder} holds most of ${store}'s client connections (${says(signals[0]!, 110)}), opening them and never closing them, so ${store} reached its connection limit and refuses the services that need it.`,
+      actions: [
+        `Stop ${holder} (suspend its CronJob or scale it to zero) and kill its connections on ${store} (\`CLIENT KILL\` by name, or pg_terminate_backend by application_name) so the others get through`,
+        `Fix ${holder} to reuse one pooled connection and close it, and cap its connections before it runs again`,
+      ],
+      keywords: ['connections', 'clients', 'maxclients', 'leak', 'kill', lower(holder)],
+      evidence: 'direct',
+    }),
+  ];
+}

@@ -14,6 +14,8 @@ const BURST =
 const CONSUMER_TROUBLE =
   /(crashloop|oomkill|restart(ed|ing)|rebalanc|poison|deseriali[sz]|consumer (error|exception|stuck|hung|down)|processing (error|failed)|commit failed|no consumers|consumers?\s*[=:]\s*0|0 consumers|redeliver|nack|requeue)/i;
 /** One message that every consumer fails on (`redelivered message 7f3e… 14 times`). */
+const REBALANCE =
+  /(rebalanc\w*|joined the group \d+ times|members? (joined|left)|leaves? the group|kicked out of the group|max\.poll\.interval|poll interval|commitfailedexception|group coordinator)/i;
 const POISON = /(?:poison(?:ed)? message|message(?: id)?|redelivered message)[\s:=]+["'`]?([a-z0-9][\w:.-]{5,})/i;
 const ALARM =
   /(memory alarm|disk alarm|resource alarm|rabbitmq_alarms|alarms? (set|raised|in effect|triggered)|(publishers?|connections?) (are |were )?(blocked|blocking)|connection\.blocked|vm_memory_high_watermark|memory high watermark|disk_free_limit|free disk space (alarm|below|limit)|log ?dirs?.{0,30}(full|offline|no space)|offline log director|kafka.{0,40}(disk|log ?dir).{0,30}(full|9\d ?%|no space)|broker.{0,30}(disk|memory).{0,30}(full|alarm|9\d ?%))/i;
@@ -75,6 +77,32 @@ export function consumerLag(v: View): Hypothesis[] {
     ];
   }
   if (poison) return [poisonMessage(v, { lagging, stuck, poison, consumer, what, on, score: score + 0.15 })];
+  const rebalancing = [...lagging, ...stuck].filter((a) => REBALANCE.test(textOf(a)));
+  if (rebalancing.length > 0 && !burst)
+    return [
+      draft('consumer_lag', {
+        statement: `A rebalance storm: ${what}${on} keeps leaving and rejoining its group, so it never consumes`,
+        subject: group ?? topic ?? consumer,
+        score: score + 0.15,
+        support: rebalancing.slice(0, 3).map(alertLine),
+        against: [],
+        sources: [...lagging, ...stuck].map((a) => a.eventId),
+        rootCause: `A consumer rebalance storm: the members of ${what}${on} are kicked out of the group and rejoin again and again (${says(rebalancing[0]!, 110)}), because processing one poll's batch takes longer than max.poll.interval.ms; each rebalance stops the whole group, so the lag only grows.`,
+        actions: [
+          `Stop the rebalances of ${what}: raise max.poll.interval.ms or lower max.poll.records so a batch finishes within the poll interval (or make its slow processing step faster), then let it drain`,
+          `Alert on the group's rebalance rate, not only its lag`,
+        ],
+        keywords: [
+          'rebalance',
+          'max.poll.interval.ms',
+          'max.poll.records',
+          'consumer',
+          'kafka',
+          lower(group ?? consumer),
+        ],
+        evidence: 'direct',
+      }),
+    ];
   if (stuck.length > 0) {
     score += 0.1;
     support.push(...stuck.slice(0, 2).map(alertLine));

@@ -6,9 +6,9 @@ import { dependencyBump, featureFlag } from './change-kinds.js';
 import { badDeploy, configChange, memoryLeak, upstreamDeploy } from './changes.js';
 import { contextEffect, contextOnlyHypotheses } from './context.js';
 import { expiredCredentials } from './credentials.js';
-import { clockSkew, noisyNeighbour } from './hosts.js';
+import { clockSkew, nodeFailure, noisyNeighbour } from './hosts.js';
 import { datasourceFailure, failedJob } from './jobs.js';
-import { cpuLimit, fdExhaustion, hotKey, workerSaturation } from './limits.js';
+import { connectionHog, cpuLimit, fdExhaustion, hotKey, workerSaturation } from './limits.js';
 import { cacheEviction, oomFromInput, retryStorm, runawayJob } from './load.js';
 import { calibratedConfidence, hypothesisProbabilities } from './calibration.js';
 import { applyKnownPatterns } from './patterns.js';
@@ -49,6 +49,8 @@ const KIND_ORDER: HypothesisKind[] = [
   'replication_slot',
   'replication_lag',
   'io_saturation',
+  'node_failure',
+  'connection_hog',
   'cpu_limit',
   'memory_leak',
   'bad_deploy',
@@ -80,6 +82,10 @@ const SLOW_CONSUMER_CAUSES = new Set<HypothesisKind>([
 function subsumedBy(h: Hypothesis, others: Hypothesis[]): Hypothesis | undefined {
   const near = (o: Hypothesis, by = 0.15) => o.score >= h.score - by;
   const sameSubject = (o: Hypothesis) => lower(o.subject) === lower(h.subject);
+  if (h.kind === 'upstream_failure' || h.kind === 'cache_failure' || h.kind === 'connection_pool') {
+    const by = others.find((o) => (o.kind === 'node_failure' || o.kind === 'connection_hog') && near(o, 0.15));
+    if (by) return by;
+  }
   if (h.kind === 'config_change')
     return others.find(
       (o) => o.kind === 'expired_credentials' && near(o, 0.2) && o.sources.some((s) => h.sources.includes(s)),
@@ -181,6 +187,8 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
     ...replicationSlot(v),
     ...replicationLag(v),
     ...ioSaturation(v),
+    ...nodeFailure(v),
+    ...connectionHog(v),
     ...cacheFailure(v),
     ...upstreamFailure(v),
     ...selfFailure(v),

@@ -73,6 +73,8 @@ const OWN_ACTION_FIRST = new Set<HypothesisKind>([
   'io_saturation',
   'cpu_limit',
   'rate_limited',
+  'node_failure',
+  'connection_hog',
 ]);
 
 export function recommendedActions(

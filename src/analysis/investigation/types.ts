@@ -204,6 +204,8 @@ export const hypothesisKinds = [
   'replication_slot',
   'replication_lag',
   'io_saturation',
+  'node_failure',
+  'connection_hog',
   'cache_failure',
   'upstream_failure',
   'traffic_spike',
