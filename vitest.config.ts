@@ -10,6 +10,7 @@ const unit = [
   'test/activities/patterns.test.ts',
   'test/analysis/investigation.test.ts',
   'test/analysis/mechanisms.test.ts',
+  'test/analysis/mechanisms-infra.test.ts',
   'test/analysis/providers.test.ts',
   'test/api/drain.test.ts',
   'test/auth/webhook-signatures.test.ts',

@@ -55,6 +55,8 @@ export function featureFlag(v: View): Hypothesis[] {
       against.push(`it changed in ${c.environment}, not production`);
     }
     const where = c.environment ? ` in ${c.environment}` : '';
+    // A kill switch turned off is undone by turning it back on.
+    const turnedOff = /^(off|disabled|false|0)$/i.test(c.state ?? '');
     const tool = TOOL[c.provider] ?? c.provider;
     const target = c.service ?? v.service;
     out.push(
@@ -65,9 +67,11 @@ export function featureFlag(v: View): Hypothesis[] {
         support,
         against,
         sources: [c.eventId],
-        rootCause: `A feature flag change: ${flag} was changed${where} (${tool}${c.author ? `, by ${c.author}` : ''}) at ${hhmm(c.occurredAt)}, ${formatDuration(minutesBefore)} before ${target} started failing${mentioned ? `; the errors name ${flag}` : ''}. The code path it turned on fails in production.`,
+        rootCause: `A feature flag change: ${flag} was ${turnedOff ? 'turned off' : 'changed'}${where} (${tool}${c.author ? `, by ${c.author}` : ''}) at ${hhmm(c.occurredAt)}, ${formatDuration(minutesBefore)} before ${target} started failing${mentioned ? `; the errors name ${flag}` : ''}. ${turnedOff ? 'Turning it off removed a protection or a code path production relies on.' : 'The code path it turned on fails in production.'}`,
         actions: [
-          `Turn off feature flag ${flag}${where} in ${tool} (restore its previous state), then confirm ${target}'s errors stop`,
+          turnedOff
+            ? `Turn feature flag ${flag} back on${where} in ${tool} (restore its previous state), then confirm ${target}'s errors stop`
+            : `Turn off feature flag ${flag}${where} in ${tool} (restore its previous state), then confirm ${target}'s errors stop`,
           `Keep ${flag} off until the code path it enables is fixed and tested with a small rollout percentage`,
         ],
         keywords: ['feature flag', 'flag', 'toggle', 'rollout', lower(flag)],

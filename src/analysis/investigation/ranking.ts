@@ -108,6 +108,13 @@ function subsumedBy(h: Hypothesis, others: Hypothesis[]): Hypothesis | undefined
   // Lagging consumers are a symptom of what slows them, when that is seen.
   if (h.kind === 'consumer_lag' && h.evidence === 'topological')
     return others.find((o) => SLOW_CONSUMER_CAUSES.has(o.kind) && o.evidence === 'direct' && near(o, 0.15));
+  if (h.kind === 'bad_deploy' || h.kind === 'upstream_deploy') {
+    // A migration's run is a deploy, but what broke is the lock it holds.
+    const migration = others.find(
+      (o) => o.kind === 'runaway_job' && near(o, 0.2) && o.sources.some((s) => h.sources.includes(s)),
+    );
+    if (migration) return migration;
+  }
   if (h.kind === 'bad_deploy') {
     return others.find(
       (o) =>
