@@ -22,6 +22,18 @@ export function problems(corpus: readonly CorpusIncident[]): string[] {
     if (!incident.truth.action.length) out.push(`${where}: no action patterns`);
     if (!incident.truth.undetermined && !incident.truth.mechanism.length) out.push(`${where}: no mechanism`);
     if (incident.story.length < 80) out.push(`${where}: the story is too short`);
+    // One fingerprint for two label sets would deduplicate distinct alerts into one.
+    const labelsOf = new Map<string, string>();
+    for (const d of incident.deliveries) {
+      const alerts = (d.body as { alerts?: Array<{ fingerprint?: string; labels?: object }> }).alerts ?? [];
+      for (const a of alerts) {
+        if (!a.fingerprint) continue;
+        const labels = JSON.stringify(a.labels);
+        if ((labelsOf.get(a.fingerprint) ?? labels) !== labels)
+          out.push(`${where}: fingerprint ${a.fingerprint} names two label sets`);
+        labelsOf.set(a.fingerprint, labels);
+      }
+    }
   }
   return out;
 }
