@@ -304,3 +304,21 @@ describe('changes in other shapes', () => {
     expect(firstAction(result)).toMatch(/^Roll back release v4\.2\.0 of checkout-api/);
   });
 });
+
+describe('disks', () => {
+  it('reads "available" as what is left, not what is used', () => {
+    const result = analyzeInvestigation(
+      input({
+        alerts: [
+          alert({
+            service: null,
+            labels: { instance: 'orders-db-1.db.internal:9100', mountpoint: '/var/lib/postgresql' },
+            text: 'Filesystem on /dev/nvme1n1, mounted on /var/lib/postgresql, at orders-db-1.db.internal:9100 has only 0.41% available space left.',
+          }),
+        ],
+      }),
+    );
+    expect(result.hypotheses[0]!.kind).toBe('disk_full');
+    expect(result.rootCause).toContain('(99.59% used)');
+  });
+});

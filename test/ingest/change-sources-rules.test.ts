@@ -4,7 +4,7 @@
  * (globs, path conventions, mentions). Needs no service.
  */
 import { describe, expect, it } from 'vitest';
-import { changeMatcher, flagNames, globMatcher, namesInPath } from '../../src/activities/investigation/scene.js';
+import { changeMatcher, flagNames, globMatcher, namesInPath } from '../../src/activities/investigation/change-ties.js';
 import {
   classifyPath,
   environmentFrom,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalName, changeMatcher } from '../../src/activities/investigation/scene.js';
+import { canonicalName, changeMatcher } from '../../src/activities/investigation/change-ties.js';
 
 describe('tool-side names of a service', () => {
   it('drop deploy verbs, environments and kind suffixes', () => {

@@ -76,7 +76,11 @@ export function diskFull(v: View): Hypothesis[] {
     v.service
   ).replace(/:\d+$/, '');
   const mount = main.labels.mountpoint ?? main.labels.mount ?? main.labels.device ?? main.labels.volume ?? null;
-  const percent = textOf(main).match(/(\d{2,3}(\.\d+)?) ?%/)?.[1];
+  // Alerts say either how full it is or how much is left ("has only 0.41% available space left").
+  const stated = textOf(main).match(/(\d{1,3}(?:\.\d+)?) ?%( available| free| left| space left| avail)?/i);
+  const percent = stated
+    ? String(stated[2] ? Math.round((100 - Number(stated[1])) * 100) / 100 : Number(stated[1]))
+    : undefined;
   let score = 0.6;
   if (percent && Number(percent) >= 95) score += 0.15;
   if (signals.some((a) => /no space left|enospc/i.test(textOf(a)))) score += 0.15;

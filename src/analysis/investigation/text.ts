@@ -14,7 +14,7 @@ export const RE = {
   cert: /(certificate (has )?expired|cert(ificate)?s? (is |has )?expir|x509|ssl ?(cert|expir|error|handshake)|tls handshake|certificate verify failed|cert_has_expired|probe_ssl_earliest_cert_expiry|sslcert|certificate.{0,40}(expired|not valid after))/i,
   certExpired: /(expired|cert_has_expired|not valid after|expir\w* .{0,20}ago|earliest_cert_expiry.{0,40}< ?0)/i,
   pool: /(connection pool|pool (is )?exhausted|too many (clients|connections)|remaining connection slots|max_connections|hikaripool|queuepool limit|connection is not available|pool timeout|no available connections|pgbouncer|connections? (saturat|exhaust)|pool size)/i,
-  disk: /(disk (is )?full|no space left|enospc|filesystem.{0,40}(full|avail|space)|node_filesystem|out of (disk|space)|disk ?(space|usage|pressure)|diskpressure|volume.{0,20}full|inodes|ephemeral[- ]storage|persistentvolume.{0,30}(fill|full|space)|kubelet_volume_stats|volume is filling|pvc.{0,30}(full|fill))/i,
+  disk: /(disk (is )?full|no space left|enospc|filesystem.{0,40}(full|avail|space)|node_filesystem|out of (disk|space)|disk ?(space|usage|pressure)|diskpressure|volume.{0,20}full|inodes|ephemeral[- ]storage|persistentvolume.{0,30}(fill|full|space)|kubelet_volume_stats|volume is filling|pvc.{0,30}(full|fill)|(available|free) (disk )?space left|space left)/i,
   memory:
     /(out ?of ?memory|oomkill|oom[- ]?killed|\boom\b|heap (space|usage|out|size)|memory (leak|usage|limit|pressure)|container_memory|javascript heap|memorynear|memoryhigh|high ?memory|memory.{0,30}(limit|of \d))/i,
   cache:

@@ -134,6 +134,10 @@ const deployWords = new Set([
   'promote',
   'promotion',
   'ship',
+  // A schema migration changes production as much as a deploy does.
+  'migrate',
+  'migration',
+  'migrations',
 ]);
 const environmentWords: Record<string, string> = {
   production: 'production',
@@ -158,7 +162,7 @@ function words(text: string): string[] {
     .filter((w) => w !== '');
 }
 
-/** Whether a workflow's name or file reads as one that deploys (deploy, release, rollout, publish, CD). */
+/** Whether a workflow's name or file reads as one that deploys (deploy, release, rollout, publish, CD, migrate). */
 export function isDeployWorkflow(...texts: Array<string | null | undefined>): boolean {
   return texts.some((text) => typeof text === 'string' && words(text).some((w) => deployWords.has(w)));
 }
