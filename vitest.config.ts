@@ -11,6 +11,7 @@ const unit = [
   'test/analysis/investigation.test.ts',
   'test/analysis/mechanisms.test.ts',
   'test/analysis/mechanisms-infra.test.ts',
+  'test/investigation-corpus/grade.test.ts',
   'test/analysis/providers.test.ts',
   'test/api/drain.test.ts',
   'test/auth/webhook-signatures.test.ts',
