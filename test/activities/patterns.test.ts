@@ -67,7 +67,8 @@ describe('categories of a written root cause', () => {
     ['Release 2.4 shipped a regression in the checkout flow; we rolled back', 'bad_deploy'],
     ['Someone changed the feature flag configuration for payments', 'config_change'],
     ['Stripe had an outage, see their status page', 'third_party_outage'],
-    ['Nobody knows; a batch job ran long', 'other'],
+    ['Nobody knows; a batch job ran long', 'runaway_job'],
+    ['Nobody knows; it went away on its own', 'other'],
     ['It was not the deploy. A volume filled up', 'disk_full'],
   ])('%s → %s', (text, category) => {
     expect(categorizeText(text)).toBe(category);

@@ -306,6 +306,11 @@ describe('documents, unknown routes and limits', () => {
       'sentry',
       'github',
       'generic',
+      'launchdarkly',
+      'unleash',
+      'flagsmith',
+      'argocd',
+      'flux',
     ]);
     expect(doc.components.schemas.ChatMessageRequest.properties.message.minLength).toBe(1);
     expect(doc.components.schemas.UpdateRunbook.minProperties).toBe(1);

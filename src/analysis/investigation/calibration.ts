@@ -25,7 +25,7 @@ export const CALIBRATION = {
  * Ceilings the fit cannot see on a corpus the rules were written against: a cause resting only on
  * timing or on the topology is never near-certain, and a close credible rival halves the claim.
  */
-export const CEILINGS = { indirect: 0.8, contested: 0.4 } as const;
+export const CEILINGS = { indirect: 0.8, contested: 0.4, emerging: 0.45 } as const;
 
 /** The features the fit reads, for one ranking. */
 export interface CalibrationFeatures {
@@ -87,6 +87,8 @@ export function calibratedConfidence(top: Hypothesis, others: Hypothesis[]): num
   let p = sigmoid(logit(f));
   if (top.evidence !== 'direct') p = Math.min(p, CEILINGS.indirect);
   if (others.some((h) => contests(top, h))) p = Math.min(p, CEILINGS.contested);
+  // A learned pattern seen few times, or with mixed feedback, is a lead, not a finding.
+  if (top.kind === 'known_pattern' && top.against.some((a) => /emerging/.test(a))) p = Math.min(p, CEILINGS.emerging);
   return round2(clamp(p, 0.05, 0.95));
 }
 
