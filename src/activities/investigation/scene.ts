@@ -1,13 +1,20 @@
 /** Loading the scene every agent starts from, its dependencies and changes, and the agents' shared reads. */
-import { canonicalName, changeMatcher, type ChangeTarget, type ChangeTie } from './change-ties.js';
 import { ApplicationFailure } from '@temporalio/activity';
-import { and, asc, desc, eq, gte, inArray, lte, sql } from 'drizzle-orm';
 import type { InvestigationRequest } from '../../analysis/investigation-types.js';
-import { nearestOtherAlerts } from '../../db/repositories/ingested-events.js';
-import { incidents } from '../../db/schema/incidents.js';
-import { ingestedEvents, type IngestedEventRow } from '../../db/schema/ingestion.js';
 import type { ChangeMatch } from '../../analysis/investigation/index.js';
-import { services, type ServiceRepository } from '../../db/schema/topology.js';
+import {
+  changeCandidates,
+  dependenciesOf as readDependencies,
+  eventsById,
+  incidentAlerts,
+  nodeRepositories,
+  sceneIncident,
+  sceneNode,
+  tenantNodes,
+} from '../../db/repositories/investigation-scene.js';
+import { nearestOtherAlerts } from '../../db/repositories/ingested-events.js';
+import type { IngestedEventRow } from '../../db/schema/ingestion.js';
+import { canonicalName, changeMatcher, type ChangeTarget, type ChangeTie } from './change-ties.js';
 import { rememberMatch } from './observations.js';
 import {
   CHANGE_LOOKBACK_MS,
@@ -25,39 +32,16 @@ import {
 } from './common.js';
 
 export async function loadScene(ctx: InvestigationContext, req: InvestigationRequest): Promise<Scene> {
-  const [incident] = await ctx.db
-    .select()
-    .from(incidents)
-    .where(and(eq(incidents.tenantId, req.tenantId), eq(incidents.id, req.incidentId)));
+  const incident = await sceneIncident(ctx.db, req.tenantId, req.incidentId);
   if (!incident)
     throw ApplicationFailure.nonRetryable(`incident ${req.incidentId} has no projection`, 'IncidentMissing');
-  const ownAlerts = await ctx.db
-    .select()
-    .from(ingestedEvents)
-    .where(
-      and(
-        eq(ingestedEvents.tenantId, req.tenantId),
-        eq(ingestedEvents.incidentId, req.incidentId),
-        eq(ingestedEvents.kind, 'alert'),
-      ),
-    )
-    .orderBy(asc(ingestedEvents.occurredAt), asc(ingestedEvents.id))
-    .limit(MAX_OWN_ALERTS);
+  const ownAlerts = await incidentAlerts(ctx.db, req.tenantId, req.incidentId, MAX_OWN_ALERTS);
   const firing = ownAlerts.filter((a) => a.status !== 'resolved');
   const firstAlertAt = firing[0]?.occurredAt ?? ownAlerts[0]?.occurredAt ?? incident.createdAt;
   const service = incident.service;
   let node: Scene['node'] = null;
   if (incident.serviceId || service) {
-    const [row] = await ctx.db
-      .select({ id: services.id, name: services.name, type: services.type })
-      .from(services)
-      .where(
-        and(
-          eq(services.tenantId, req.tenantId),
-          incident.serviceId ? eq(services.id, incident.serviceId) : eq(services.name, service!),
-        ),
-      );
-    node = row ?? null;
+    node = await sceneNode(ctx.db, req.tenantId, incident.serviceId ? { id: incident.serviceId } : { name: service! });
   } else {
     node = await namedNode(ctx, req.tenantId, [
       incident.title,
@@ -73,11 +57,7 @@ export async function loadScene(ctx: InvestigationContext, req: InvestigationReq
  * topology node its alerts name (`Checkout conversion…` → checkout-api), the longest name first.
  */
 async function namedNode(ctx: InvestigationContext, tenantId: string, texts: string[]): Promise<Scene['node']> {
-  const nodes = await ctx.db
-    .select({ id: services.id, name: services.name, type: services.type })
-    .from(services)
-    .where(eq(services.tenantId, tenantId))
-    .limit(1000);
+  const nodes = await tenantNodes(ctx.db, tenantId, 1000);
   const text = texts.join('\n').toLowerCase();
   const says = (word: string) =>
     word.length >= 4 &&
@@ -124,34 +104,8 @@ export function agentCorrelated(ctx: InvestigationContext, scene: Scene): Promis
 }
 
 /** Services `serviceId` depends on, directly or transitively (edges source → target), with the shortest hops. */
-export async function dependenciesOf(
-  ctx: InvestigationContext,
-  tenantId: string,
-  serviceId: string,
-): Promise<Dependency[]> {
-  const rows = await ctx.db.execute<{ id: string; name: string; type: string; hops: number }>(sql`
-    with recursive walk(frontier, visited, hops) as (
-      select array[s.id], array[s.id], 0 from services s where s.tenant_id = ${tenantId} and s.id = ${serviceId}
-      union all
-      select next.frontier, w.visited || next.frontier, w.hops + 1
-      from walk w
-      cross join lateral (
-        select array_agg(reached.id) as frontier
-        from (
-          select e.target_service_id as id from service_edges e
-          where e.tenant_id = ${tenantId} and e.source_service_id = any(w.frontier)
-          except select unnest(w.visited)
-        ) reached
-      ) next
-      where next.frontier is not null and w.hops < ${MAX_DEPENDENCY_HOPS}
-    )
-    select s.id, s.name, s.type, w.hops
-    from walk w cross join lateral unnest(w.frontier) as f(id)
-    join services s on s.tenant_id = ${tenantId} and s.id = f.id
-    where w.hops > 0
-    order by w.hops, s.name collate "C"
-    limit 50`);
-  return Array.from(rows).map((r) => ({ id: r.id, name: r.name, type: r.type, hops: Number(r.hops) }));
+export function dependenciesOf(ctx: InvestigationContext, tenantId: string, serviceId: string): Promise<Dependency[]> {
+  return readDependencies(ctx.db, tenantId, serviceId, MAX_DEPENDENCY_HOPS);
 }
 
 /** Alerts of the tenant around the first alert that are not the incident's own (the nearest in time when there are many), oldest first. */
@@ -189,19 +143,8 @@ export async function recentChanges(
   const from = new Date(scene.firstAlertAt.getTime() - CHANGE_LOOKBACK_MS);
   const to = new Date(scene.firstAlertAt.getTime() + 5 * 60 * 1000);
   const tenantId = scene.req.tenantId;
-  const inWindow = and(
-    eq(ingestedEvents.tenantId, tenantId),
-    kind === 'both' ? inArray(ingestedEvents.kind, ['deployment', 'code_change']) : eq(ingestedEvents.kind, kind),
-    gte(ingestedEvents.occurredAt, from),
-    lte(ingestedEvents.occurredAt, to),
-  );
   // The labels say how a change is tied; its payload is read only for the ones kept.
-  const candidates = await ctx.db
-    .select({ id: ingestedEvents.id, service: ingestedEvents.service, labels: ingestedEvents.labels })
-    .from(ingestedEvents)
-    .where(inWindow)
-    .orderBy(desc(ingestedEvents.occurredAt), desc(ingestedEvents.id))
-    .limit(MAX_CHANGE_CANDIDATES);
+  const candidates = await changeCandidates(ctx.db, tenantId, { kind, from, to, limit: MAX_CHANGE_CANDIDATES });
   const alertServices = [...new Set(scene.ownAlerts.map((a) => a.service).filter((n): n is string => !!n))];
   const matcher = changeMatcher(targets, alertTexts(scene), alertServices);
   const tied = new Map<string, ChangeTie>();
@@ -222,11 +165,7 @@ export async function recentChanges(
     if (tie && !tied.has(c.id)) tied.set(c.id, tie);
   }
   if (tied.size === 0) return [];
-  const rows = await ctx.db
-    .select()
-    .from(ingestedEvents)
-    .where(and(eq(ingestedEvents.tenantId, tenantId), inArray(ingestedEvents.id, [...tied.keys()])))
-    .orderBy(asc(ingestedEvents.occurredAt), asc(ingestedEvents.id));
+  const rows = await eventsById(ctx.db, tenantId, [...tied.keys()]);
   return rows.map((row) => {
     const tie = tied.get(row.id)!;
     rememberMatch(row, tie.matchedBy);
@@ -247,14 +186,7 @@ async function changeTargets(ctx: InvestigationContext, scene: Scene): Promise<C
     ...scene.dependencies.map((d) => ({ id: d.id, name: d.name, hops: d.hops })),
   ];
   const ids = named.map((t) => t.id).filter((id): id is string => id !== undefined);
-  const repos = new Map<string, ServiceRepository[]>();
-  if (ids.length > 0) {
-    const rows = await ctx.db
-      .select({ id: services.id, repositories: services.repositories })
-      .from(services)
-      .where(and(eq(services.tenantId, scene.req.tenantId), inArray(services.id, ids)));
-    for (const r of rows) repos.set(r.id, r.repositories);
-  }
+  const repos = await nodeRepositories(ctx.db, scene.req.tenantId, ids);
   return named.map((t) => ({ name: t.name, hops: t.hops, repositories: (t.id && repos.get(t.id)) || [] }));
 }
 
