@@ -10,7 +10,7 @@ import { migrationName, recentMigration, sinceChange } from './jobs.js';
 import { draft, firstCapture, firstLabel, matching, servicesOf, type View } from './view.js';
 
 const DB_PRESSURE =
-  /(long[- ]running (query|queries|transaction|statement)|quer(y|ies) (running|has been running|active) for|running for \d+ ?(m|min|h|hours|minutes)|pg_stat_activity|pg_stat_statements|slow quer|lock(s)? (wait|waits|held|contention|timeout)|waiting for (a )?lock|blocked (queries|by pid|sessions)|idle in transaction|deadlock|statement_timeout|max_execution_time|seq(uential)? scan|full table scan|cpu.{0,30}(9\d|100) ?%|(9\d|100) ?% cpu|iops|io ?wait|active (sessions|queries|connections)|replication lag|temp files?|work_mem)/i;
+  /(long[- ]running (query|queries|transaction|statement)|quer(y|ies) (running|has been running|active) for|running for \d+ ?(m|min|h|hours|minutes)|pg_stat_activity|pg_stat_statements|slow quer|lock(s)? (wait|waits|held|contention|timeout)|waiting (for|on) (a )?locks?|holds? \w*lock|accessexclusivelock|blocker pid|blocked by pid|blocked (queries|by pid|sessions)|idle in transaction|deadlock|statement_timeout|max_execution_time|seq(uential)? scan|full table scan|cpu.{0,30}(9\d|100) ?%|(9\d|100) ?% cpu|iops|io ?wait|active (sessions|queries|connections)|replication lag|temp files?|work_mem)/i;
 const JOB_TEXT =
   /\b(?:cron ?job|batch job|job|cronjob|report|export|backfill|migration|reindex|etl|import|sync|rollup|aggregation|vacuum full)\b[\s:=]+["'`]?([a-z0-9][\w.-]{2,})/i;
 const JOB_WORDS =
