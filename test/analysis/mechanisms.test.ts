@@ -333,3 +333,21 @@ describe('node causes', () => {
     expect(firstAction(result)).toMatch(/^Restore time sync on ip-10-0-2-33/);
   });
 });
+
+describe('our own hosts', () => {
+  it('a probe of our own public endpoint is not a vendor outage', () => {
+    const result = analyzeInvestigation(
+      input({
+        alerts: [
+          alert({
+            alertName: 'BlackboxProbeFailed',
+            labels: { job: 'blackbox', module: 'http_2xx', instance: 'https://shop.acme-retail.com/health' },
+            text: 'Probe failed: https://shop.acme-retail.com/health returned 503',
+          }),
+          alert({ text: 'GET https://checkout.acme-retail.com/cart answered 503 for 12% of requests' }),
+        ],
+      }),
+    );
+    expect(result.hypotheses.map((h) => h.kind)).not.toContain('third_party_outage');
+  });
+});

@@ -88,6 +88,9 @@ const VENDOR_FAILURE =
 const NOT_VENDOR_HOST =
   /(\.svc(\.|$)|cluster\.local|\.internal$|\.local$|\.lan$|\.corp$|localhost|example\.(com|org|net)|sentry\.io|datadoghq|grafana|prometheus|alertmanager|pagerduty\.com\/incidents|github\.com$|githubusercontent|runbooks?\.|wiki\.|docs\.|dashboards?\.|kibana|opsgenie)/i;
 
+/** Probes and synthetic checks of our own endpoints. */
+const SYNTHETIC = /(blackbox|probe|synthetic|uptime|endpoint ?down|http_2xx|tcp_connect|healthcheck)/i;
+
 /** The registrable name of a host as a vendor name (`api.acmepay.com` → `acmepay.com`). */
 const registrable = (host: string) => host.split('.').slice(-2).join('.');
 
@@ -113,14 +116,27 @@ function vendorSignals(v: View): VendorSignal[] {
   }
   // Any other public host in a failing line: the vendor is who answers there.
   const byHost = new Map<string, AlertObservation[]>();
+  // The tenant's own services by every name a host might carry (`checkout` of checkout-api).
+  const own = new Set(
+    [
+      v.input.incident.service,
+      ...v.dependencyNames,
+      ...v.input.topology.dependents.map((d) => d.name),
+      ...v.all.map((a) => a.service),
+    ]
+      .filter((n): n is string => !!n)
+      .flatMap((n) => [lower(n), lower(n).replace(/[-_](api|service|svc|app|web|server)$/, '')]),
+  );
   for (const a of failing) {
-    if (claimed.has(a)) continue;
+    // A probe of our own endpoint names our own host, not a vendor's.
+    if (claimed.has(a) || SYNTHETIC.test(`${a.alertName} ${a.labels.job ?? ''} ${a.labels.module ?? ''}`)) continue;
     const lines = textOf(a)
       .split('\n')
       .filter((l) => VENDOR_FAILURE.test(l) || RATE_LIMITED.test(l))
       .filter((l) => !/^(labels|source|link|runbook|dashboard|generatorurl|panel|silence)/i.test(l.trim()));
     for (const host of hostsIn(lines.join('\n'))) {
-      if (NOT_VENDOR_HOST.test(host) || internal.has(lower(host)) || internal.has(host.split('.')[0]!)) continue;
+      if (NOT_VENDOR_HOST.test(host) || internal.has(lower(host)) || host.split('.').some((part) => own.has(part)))
+        continue;
       if (!/\.(com|net|io|org|co|ai|dev|app|cloud)$/.test(host)) continue;
       const key = registrable(host);
       byHost.set(key, [...(byHost.get(key) ?? []), a]);
