@@ -351,3 +351,22 @@ describe('our own hosts', () => {
     expect(result.hypotheses.map((h) => h.kind)).not.toContain('third_party_outage');
   });
 });
+
+describe('commit messages that only look like bumps', () => {
+  it('"Update docs to reflect …" is not a dependency upgrade', () => {
+    const result = analyzeInvestigation(
+      input({
+        changes: [
+          deploy({
+            kind: 'code_change',
+            changeType: 'push',
+            deploymentId: null,
+            occurredAt: minutes(-10),
+            title: 'Update docs to reflect the new checkout flow',
+          }),
+        ],
+      }),
+    );
+    expect(result.hypotheses.map((h) => h.kind)).not.toContain('dependency_bump');
+  });
+});

@@ -83,8 +83,9 @@ export function featureFlag(v: View): Hypothesis[] {
   return out;
 }
 
+/** "Bump pg from 8.11.3 to 9.0.0", "Update dependency ioredis to v5": the target is a version, not a word. */
 const BUMP =
-  /\b(?:bump|bumps|bumped|upgrade|update|updates)\s+(?:dependency\s+)?([@\w./-]+)\s+(?:from\s+(\S+)\s+)?to\s+v?(\S+)/i;
+  /\b(?:bump|bumps|bumped|upgrade|update|updates)\s+(?:dependency\s+)?([@\w./-]+)\s+(?:from\s+(\S+)\s+)?to\s+v?(\d+(?:\.[\w-]+)*)/i;
 
 export interface Bump {
   library: string;
