@@ -322,3 +322,22 @@ describe('disks', () => {
     expect(result.rootCause).toContain('(99.59% used)');
   });
 });
+
+describe('words that only look like a mechanism', () => {
+  it('a stack trace through gunicorn is not worker saturation, and an API throttling requests is not a CPU limit', () => {
+    const result = analyzeInvestigation(
+      input({
+        alerts: [
+          alert({
+            provider: 'sentry',
+            text: 'KeyError: address_line_2\n  File "/usr/local/lib/python3.12/site-packages/gunicorn/workers/sync.py", line 135, in handle',
+          }),
+          alert({ text: 'partner-api throttled 62% of our requests (429)' }),
+        ],
+      }),
+    );
+    const kinds = result.hypotheses.map((h) => h.kind);
+    expect(kinds).not.toContain('worker_saturation');
+    expect(kinds).not.toContain('cpu_limit');
+  });
+});

@@ -59,7 +59,7 @@ export function noisyNeighbour(v: View): Hypothesis[] {
 const SKEW =
   /(clock ?skew|clockskew|clock (is )?(out of sync|drift|offset|ahead|behind)|time (drift|offset|not synchroni[sz]ed)|not ?synchroni[sz]ed|\bntpd?\b|\bchronyd?\b|node_timex|nodeclock)/i;
 const TIME_ERRORS =
-  /(not yet valid|immature ?signature|used before issued|\biat\b|\bnbf\b|token.{0,30}(future|not yet)|request ?time ?too ?skewed|requesttimetooskewed|signature (expired|not yet current)|timestamp.{0,30}(future|skew)|clock)/i;
+  /(not yet valid|immature ?signature|used before issued|\biat\b|\bnbf\b|token.{0,30}(future|not yet)|request ?time ?too ?skewed|requesttimetooskewed|signature (expired|not yet current)|timestamp.{0,30}(future|skew))/i;
 
 export function clockSkew(v: View): Hypothesis[] {
   const skewed = matching(v.all, SKEW);

@@ -42,7 +42,7 @@ export function fdExhaustion(v: View): Hypothesis[] {
 }
 
 const WORKERS =
-  /(worker timeout|\[critical\] worker timeout|all (workers|threads) (are )?busy|no (idle|free|available) (workers|threads)|worker pool (exhausted|saturat)|thread ?pool (exhausted|saturat|queue full)|threadpool|max_?workers|request queue (full|depth)|listen queue|backlog full|rejectedexecution|busy workers|workers? (saturat|exhaust)|puma.{0,30}(backlog|busy)|gunicorn|uwsgi.{0,30}(busy|listen queue)|unicorn|sidekiq.{0,30}(busy|saturat))/i;
+  /(worker timeout|all (workers|threads) (are )?busy|no (idle|free|available) (workers|threads)|worker pool (exhausted|saturat)|thread ?pool (exhausted|saturat|queue full)|request queue (full|depth)|listen queue (full|overflow)|backlog full|rejectedexecutionexception|busy workers|workers? (saturat|exhaust)|puma.{0,30}(backlog|busy)|uwsgi.{0,30}(busy|listen queue)|sidekiq.{0,30}(busy|saturat))/i;
 
 export function workerSaturation(v: View): Hypothesis[] {
   const signals = matching(v.all, WORKERS);
@@ -121,7 +121,8 @@ const THROTTLED = /(\d{2,3})(?:\.\d+)? ?% (?:of )?(?:cpu )?(?:periods )?throttl|
 
 export function cpuLimit(v: View): Hypothesis[] {
   const mine = (a: (typeof v.all)[number]) => v.own.includes(a) || v.related.includes(a);
-  const signals = v.all.filter((a) => mine(a) && /throttl/i.test(textOf(a)) && THROTTLED.test(textOf(a)));
+  // CPU throttling by the kernel's quota, not an API throttling requests.
+  const signals = v.all.filter((a) => mine(a) && /cpu/i.test(textOf(a)) && THROTTLED.test(textOf(a)));
   const heavy = signals.filter((a) => Number(textOf(a).match(/(\d{2,3})(?:\.\d+)? ?%/)?.[1] ?? 0) >= 50);
   if (heavy.length === 0) return [];
   const service = servicesOf(heavy)[0] ?? v.service;
