@@ -370,3 +370,25 @@ describe('commit messages that only look like bumps', () => {
     expect(result.hypotheses.map((h) => h.kind)).not.toContain('dependency_bump');
   });
 });
+
+describe('alerts of other services', () => {
+  it("an unrelated service's mechanism in the same hour does not outrank the incident's own deploy", () => {
+    const result = analyzeInvestigation(
+      input({
+        alerts: [alert({ text: 'KeyError: address_line_2 in checkout serializer; 5xx 9%' })],
+        changes: [deploy({ occurredAt: minutes(-20) })],
+        correlated: [
+          alert({
+            incidentId: 'inc_9',
+            service: 'analytics-ingest',
+            alertName: 'RabbitmqMemoryAlarm',
+            text: 'RabbitMQ memory alarm raised on rabbit@analytics-0: publishers are blocked; queue events-raw has 3.2M ready messages and consumers = 0',
+          }),
+        ],
+      }),
+    );
+    expect(result.hypotheses[0]!.kind).toBe('bad_deploy');
+    const far = result.hypotheses.find((h) => h.kind === 'broker_alarm');
+    expect(far?.against.join(' ')).toMatch(/rests only on other services' alerts/);
+  });
+});

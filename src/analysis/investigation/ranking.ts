@@ -15,13 +15,19 @@ import { applyKnownPatterns } from './patterns.js';
 import { brokerAlarm, consumerLag } from './queues.js';
 import { connectionPool, diskFull, dnsFailure, expiredCertificate, replicationSlot } from './resources.js';
 import { recommendedActions } from './runbooks.js';
-import { clamp, lower, round2 } from './text.js';
+import { clamp, lower, round2, textOf } from './text.js';
 import { cacheFailure, flappingAlert, selfFailure, trafficSpike, upstreamFailure } from './topology.js';
-import { type Hypothesis, type HypothesisKind, type InvestigationAnalysis, type InvestigationInput } from './types.js';
+import {
+  type AlertObservation,
+  type Hypothesis,
+  type HypothesisKind,
+  type InvestigationAnalysis,
+  type InvestigationInput,
+} from './types.js';
 import { undetermined } from './undetermined.js';
 import { ioSaturation, replicationLag } from './storage.js';
 import { thirdPartyOutage } from './vendors.js';
-import { buildView, restrictToRoles } from './view.js';
+import { buildView, restrictToRoles, type View } from './view.js';
 
 // ---------------------------------------------------------------------------------------------
 // Ranking
@@ -138,6 +144,34 @@ function subsumedBy(h: Hypothesis, others: Hypothesis[]): Hypothesis | undefined
 const MIN_CREDIBLE = 0.35;
 
 /**
+ * Rules that read every alert of the tenant around the first alert can find a mechanism in an
+ * unrelated service's alerts: one that rests on none of the incident's own alerts, its related
+ * services' or its changes is discounted, so it cannot outrank what the incident itself shows.
+ */
+function awayFromTheIncident(v: View, hypotheses: Hypothesis[]): void {
+  // An alert no service claims (an exporter's, a host's) is near when it names one of ours.
+  const ours = [v.input.incident.service, ...v.dependencyNames, ...v.input.topology.dependents.map((d) => d.name)]
+    .filter((n): n is string => !!n && n.length >= 3)
+    .map(lower);
+  const namesOurs = (a: AlertObservation) =>
+    a.service === null && ours.some((n) => lower(`${textOf(a)}\n${Object.values(a.labels).join(' ')}`).includes(n));
+  const near = new Set([
+    ...v.scope.map((a) => a.eventId),
+    ...v.all.filter(namesOurs).map((a) => a.eventId),
+    ...v.input.changes.map((c) => c.eventId),
+  ]);
+  for (const h of hypotheses) {
+    if (h.kind === 'undetermined' || h.kind === 'known_pattern' || h.sources.length === 0) continue;
+    if (h.sources.some((s) => near.has(s))) continue;
+    // Another service's own alerts are further away than an alert no service claims (a cache
+    // exporter's, a host's), which may well be a neighbour the topology does not show.
+    const claimed = h.sources.some((s) => v.all.some((a) => a.eventId === s && a.service !== null));
+    h.score = round2(clamp(h.score - (claimed ? 0.2 : 0.1), 0, 0.95));
+    h.against.push("it rests only on other services' alerts, none of this incident's or its neighbours'");
+  }
+}
+
+/**
  * A change that is only earlier in time (more than 30 min before the first alert) loses to
  * evidence that names the mechanism: "errors started after the deploy" is the weakest link.
  */
@@ -222,6 +256,7 @@ export function analyzeInvestigation(raw: InvestigationInput): InvestigationAnal
       }
     }
   }
+  awayFromTheIncident(v, hypotheses);
   directBeatsTemporal(hypotheses);
   const order = (h: Hypothesis) => KIND_ORDER.indexOf(h.kind);
   hypotheses.sort((a, b) => b.score - a.score || order(a) - order(b) || a.subject.localeCompare(b.subject));
