@@ -92,3 +92,8 @@ export function input(overrides: Partial<InvestigationInput> = {}): Investigatio
     ...overrides,
   };
 }
+
+/** checkout-api's topology with these dependencies and no dependents. */
+export function topologyWith(...dependencies: DependencyObservation[]): InvestigationInput['topology'] {
+  return { known: true, serviceType: 'api', dependencies, dependents: [] };
+}

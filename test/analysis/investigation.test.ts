@@ -12,7 +12,7 @@ import {
 } from '../../src/analysis/investigation/index.js';
 import { agentRoles } from '../../src/analysis/types.js';
 
-import { alert, deploy, dependency, input, minutes } from './builders.js';
+import { alert, deploy, dependency, input, minutes, topologyWith } from './builders.js';
 
 describe('hypothesis ranking', () => {
   it('blames a deploy of the failing service shortly before the first alert, and discards the weaker hypotheses with their reason', () => {
@@ -198,45 +198,20 @@ describe('confidence', () => {
   });
 
   it('is lower when a competing hypothesis is close than when the winner stands alone', () => {
-    const orders = {
-      known: true,
-      serviceType: 'api',
-      dependencies: [
-        dependency({
-          name: 'orders-db',
-          alerting: true,
-          alertCount: 2,
-          firstAlertAt: minutes(-1),
-          alertNames: ['PostgresDown'],
-          alertTexts: ['orders-db is down'],
-          alertingDependents: ['checkout-api', 'inventory-api'],
-        }),
-      ],
-      dependents: [],
-    };
-    // The same winner, alone and then with a deploy of the service 12 minutes before as a rival.
-    const clear = analyzeInvestigation(input({ topology: orders }));
-    const contested = analyzeInvestigation(
-      input({
-        changes: [deploy()],
-        topology: {
-          known: true,
-          serviceType: 'api',
-          dependencies: [
-            dependency({
-              name: 'orders-db',
-              alerting: true,
-              alertCount: 2,
-              firstAlertAt: minutes(-1),
-              alertNames: ['PostgresDown'],
-              alertTexts: ['orders-db is down'],
-              alertingDependents: ['checkout-api', 'inventory-api'],
-            }),
-          ],
-          dependents: [],
-        },
+    const orders = topologyWith(
+      dependency({
+        name: 'orders-db',
+        alerting: true,
+        alertCount: 2,
+        firstAlertAt: minutes(-1),
+        alertNames: ['PostgresDown'],
+        alertTexts: ['orders-db is down'],
+        alertingDependents: ['checkout-api', 'inventory-api'],
       }),
     );
+    // The same winner, alone and then with a deploy of the service 12 minutes before as a rival.
+    const clear = analyzeInvestigation(input({ topology: orders }));
+    const contested = analyzeInvestigation(input({ changes: [deploy()], topology: orders }));
     expect(clear.hypotheses[0]!.kind).toBe(contested.hypotheses[0]!.kind);
     expect(contested.hypotheses[1]!.score).toBeGreaterThan(0.5);
     expect(contested.confidence).toBeLessThan(clear.confidence);

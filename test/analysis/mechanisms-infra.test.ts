@@ -4,15 +4,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { analyzeInvestigation, type AlertObservation } from '../../src/analysis/investigation/index.js';
-import { alert, deploy, dependency, input, minutes } from './builders.js';
+import { alert, deploy, dependency, input, minutes, topologyWith } from './builders.js';
 
 const firstAction = (r: ReturnType<typeof analyzeInvestigation>) => r.recommendedActions[0] ?? '';
-const datastore = (name: string, type: 'database' | 'cache' | 'queue' = 'database', extra = {}) => ({
-  known: true,
-  serviceType: 'api' as const,
-  dependencies: [dependency({ name, type, alerting: true, ...extra })],
-  dependents: [],
-});
+const datastore = (name: string, type: 'database' | 'cache' | 'queue' = 'database') =>
+  topologyWith(dependency({ name, type, alerting: true }));
 const other = (o: Partial<AlertObservation> & { text: string }) => alert({ incidentId: 'inc_2', ...o });
 
 describe('nodes', () => {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { analyzeInvestigation } from '../../src/analysis/investigation/index.js';
-import { alert, deploy, dependency, input, minutes } from './builders.js';
+import { alert, deploy, dependency, input, minutes, topologyWith } from './builders.js';
 
 const firstAction = (r: ReturnType<typeof analyzeInvestigation>) => r.recommendedActions[0] ?? '';
 
@@ -114,21 +114,16 @@ describe('load', () => {
     const result = analyzeInvestigation(
       input({
         alerts: [alert({ text: 'p99 latency 4.2s, 5xx 7%: timeouts waiting for orders-db' })],
-        topology: {
-          known: true,
-          serviceType: 'api',
-          dependencies: [
-            dependency({
-              name: 'orders-db',
-              alerting: true,
-              alertCount: 2,
-              alertNames: ['PostgresLongRunningQuery'],
-              alertTexts: ['query running for 47 min'],
-              alertingDependents: ['checkout-api', 'invoices-api'],
-            }),
-          ],
-          dependents: [],
-        },
+        topology: topologyWith(
+          dependency({
+            name: 'orders-db',
+            alerting: true,
+            alertCount: 2,
+            alertNames: ['PostgresLongRunningQuery'],
+            alertTexts: ['query running for 47 min'],
+            alertingDependents: ['checkout-api', 'invoices-api'],
+          }),
+        ),
         correlated: [
           alert({
             service: 'orders-db',
@@ -147,14 +142,9 @@ describe('load', () => {
     const result = analyzeInvestigation(
       input({
         alerts: [alert({ text: 'checkout-api p99 latency 2.1s' })],
-        topology: {
-          known: true,
-          serviceType: 'api',
-          dependencies: [
-            dependency({ name: 'sessions-redis', type: 'cache', alerting: true, alertNames: ['RedisEvictions'] }),
-          ],
-          dependents: [],
-        },
+        topology: topologyWith(
+          dependency({ name: 'sessions-redis', type: 'cache', alerting: true, alertNames: ['RedisEvictions'] }),
+        ),
         correlated: [
           alert({
             service: 'sessions-redis',
@@ -281,12 +271,7 @@ describe('credentials', () => {
             title: 'Rotate orders-db credentials in vault (ops/secrets#212)',
           }),
         ],
-        topology: {
-          known: true,
-          serviceType: 'api',
-          dependencies: [dependency({ name: 'orders-db' })],
-          dependents: [],
-        },
+        topology: topologyWith(dependency({ name: 'orders-db' })),
       }),
     );
     expect(result.hypotheses[0]).toMatchObject({ kind: 'expired_credentials', subject: 'orders-db' });

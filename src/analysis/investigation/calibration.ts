@@ -25,7 +25,7 @@ export const CALIBRATION = {
  * Ceilings the fit cannot see on a corpus the rules were written against: a cause resting only on
  * timing or on the topology is never near-certain, and a close credible rival halves the claim.
  */
-export const CEILINGS = { indirect: 0.8, contested: 0.4, emerging: 0.45 } as const;
+const CEILINGS = { indirect: 0.8, contested: 0.4, emerging: 0.45 } as const;
 
 /** The features the fit reads, for one ranking. */
 export interface CalibrationFeatures {

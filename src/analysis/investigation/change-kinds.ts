@@ -3,11 +3,21 @@
  * dependency bumped. Each names the flag or the library, and the action undoes that change
  * (turn the flag off, revert the bump) instead of rolling back a whole release.
  */
-import { alertLine, formatDuration, hhmm, lower, minutesBetween, ms, proximity, quote, sha7, textOf } from './text.js';
+import {
+  alertLine,
+  formatDuration,
+  hhmm,
+  lower,
+  minutesBetween,
+  ms,
+  proximity,
+  quote,
+  sha7,
+  textOf,
+  isProduction,
+} from './text.js';
 import { type ChangeObservation, type Hypothesis } from './types.js';
 import { draft, type View } from './view.js';
-
-const isProduction = (env: string | null) => env === null || env === '' || /prod|live|main|default/i.test(env);
 
 /** Where a flag was flipped (`LaunchDarkly`, `Unleash`…), from the provider name. */
 const TOOL: Record<string, string> = {
@@ -87,13 +97,13 @@ export function featureFlag(v: View): Hypothesis[] {
 const BUMP =
   /\b(?:bump|bumps|bumped|upgrade|update|updates)\s+(?:dependency\s+)?([@\w./-]+)\s+(?:from\s+(\S+)\s+)?to\s+v?(\d+(?:\.[\w-]+)*)/i;
 
-export interface Bump {
+interface Bump {
   library: string;
   from: string | null;
   to: string | null;
 }
 
-export function bumpOf(c: ChangeObservation): Bump | null {
+function bumpOf(c: ChangeObservation): Bump | null {
   const texts = [c.title, c.description ?? '', ...c.commits.map((m) => m.message)];
   for (const t of texts) {
     const m = t.match(BUMP);

@@ -18,6 +18,7 @@ import {
   says,
   sha7,
   textOf,
+  isProduction,
 } from './text.js';
 import { type ChangeObservation, type CommitObservation, type Hypothesis } from './types.js';
 import { draft, matching, type View } from './view.js';
@@ -44,7 +45,6 @@ function latestDeploys(deployments: ChangeObservation[]): ChangeObservation[] {
 
 const failedState = (state: string | null) => state !== null && /^(failure|error|inactive)$/i.test(state);
 const notYetLive = (state: string | null) => state !== null && /^(queued|pending)$/i.test(state);
-const isProduction = (env: string | null) => env === null || /prod|live|main/i.test(env);
 
 /** Releases no deployment event followed: teams that deploy on release publish nothing else. */
 function releasesAsDeploys(v: View): ChangeObservation[] {

@@ -14,7 +14,7 @@ const TOP_CONSUMER =
   /(?:top cpu consumer[^:]*:\s*|consumer:\s*|process\s+|container\s+|pod\s+)["'`]?([a-z][\w.-]{2,})["'`]?[^\n]{0,40}?(?:\d{2,3}(?:\.\d+)? ?%|\d+(?:\.\d+)? cores)/i;
 
 /** The node an alert is about: its instance, node or host label (port dropped). */
-export function nodeOf(a: AlertObservation): string | undefined {
+function nodeOf(a: AlertObservation): string | undefined {
   const raw = a.labels.node ?? a.labels.instance ?? a.labels.host ?? a.labels.hostname ?? a.labels.kubernetes_node;
   const host = raw?.replace(/:\d+$/, '').trim();
   return host && /[a-z]/i.test(host) && !/^https?:/.test(host) ? host : undefined;

@@ -3,7 +3,7 @@
  * busy, and a single hot key saturating a cache shard. The fix is the limit or the hot spot,
  * not the dependency that looks slow from outside.
  */
-import { alertLine, list, lower, says, textOf } from './text.js';
+import { alertLine, list, lower, says, textOf, instanceWorkload } from './text.js';
 import { type Hypothesis } from './types.js';
 import { draft, firstCapture, matching, servicesOf, type View } from './view.js';
 
@@ -159,7 +159,7 @@ export function connectionHog(v: View): Hypothesis[] {
   if (!holder) return [];
   const store =
     signals
-      .map((a) => a.service ?? a.labels.instance?.replace(/:\d+$/, '').replace(/-\d+$/, ''))
+      .map((a) => a.service ?? (a.labels.instance ? instanceWorkload(a.labels.instance) : undefined))
       .find((s): s is string => !!s) ?? 'the datastore';
   return [
     draft('connection_hog', {

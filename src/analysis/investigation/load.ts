@@ -4,7 +4,7 @@
  * storm (cut the retries), and an out-of-memory driven by one job or input (stop that job or
  * quarantine that input, rather than restart the pods that will take it again).
  */
-import { alertLine, list, lower, quote, RE, says, textOf } from './text.js';
+import { alertLine, list, lower, quote, RE, says, textOf, instanceWorkload } from './text.js';
 import { type AlertObservation, type DependencyObservation, type Hypothesis } from './types.js';
 import { migrationName, recentMigration, sinceChange } from './jobs.js';
 import { draft, firstCapture, firstLabel, matching, servicesOf, type View } from './view.js';
@@ -120,7 +120,7 @@ export function cacheEviction(v: View): Hypothesis[] {
     evicting.map((a) => a.service).find((s): s is string => !!s && /redis|memcache|cache/i.test(s)) ??
     evicting.map((a) => a.service).find((s): s is string => !!s) ??
     evicting
-      .map((a) => a.labels.instance?.replace(/:\d+$/, '').replace(/-\d+$/, ''))
+      .map((a) => (a.labels.instance ? instanceWorkload(a.labels.instance) : undefined))
       .find((s): s is string => !!s && /[a-z]/i.test(s)) ??
     'the cache';
   const db = v.input.topology.dependencies.find((d) => isDb(d) && d.alerting);

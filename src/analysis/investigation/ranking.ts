@@ -153,8 +153,12 @@ function awayFromTheIncident(v: View, hypotheses: Hypothesis[]): void {
   const ours = [v.input.incident.service, ...v.dependencyNames, ...v.input.topology.dependents.map((d) => d.name)]
     .filter((n): n is string => !!n && n.length >= 3)
     .map(lower);
-  const namesOurs = (a: AlertObservation) =>
-    a.service === null && ours.some((n) => lower(`${textOf(a)}\n${Object.values(a.labels).join(' ')}`).includes(n));
+  const namesOurs = (a: AlertObservation) => {
+    if (a.service !== null) return false;
+    const text = lower(`${textOf(a)}\n${Object.values(a.labels).join(' ')}`);
+    return ours.some((n) => text.includes(n));
+  };
+  const claimedBySomeone = new Set(v.all.filter((a) => a.service !== null).map((a) => a.eventId));
   const near = new Set([
     ...v.scope.map((a) => a.eventId),
     ...v.all.filter(namesOurs).map((a) => a.eventId),
@@ -165,8 +169,7 @@ function awayFromTheIncident(v: View, hypotheses: Hypothesis[]): void {
     if (h.sources.some((s) => near.has(s))) continue;
     // Another service's own alerts are further away than an alert no service claims (a cache
     // exporter's, a host's), which may well be a neighbour the topology does not show.
-    const claimed = h.sources.some((s) => v.all.some((a) => a.eventId === s && a.service !== null));
-    h.score = round2(clamp(h.score - (claimed ? 0.2 : 0.1), 0, 0.95));
+    h.score = round2(clamp(h.score - (h.sources.some((s) => claimedBySomeone.has(s)) ? 0.2 : 0.1), 0, 0.95));
     h.against.push("it rests only on other services' alerts, none of this incident's or its neighbours'");
   }
 }

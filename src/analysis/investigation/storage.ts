@@ -3,15 +3,13 @@
  * volume out of I/O (burst credits spent, a saturated I/O queue). Each names the replica or the
  * volume and its own fix.
  */
-import { alertLine, lower, says, textOf } from './text.js';
+import { alertLine, lower, says, textOf, instanceWorkload } from './text.js';
 import { type Hypothesis } from './types.js';
 import { draft, firstCapture, matching, servicesOf, type View } from './view.js';
 
 const LAG =
   /(replication lag|replica(tion)? .{0,20}(lag|behind)|lag(ging)? behind (the )?primary|replay (lag|paused|delay)|pg_replication_lag|seconds_behind_master|secondsbehindmaster|replica_lag)/i;
 const BLOCKER = /(?:pid|process)[\s:=]+(\d{2,7})|usename[\s:=]+["'`]?([\w-]+)|user[\s:=]+["'`]?([\w-]+)/gi;
-
-const replicaName = (raw: string) => raw.replace(/:\d+$/, '').replace(/-\d+$/, '');
 
 export function replicationLag(v: View): Hypothesis[] {
   const lagging = matching(v.all, LAG);
@@ -21,7 +19,7 @@ export function replicationLag(v: View): Hypothesis[] {
     firstCapture(lagging, /instance[\s:=]+([\w.-]+)/i) ??
     servicesOf(lagging)[0] ??
     'the replica';
-  const name = replicaName(replica);
+  const name = instanceWorkload(replica);
   const text = lagging.map(textOf).join('\n');
   const found = [...text.matchAll(BLOCKER)];
   const pid = found.map((m) => m[1]).find(Boolean);

@@ -128,3 +128,7 @@ export const says = (a: AlertObservation, max = 140) =>
   a.alertName.length > 60 ? quote(a.alertName, max).replace(/[.;,]+$/, '') : alertDetail(a, max);
 export const textOf = (a: AlertObservation) => `${a.alertName}\n${a.title}\n${a.text}`;
 export const lower = (s: string | null | undefined) => (s ?? '').toLowerCase();
+/** A change that reached production (or says nothing of where it went). */
+export const isProduction = (env: string | null) => env === null || env === '' || /prod|live|main|default/i.test(env);
+/** The workload an exporter's `instance` names: `product-cache-0:9121` → `product-cache`. */
+export const instanceWorkload = (instance: string) => instance.replace(/:\d+$/, '').replace(/-\d+$/, '');

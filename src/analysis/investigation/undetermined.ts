@@ -7,7 +7,7 @@ import { type Hypothesis } from './types.js';
 import { draft, type View } from './view.js';
 
 /** The evidence the investigation lacked, each with what would supply it. */
-export function missingEvidence(v: View): string[] {
+function missingEvidence(v: View): string[] {
   const input = v.input;
   const service = v.service;
   const missing: string[] = [];

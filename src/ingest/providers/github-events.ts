@@ -114,19 +114,22 @@ export function workflowRunEvent(body: unknown): ParsedDelivery {
   };
 }
 
+/** A GitHub deployment object, as the `deployment` and `deployment_status` events both carry it. */
+export const deploymentObject = z.looseObject({
+  id: z.number().optional(),
+  sha: z.string().min(1),
+  ref: z.string(),
+  task: z.string().nullish(),
+  environment: z.string().min(1),
+  description: z.string().nullish(),
+  creator: user,
+  created_at: z.string().nullish(),
+  payload: z.unknown().optional(),
+});
+
 const deploymentSchema = z.looseObject({
   action: z.string().min(1),
-  deployment: z.looseObject({
-    id: z.number().optional(),
-    sha: z.string().min(1),
-    ref: z.string(),
-    task: z.string().nullish(),
-    environment: z.string().min(1),
-    description: z.string().nullish(),
-    creator: user,
-    created_at: z.string().nullish(),
-    payload: z.unknown().optional(),
-  }),
+  deployment: deploymentObject,
   repository,
   sender: user,
 });
