@@ -8,7 +8,7 @@ import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInvestigationActivities } from '../../src/activities/investigation/index.js';
 import { toChangeObservation } from '../../src/activities/investigation/observations.js';
-import { loadScene, recentChanges } from '../../src/activities/investigation/scene.js';
+import { agentChanges, agentScene, loadScene, recentChanges } from '../../src/activities/investigation/scene.js';
 import type { InvestigationContext } from '../../src/activities/investigation/common.js';
 import type { AgentReport, InvestigationRequest } from '../../src/analysis/investigation-types.js';
 import { createBuiltinProvider } from '../../src/analysis/providers.js';
@@ -154,6 +154,29 @@ beforeAll(async () => {
 afterAll(() => svc?.stop());
 
 describe('changes tied to the incident', () => {
+  it("the run's two change agents share one read: each kind is its part of the tied changes", async () => {
+    const ctx: InvestigationContext = {
+      db: svc.database.db,
+      model: createBuiltinProvider(),
+      deps: {},
+      sharedReads: new Map(),
+    };
+    const scene = await agentScene(ctx, request);
+    const [deployments, codeChanges] = await Promise.all([
+      agentChanges(ctx, scene, 'deployment'),
+      agentChanges(ctx, scene, 'code_change'),
+    ]);
+    const shared = [...ctx.sharedReads.values()][0]!.changes;
+    expect(shared).toBeDefined();
+    expect(deployments.every((c) => c.row.kind === 'deployment')).toBe(true);
+    expect(codeChanges.every((c) => c.row.kind === 'code_change')).toBe(true);
+    const all = await recentChanges(ctx, scene, 'both');
+    expect([...deployments, ...codeChanges].map((c) => c.row.id).sort()).toEqual(all.map((c) => c.row.id).sort());
+    expect(deployments.length).toBeGreaterThan(0);
+    expect(codeChanges.length).toBeGreaterThan(0);
+    expect([...ctx.sharedReads.values()][0]!.changes).toBe(shared);
+  });
+
   it('ties each change to the service or dependency it concerns, and says how', async () => {
     const ctx: InvestigationContext = {
       db: svc.database.db,

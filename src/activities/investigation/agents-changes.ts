@@ -19,7 +19,7 @@ import {
 import { before, report, serviceName, storeEvidence, timing } from './evidence.js';
 import { changeRelevance, toChangeObservation } from './observations.js';
 import { rawExcerpt } from './payloads.js';
-import { agentScene, recentChanges } from './scene.js';
+import { agentChanges, agentScene } from './scene.js';
 import { consultSkills, withSkillNotes } from './skills-findings.js';
 
 /** Deployments of the service and of its dependencies in the 6 h before the first alert. */
@@ -28,7 +28,7 @@ export async function deploymentAgent(ctx: InvestigationContext, req: Investigat
   heartbeat({ step: 'scene' });
   const consulting = consultSkills(ctx, req, 'deployment', scene, CHANGE_LOOKBACK_MS);
   consulting.catch(() => undefined); // awaited below; not unhandled if the read fails first
-  const rows = await recentChanges(ctx, scene, 'deployment');
+  const rows = await agentChanges(ctx, scene, 'deployment');
   heartbeat({ step: 'deployments', count: rows.length });
   // GitHub sends one event per status, Argo CD one per trigger, a flag may flip twice: keep the
   // latest state of each deployment, sync of one revision, or flag.
@@ -89,7 +89,7 @@ export async function codeChangeAgent(ctx: InvestigationContext, req: Investigat
   heartbeat({ step: 'scene' });
   const consulting = consultSkills(ctx, req, 'code_change', scene, CHANGE_LOOKBACK_MS);
   consulting.catch(() => undefined); // awaited below; not unhandled if the read fails first
-  const rows = await recentChanges(ctx, scene, 'code_change');
+  const rows = await agentChanges(ctx, scene, 'code_change');
   heartbeat({ step: 'pushes', count: rows.length });
   const drafts: EvidenceDraft[] = [];
   const lines: string[] = [];

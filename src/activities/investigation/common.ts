@@ -79,6 +79,8 @@ export type SharedRead = {
   at: number;
   scene: Promise<Scene>;
   correlated?: Promise<IngestedEventRow[]>;
+  /** The run's tied changes of both kinds, read once for the two change agents. */
+  changes?: Promise<Array<{ row: IngestedEventRow; hops: number }>>;
   skills?: Promise<AgentSkill[]>;
 };
 

@@ -103,6 +103,26 @@ export function agentCorrelated(ctx: InvestigationContext, scene: Scene): Promis
   return entry.correlated;
 }
 
+/**
+ * The change agents of one run share one read of the tied changes (both kinds, filtered here):
+ * tying reads up to MAX_CHANGE_CANDIDATES label rows, which is worth doing once, not per agent.
+ */
+export async function agentChanges(
+  ctx: InvestigationContext,
+  scene: Scene,
+  kind: 'deployment' | 'code_change',
+): Promise<TiedChange[]> {
+  const entry = sharedRead(ctx, scene.req);
+  if (!entry.changes) {
+    const read = recentChanges(ctx, scene, 'both');
+    read.catch(() => {
+      if (entry.changes === read) delete entry.changes;
+    });
+    entry.changes = read;
+  }
+  return ((await entry.changes) as TiedChange[]).filter((c) => c.row.kind === kind);
+}
+
 /** Services `serviceId` depends on, directly or transitively (edges source → target), with the shortest hops. */
 export function dependenciesOf(ctx: InvestigationContext, tenantId: string, serviceId: string): Promise<Dependency[]> {
   return readDependencies(ctx.db, tenantId, serviceId, MAX_DEPENDENCY_HOPS);
