@@ -113,6 +113,18 @@ export async function startApi(
       logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in responder answered'),
     ),
     databaseWatch: { answers: createDatabaseProbe(settings.databaseUrl), everyMs: DATABASE_WATCH_MS },
+    identity: {
+      settings: config.identity,
+      ...(settings.jwtSecret
+        ? {
+            sessions: {
+              signingSecret: settings.jwtSecret,
+              accessTtlSeconds: config.auth.tokenTtlSeconds,
+              refreshTtlSeconds: config.identity.refreshTtlSeconds,
+            },
+          }
+        : {}),
+    },
     exports: {
       dir: config.exports.dir,
       urlKey:

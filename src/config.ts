@@ -2,6 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { isNetwork } from './skills/networks.js';
+import { loadIdentitySettings, type IdentitySettings } from './auth/settings.js';
 
 /** The project root (one level above src/). */
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -175,6 +176,8 @@ export interface Config {
     answerTimeoutMs: number;
   };
   pgPort: number;
+  /** Sign-in providers, refresh tokens, redirect origins, integration OAuth clients. */
+  identity: IdentitySettings;
   auth: {
     jwtSecret: string | undefined;
     jwksUrl: string | undefined;
@@ -269,6 +272,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       'S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY: both are required to use object storage (S3_ENDPOINT)',
     ]);
   }
+  const identity = loadIdentitySettings(cleaned);
+  if ('problems' in identity) throw new ConfigError(identity.problems);
   const dataDir = path.resolve(e.DATA_DIR ?? path.join(projectRoot, '.data'));
   const publicHost = e.HOST === '0.0.0.0' || e.HOST === '::' ? 'localhost' : e.HOST;
   return {
@@ -288,6 +293,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       answerTimeoutMs: e.TEMPORAL_ANSWER_TIMEOUT_MS,
     },
     pgPort: e.PG_PORT,
+    identity: identity.settings,
     auth: {
       jwtSecret: e.JWT_SECRET,
       jwksUrl: e.JWKS_URL,

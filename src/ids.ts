@@ -74,7 +74,11 @@ export type IdPrefix =
   | 'rbk'
   | 'ski'
   | 'alt'
-  | 'crl';
+  | 'crl'
+  | 'usr'
+  | 'inv'
+  | 'rtk'
+  | 'int';
 
 export function newId(prefix: IdPrefix, now?: number): string {
   return `${prefix}_${ulid(now).toLowerCase()}`;

@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { ModelProvider } from '../analysis/types.js';
 import type postgres from 'postgres';
 import type { TokenVerifier, Principal } from '../auth/tokens.js';
+import type { SessionSettings } from '../auth/sessions.js';
+import type { IdentitySettings } from '../auth/settings.js';
 import type { Config, HttpSettings, S3Config } from '../config.js';
 import type { IncidentCommands, Requester } from '../incidents/commands.js';
 import type { Db } from '../db/client.js';
@@ -61,6 +63,12 @@ export interface AppDeps {
    * No watch when absent.
    */
   databaseWatch?: { answers: () => Promise<boolean>; everyMs: number };
+  /**
+   * Sign-in providers, the tokens the service issues (`sessions`: absent when it has no signing
+   * secret, only an external JWKS, so it issues none) and integration OAuth clients. Absent:
+   * every provider is off.
+   */
+  identity?: { settings: IdentitySettings; sessions?: SessionSettings };
 }
 
 /** An admitted caller: its tenant exists and is active (the route's `access` then judges its role). */

@@ -26,6 +26,7 @@ import type { StreamSettings } from '../../src/realtime/sse.js';
 import { createRealtimeHub, type RealtimeHub } from '../../src/realtime/hub.js';
 import type { ActivityDeps } from '../../src/activities/index.js';
 import { loadConfig, type HttpSettings, type S3Config } from '../../src/config.js';
+import type { IdentitySettings } from '../../src/auth/settings.js';
 import { listen } from '../../src/composition.js';
 import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
 import { temporalConnectionOptions } from '../../src/temporal/connection.js';
@@ -155,6 +156,10 @@ export interface TestServiceOptions {
   databaseWatchMs?: number;
   /** The HTTP server's bounds (`HTTP_*`; their defaults when absent), served as `npm start` serves them. */
   http?: Partial<HttpSettings>;
+  /** Sign-in providers, redirect origins and integration clients (none by default); access/refresh lifetimes. */
+  identity?: Partial<IdentitySettings> & { accessTtlSeconds?: number };
+  /** The api's public base URL (redirect URIs are made from it); `http://api.test` by default. */
+  publicBaseUrl?: string;
 }
 
 /** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
@@ -222,7 +227,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     clock: () => new Date(),
     logger,
     config: {
-      publicBaseUrl: 'http://api.test',
+      publicBaseUrl: options.publicBaseUrl ?? 'http://api.test',
       trustProxy: options.trustProxy ?? false,
       publicRateLimitPerMinute: options.publicRateLimitPerMinute ?? 10_000,
       webhookRateLimitPerMinute: options.webhookRateLimitPerMinute ?? 1_000_000,
@@ -239,6 +244,19 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       ? { databaseWatch: { answers: createDatabaseProbe(poolUrl), everyMs: options.databaseWatchMs } }
       : {}),
     exports: { dir: exportDir, urlKey: exportUrlKey, ...(options.exports?.s3 ? { s3: options.exports.s3 } : {}) },
+    identity: {
+      settings: {
+        providers: options.identity?.providers ?? {},
+        redirectOrigins: options.identity?.redirectOrigins ?? [],
+        refreshTtlSeconds: options.identity?.refreshTtlSeconds ?? 2_592_000,
+        integrationClients: options.identity?.integrationClients ?? {},
+      },
+      sessions: {
+        signingSecret: TEST_JWT_SECRET,
+        accessTtlSeconds: options.identity?.accessTtlSeconds ?? 3600,
+        refreshTtlSeconds: options.identity?.refreshTtlSeconds ?? 2_592_000,
+      },
+    },
   };
   const dispatcher =
     worker && !options.withoutDispatcher

@@ -1,5 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
+import { getCookie } from 'hono/cookie';
 import type { Principal } from '../../auth/tokens.js';
+import { membershipOf } from '../../db/repositories/memberships.js';
 import { findTenant } from '../../db/repositories/tenants.js';
 import { AppError } from '../../errors.js';
 import type { AppDeps, AppEnv } from '../context.js';
@@ -29,6 +31,29 @@ function bearerToken(header: string | undefined): string | undefined {
 }
 
 /**
+ * The cookie sign-in sets for a browser: its access token, sent only to the integration connect
+ * path (a browser cannot add a bearer header to a link it follows).
+ */
+export const SESSION_COOKIE = 'iis_session';
+export const SESSION_COOKIE_PATH = '/v1/integrations/connect';
+const CONNECT_START = /^\/v1\/integrations\/connect\/[^/]+$/;
+
+function credentialOf(c: Context<AppEnv>): string | undefined {
+  const header = c.req.header('authorization');
+  if (header !== undefined || c.req.method !== 'GET' || !CONNECT_START.test(c.req.path)) return bearerToken(header);
+  return getCookie(c, SESSION_COOKIE);
+}
+
+/** Users the service signed in (`usr_…`) count as the member they are now, not as their token says. */
+const SIGNED_IN_USER = /^usr_[0-9a-z]{26}$/;
+
+async function asMemberNow(deps: Pick<AppDeps, 'db'>, principal: Principal): Promise<Principal | undefined> {
+  if (!SIGNED_IN_USER.test(principal.userId)) return principal;
+  const membership = await membershipOf(deps.db, principal.tenantId, principal.userId);
+  return membership ? { ...principal, roles: [membership.role] } : undefined;
+}
+
+/**
  * `Authorization: Bearer <JWT>` → the caller's principal and tenant (`identified`); 401 without a
  * token, for one that does not verify, or for an unknown tenant. A caller the stream token
  * already identified passes through.
@@ -36,7 +61,7 @@ function bearerToken(header: string | undefined): string | undefined {
 export function bearerAuth(deps: Pick<AppDeps, 'db' | 'tokens'>, onRefused: OnRefused): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     if (c.var.identified) return next();
-    const token = bearerToken(c.req.header('authorization'));
+    const token = credentialOf(c);
     if (!token) return refuse(c, onRefused, 'A bearer token is required');
     let principal: Principal;
     try {
@@ -45,6 +70,10 @@ export function bearerAuth(deps: Pick<AppDeps, 'db' | 'tokens'>, onRefused: OnRe
       c.var.logger.debug({ reason: (err as Error).message }, 'token rejected');
       return refuse(c, onRefused, 'The bearer token is invalid or expired');
     }
+    // A role changed or a member removed takes effect at once, not when the token expires.
+    const member = await asMemberNow(deps, principal);
+    if (!member) return refuse(c, onRefused, 'The token is of a person who is no longer a member of its tenant');
+    principal = member;
     const tenant = await tenantOf(deps, c, onRefused, principal);
     c.set('identified', { principal, tenant, by: 'bearer' });
     return next();

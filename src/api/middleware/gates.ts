@@ -10,13 +10,24 @@ import type { AppEnv } from '../context.js';
 export type Gate = 'probe' | 'address' | 'webhook-key' | 'principal' | 'none';
 
 const probePaths = new Set(['/health', '/health/detailed']);
-const publicPaths = new Set(['/v1/billing/plans', '/v1/integrations/catalog', '/openapi.json', '/docs']);
+const publicPaths = new Set([
+  '/v1/billing/plans',
+  '/v1/integrations/catalog',
+  '/openapi.json',
+  '/docs',
+  // A refresh token is their credential.
+  '/v1/auth/refresh',
+  '/v1/auth/logout',
+]);
+/** Sign-in (`/auth/{provider}` and its callback) and an integration's OAuth callback: their `state` is the credential. */
+const OAUTH_PATH = /^\/auth\/[^/]+(\/callback)?$|^\/v1\/integrations\/connect\/[^/]+\/callback$/;
 /** Signed export download URLs carry their own credential (an HMAC). */
 const EXPORT_DOWNLOAD_PATH = /^\/v1\/audit\/export\/[^/]+\/download$/;
 
 export function gateOf(path: string): Gate {
   if (probePaths.has(path)) return 'probe';
-  if (publicPaths.has(path) || path.startsWith('/docs/') || EXPORT_DOWNLOAD_PATH.test(path)) return 'address';
+  if (publicPaths.has(path) || path.startsWith('/docs/') || EXPORT_DOWNLOAD_PATH.test(path) || OAUTH_PATH.test(path))
+    return 'address';
   if (!path.startsWith('/v1/') && !path.startsWith('/api/v1/')) return 'none';
   if (path.startsWith('/v1/webhooks/')) return 'webhook-key';
   return 'principal';

@@ -11,3 +11,4 @@ export * from './remediation.js';
 export * from './triggers.js';
 export * from './knowledge.js';
 export * from './correlation.js';
+export * from './identity.js';
