@@ -47,6 +47,10 @@ import { registerAuditRoutes } from './routes/audit.js';
 import { registerCorrelationRuleRoutes } from './routes/correlation-rules.js';
 import { registerAlertRoutes } from './routes/alerts.js';
 import { registerDocsRoutes } from './routes/docs.js';
+import { registerMemberRoutes } from './routes/members.js';
+import { registerSignInRoutes } from './routes/sign-in.js';
+import { registerIntegrationRoutes } from './routes/integrations.js';
+import { registerAuthTokenRoutes } from './routes/auth-tokens.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
 import {
   DEPENDENCY_UNAVAILABLE_MESSAGE,
@@ -216,6 +220,10 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   registerAuditRoutes(app, deps);
   registerCorrelationRuleRoutes(app, deps);
   registerAlertRoutes(app, deps);
+  registerMemberRoutes(app, deps);
+  registerSignInRoutes(app, deps);
+  registerAuthTokenRoutes(app, deps);
+  registerIntegrationRoutes(app, deps);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

@@ -53,7 +53,8 @@ const url = z
   .string()
   .trim()
   .transform((v) => (v === '' ? undefined : v))
-  .pipe(z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional());
+  .pipe(z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional())
+  .optional();
 
 const origin = (entry: string) => URL.canParse(entry) && new URL(entry).origin === entry.replace(/\/$/, '');
 

@@ -9,7 +9,7 @@ export const ErrorSchema = z
   })
   .openapi('Error');
 
-export function errorResponses(...statuses: Array<400 | 401 | 403 | 404 | 409 | 413 | 429 | 503>) {
+export function errorResponses(...statuses: Array<400 | 401 | 403 | 404 | 409 | 413 | 429 | 502 | 503>) {
   const descriptions: Record<number, string> = {
     400: 'Invalid input',
     401: 'Missing, invalid or expired credentials',
@@ -18,6 +18,7 @@ export function errorResponses(...statuses: Array<400 | 401 | 403 | 404 | 409 | 
     409: 'Conflict',
     413: 'Request body over 1 MiB (a webhook: 4 MiB)',
     429: 'Rate limit or quota exceeded',
+    502: 'A sign-in or integration provider did not answer as it should',
     503: 'A dependency is unavailable',
   };
   return Object.fromEntries(
