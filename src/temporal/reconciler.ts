@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type postgres from 'postgres';
 import { releaseHeldAlerts } from '../ingest/release-held.js';
 import { purgeExpiredAudit } from '../db/repositories/audit-retention.js';
+import { purgeIdentityRows } from '../db/repositories/identity-retention.js';
 import { NOTIFICATION_RETENTION_MS, purgeNotifications } from '../db/repositories/notifications.js';
 import { purgeRateLimitWindows } from '../db/repositories/rate-limits.js';
 import { purgeSkillInvocations, SKILL_INVOCATION_RETENTION_MS } from '../db/repositories/skill-invocations.js';
@@ -49,6 +50,7 @@ export function startHousekeeping(
         skillInvocations: await purgeSkillInvocations(deps.sql, SKILL_INVOCATION_RETENTION_MS, { shouldStop }),
         notifications: await purgeNotifications(deps.sql, NOTIFICATION_RETENTION_MS, { shouldStop }),
         triggerFirings: await purgeTriggerFirings(deps.sql, TRIGGER_FIRING_RETENTION_MS, { shouldStop }),
+        ...(await purgeIdentityRows(deps.sql, { shouldStop })),
       };
       if (Object.values(purged).some((n) => n > 0)) deps.logger.info(purged, 'housekeeping purged expired rows');
     })()

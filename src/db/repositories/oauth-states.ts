@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { and, eq, gt, isNull, lt } from 'drizzle-orm';
+import { and, eq, gt, isNull } from 'drizzle-orm';
 import type { Db } from '../client.js';
 import { oauthStates } from '../schema/identity.js';
 
@@ -64,13 +64,4 @@ export async function consumeOAuthState(
     )
     .returning();
   return row ? { provider: row.provider, tenantId: row.tenantId, userId: row.userId, data: row.data } : null;
-}
-
-/** Removes states that expired before `before` (housekeeping). */
-export async function purgeOAuthStates(db: Pick<Db, 'delete'>, before: Date): Promise<number> {
-  const rows = await db
-    .delete(oauthStates)
-    .where(lt(oauthStates.expiresAt, before))
-    .returning({ h: oauthStates.stateHash });
-  return rows.length;
 }

@@ -7,8 +7,8 @@ export interface PurgeOptions {
   shouldStop?: () => boolean;
 }
 
-/** The timestamp a row's age is read from: when it was written, or when it last changed. */
-type AgeColumn = 'created_at' | 'updated_at';
+/** The timestamp a row's age is read from: when it was written, when it last changed, or when it expired. */
+type AgeColumn = 'created_at' | 'updated_at' | 'expires_at';
 
 /**
  * Deletes the rows of `table` whose `age` column (`created_at` unless given) is more than
