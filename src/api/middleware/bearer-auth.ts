@@ -55,8 +55,8 @@ async function asMemberNow(deps: Pick<AppDeps, 'db'>, principal: Principal): Pro
 
 /**
  * `Authorization: Bearer <JWT>` → the caller's principal and tenant (`identified`); 401 without a
- * token, for one that does not verify, or for an unknown tenant. A caller the stream token
- * already identified passes through.
+ * token, for one that does not verify, for an unknown tenant, or for a signed-in person no
+ * longer a member (ADR 0273). A caller the stream token already identified passes through.
  */
 export function bearerAuth(deps: Pick<AppDeps, 'db' | 'tokens'>, onRefused: OnRefused): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
