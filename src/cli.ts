@@ -1,8 +1,12 @@
 // Operator CLI: `npm run --silent cli -- <command>`. Reads the same configuration as the service.
 import { parseArgs } from 'node:util';
 import { roles, signToken, type Role } from './auth/tokens.js';
+import { oneLine } from './api/schemas/common.js';
+import { MemberEmail } from './api/schemas/members.js';
 import { connectDatabase, runMigrations } from './db/client.js';
+import { addMemberByOperator, listAllMembers } from './db/repositories/members.js';
 import { createTenant, findTenant, setCustomQuotas } from './db/repositories/tenants.js';
+import { memberRoles, type MemberRole } from './db/schema/identity.js';
 import type { TenantSettings } from './db/schema/tenants.js';
 import { enterpriseQuotaDefaults, MAX_CUSTOM_QUOTA, monthlyQuotas, planIds, type PlanId } from './domain/plans.js';
 import { configOrExit } from './process-exit.js';
@@ -16,7 +20,14 @@ const usage = `Usage:
   npm run --silent cli -- tenant quotas --tenant TENANT_ID [--investigations N] [--events N] [--chat-messages N]
       Sets an enterprise tenant's monthly quotas (those named; 0 to ${MAX_CUSTOM_QUOTA}); prints them all.
   npm run --silent cli -- token --tenant TENANT_ID --role admin|member [--sub USER_ID] [--email EMAIL] [--ttl SECONDS]
-      Prints a signed access token (HS256 with JWT_SECRET or the secret npm start generated).`;
+      Prints a signed access token (HS256 with JWT_SECRET or the secret npm start generated).
+  npm run --silent cli -- member add --tenant TENANT_ID --email EMAIL --role admin|member [--name NAME]
+      Makes (or reuses) the user account of EMAIL and its membership of the tenant with the role (a
+      tenant's first admin); prints one JSON line with userId, tenantId, email and role. They sign in
+      with a provider whose verified email is EMAIL. An existing member takes the role, unless that
+      would leave the tenant without an admin.
+  npm run --silent cli -- member list --tenant TENANT_ID
+      Prints the tenant's members, one JSON line each (userId, email, name, role, joinedAt).`;
 
 class UsageError extends Error {}
 
@@ -154,11 +165,58 @@ async function token(args: string[]): Promise<void> {
   );
 }
 
+async function memberAdd(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      tenant: { type: 'string' },
+      email: { type: 'string' },
+      role: { type: 'string' },
+      name: { type: 'string' },
+    },
+    strict: true,
+  });
+  if (!values.tenant) fail('--tenant is required');
+  const email = MemberEmail.safeParse(values.email ?? '');
+  if (!email.success) fail('--email must be an email address (at most 254 characters)');
+  if (!values.role || !(memberRoles as readonly string[]).includes(values.role)) fail('--role must be admin or member');
+  const named = values.name === undefined ? undefined : oneLine(200).safeParse(values.name);
+  if (named && !named.success) fail('--name must be one line of 1 to 200 characters');
+  const name = named?.data;
+  const tenantId = values.tenant;
+  const role = values.role as MemberRole;
+  const added = await withDatabase((db) =>
+    addMemberByOperator(db, { tenantId, email: email.data, role, ...(name ? { name } : {}), now: new Date() }),
+  );
+  if (added === null) fail(`no tenant ${tenantId}`);
+  if (added === 'last_admin')
+    throw new Error(`${email.data} is the last admin of ${tenantId}; make another member admin first`);
+  process.stdout.write(`${JSON.stringify({ userId: added.userId, tenantId, email: email.data, role })}\n`);
+}
+
+async function memberList(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { tenant: { type: 'string' } }, strict: true });
+  if (!values.tenant) fail('--tenant is required');
+  const tenantId = values.tenant;
+  const members = await withDatabase(async (db) => {
+    if (!(await findTenant(db, tenantId))) return null;
+    return listAllMembers(db, tenantId);
+  });
+  if (!members) fail(`no tenant ${tenantId}`);
+  for (const m of members) {
+    process.stdout.write(
+      `${JSON.stringify({ userId: m.userId, email: m.email, name: m.name, role: m.role, joinedAt: m.joinedAt.toISOString() })}\n`,
+    );
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command, sub, ...rest] = argv;
   if (command === 'tenant' && sub === 'create') return tenantCreate(rest);
   if (command === 'tenant' && sub === 'quotas') return tenantQuotas(rest);
   if (command === 'token') return token(argv.slice(1));
+  if (command === 'member' && sub === 'add') return memberAdd(rest);
+  if (command === 'member' && sub === 'list') return memberList(rest);
   if (command === 'help' || command === '--help' || command === '-h') {
     process.stdout.write(`${usage}\n`);
     return;
