@@ -1,9 +1,8 @@
-import { inArray } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type postgres from 'postgres';
 import type { Db } from '../db/client.js';
-import { notifications, users } from '../db/schema/remediation.js';
-import { activeUsers } from '../db/repositories/users.js';
+import { notifications } from '../db/schema/remediation.js';
+import { tenantPeople } from '../db/repositories/users.js';
 import { createOutboxConsumer, startOutboxLoop, type OutboxEvent, type OutboxLoop } from '../outbox/consumer.js';
 import { ADMIN_ONLY_EVENTS, type EventType } from '../outbox/events.js';
 import { notificationOf } from './describe.js';
@@ -49,13 +48,7 @@ export async function notificationsFor(
   keyOf: (row: OutboxEvent, userId: string) => string = (row, userId) => `${row.seq}:${userId}`,
 ): Promise<Array<typeof notifications.$inferInsert>> {
   const tenantIds = [...new Set(rows.map((r) => r.tenantId))];
-  const people =
-    tenantIds.length === 0
-      ? []
-      : await tx
-          .select({ tenantId: users.tenantId, userId: users.userId, roles: users.roles })
-          .from(users)
-          .where(activeUsers(inArray(users.tenantId, tenantIds)));
+  const people = await tenantPeople(tx, tenantIds);
   const values: Array<typeof notifications.$inferInsert> = [];
   for (const row of rows) {
     const adminOnly = ADMIN_ONLY_EVENTS.has(row.type);

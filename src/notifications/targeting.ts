@@ -11,9 +11,9 @@ import {
   preferencesOf,
   type NotificationPreferences,
 } from '../db/repositories/notifications.js';
-import { activeUsers } from '../db/repositories/users.js';
+import { tenantPeople } from '../db/repositories/users.js';
 import { incidents, severities, type Severity } from '../db/schema/incidents.js';
-import { users, type notifications } from '../db/schema/remediation.js';
+import type { notifications } from '../db/schema/remediation.js';
 import type { OutboxEvent } from '../outbox/consumer.js';
 import { notificationOf, str } from './describe.js';
 
@@ -119,10 +119,7 @@ export async function targetedNotifications(
     ...new Set(wanted.map((r) => r.incidentId ?? str(r.payload.incidentId)).filter((id): id is string => !!id)),
   ];
   const [people, prefs, involved, stored] = await Promise.all([
-    tx
-      .select({ tenantId: users.tenantId, userId: users.userId, roles: users.roles })
-      .from(users)
-      .where(activeUsers(inArray(users.tenantId, tenantIds))),
+    tenantPeople(tx, tenantIds),
     preferencesOf(tx, tenantIds),
     involvedPeople(tx, tenantIds, incidentIds),
     incidentIds.length === 0

@@ -4,9 +4,9 @@ import type { Db } from '../client.js';
 import { auditLog } from '../schema/audit.js';
 import { notificationPreferences } from '../schema/correlation.js';
 import { severities, type Severity } from '../schema/incidents.js';
-import { notifications, users } from '../schema/remediation.js';
+import { notifications } from '../schema/remediation.js';
 import { deleteOldestInChunks, type PurgeOptions } from './purge.js';
-import { activeUsers } from './users.js';
+import { tenantPeople } from './users.js';
 
 /**
  * How long a notification is kept, read or not. Events fan out to the people they concern
@@ -92,17 +92,17 @@ export async function preferencesOf(
 }
 
 /**
- * The admins an approval request goes to: every active admin of the tenant but those who switched
+ * The admins an approval request goes to: every admin of the tenant (by membership, whether or
+ * not they ever called the api, and the admins the api has seen) but those who switched
  * `approval.requested` off. Their minimum severity does not apply: an approval waits on them
  * whatever the incident's severity (ADR 0259).
  */
 export async function approvalRecipients(db: Pick<Db, 'select'>, tenantId: string): Promise<{ userId: string }[]> {
-  const admins = await db
-    .select({ userId: users.userId })
-    .from(users)
-    .where(activeUsers(and(eq(users.tenantId, tenantId), sql`${users.roles} @> '["admin"]'::jsonb`)!));
+  const admins = (await tenantPeople(db, [tenantId])).filter((p) => p.roles.includes('admin'));
   const prefs = await preferencesOf(db, [tenantId]);
-  return admins.filter((a) => !prefs.get(`${tenantId}:${a.userId}`)?.disabledTypes.includes('approval.requested'));
+  return admins
+    .filter((a) => !prefs.get(`${tenantId}:${a.userId}`)?.disabledTypes.includes('approval.requested'))
+    .map((a) => ({ userId: a.userId }));
 }
 
 /**
