@@ -76,6 +76,8 @@ function skillRuntime(config: Config, settings: RuntimeSettings): SkillRuntime {
   return createSkillRuntime({
     cipher: createSkillCipher(settings.skillEncryptionKey),
     allowedNetworks: config.skills.allowedNetworks,
+    // Integration skills call providers with the tenant's connection (OAuth clients refresh tokens).
+    integrations: { clients: config.identity.integrationClients, publicBaseUrl: config.publicBaseUrl },
   });
 }
 

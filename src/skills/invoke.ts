@@ -1,18 +1,20 @@
 /**
  * Runs a skill once for a tenant and records the outcome in `skill_invocations`: builtins (and
  * tenant skills of type builtin, which run a builtin's action) in process, http skills through
- * the SSRF-checked client, integration skills not yet (there are no connected integrations to
- * call). Refuses disabled skills, custom skills of plans without
+ * the SSRF-checked client, integration skills with the tenant's connection to the provider
+ * (src/integrations/actions.ts). Refuses disabled skills, custom skills of plans without
  * `customSkills`, and input that does not match the skill's input schema, before any call.
  */
 import { and, eq } from 'drizzle-orm';
 import type { Logger } from 'pino';
+import type { IntegrationClient } from '../auth/settings.js';
 import type { Db } from '../db/client.js';
 import { findTenant } from '../db/repositories/tenants.js';
 import { skillInvocations, skills, type SkillRow } from '../db/schema/skills.js';
 import type { TenantRow } from '../db/schema/tenants.js';
 import { getPlan } from '../domain/plans.js';
 import { newId } from '../ids.js';
+import { runIntegrationAction } from '../integrations/actions.js';
 import { builtinAction, declaredInput, findBuiltinSkill, type BuiltinSkill, type SkillDb } from './builtins.js';
 import type { SkillCipher } from './crypto.js';
 import { SkillFailure } from './failure.js';
@@ -29,6 +31,13 @@ export interface SkillRuntime {
   allowlist: NetworkAllowlist;
   limits: HttpCallLimits;
   resolver: HostResolver;
+  /** Integration OAuth clients and base URLs, and the public base URL (connect links); none when absent. */
+  integrations?: IntegrationSettings;
+}
+
+export interface IntegrationSettings {
+  clients: Record<string, IntegrationClient>;
+  publicBaseUrl: string;
 }
 
 export const defaultSkillLimits: HttpCallLimits = {
@@ -44,12 +53,14 @@ export function createSkillRuntime(options: {
   allowedNetworks: readonly string[];
   limits?: Partial<HttpCallLimits>;
   resolver?: HostResolver;
+  integrations?: IntegrationSettings;
 }): SkillRuntime {
   return {
     cipher: options.cipher,
     allowlist: new NetworkAllowlist(options.allowedNetworks),
     limits: { ...defaultSkillLimits, ...options.limits },
     resolver: options.resolver ?? systemResolver,
+    ...(options.integrations ? { integrations: options.integrations } : {}),
   };
 }
 
@@ -211,9 +222,16 @@ async function runSkill(
     );
   if (skill.type === 'builtin') return runBuiltinAction(db, skill, tenant.id, input);
   if (skill.type === 'integration') {
-    throw new SkillFailure(
-      'integration_unavailable',
-      'Integration skills call a connected third-party tool; connecting integrations is not available yet',
+    if (!runtime.integrations)
+      throw new SkillFailure('integration_unavailable', 'This process was started without integration settings');
+    // `db` is the pool or the caller's transaction (a remediation step's): both are a Db.
+    return runIntegrationAction(
+      db as Db,
+      { ...runtime, ...runtime.integrations },
+      tenant,
+      skill.config,
+      input,
+      new Date(),
     );
   }
   if (skill.type !== 'http') throw new SkillFailure('invalid_config', `Skills of type ${skill.type} cannot be stored`);

@@ -182,6 +182,10 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     allowedNetworks: options.skills?.allowedNetworks ?? [],
     ...(options.skills?.limits ? { limits: options.skills.limits } : {}),
     ...(options.skills?.resolver ? { resolver: options.skills.resolver } : {}),
+    integrations: {
+      clients: options.identity?.integrationClients ?? {},
+      publicBaseUrl: options.publicBaseUrl ?? 'http://api.test',
+    },
   });
   installTemporalRuntimeLogger(logger);
   const exportDir = mkdtempSync(path.join(tmpdir(), 'iis-exports-'));

@@ -57,13 +57,15 @@ export async function executeRemediationStep(ctx: RemediationContext, req: StepR
         ok: true,
         output: { simulated: true, action: step.action, input: step.input, wouldDo: describeBuiltin(step) },
       };
-    } else if (step.kind === 'integration') {
+    } else if (step.kind === 'integration' && !step.skillId) {
+      // Plans make integration steps from integration skills; a step without one has no action to run.
       outcome = {
         index: step.index,
         ok: false,
-        error: `integration_unavailable: ${step.action} calls a connected third-party tool; connecting integrations is not available yet`,
+        error: `invalid_config: the integration step ${step.action} names no skill`,
       };
     } else {
+      // A skill step, or an integration skill's step: the invoker runs it with the tenant's connection.
       const result = await invoker.invoke(
         { tenantId: req.tenantId, skillId: step.skillId!, input: step.input, idempotencyKey: locked!.idempotencyKey },
         tx,
