@@ -301,6 +301,10 @@ describe('PATCH /v1/members/{userId}', () => {
       (await audits(tenant.tenantId, 'member.role_changed')).map((e) => [e.actorId, e.targetId, e.details]),
     ).toEqual([[ada.userId, bob.userId, { from: 'admin', to: 'member' }]]);
 
+    // Removed: the same token is refused outright.
+    expect((await svc.api('DELETE', `/v1/members/${bob.userId}`, { token: ada.token })).status).toBe(204);
+    expect((await svc.api('GET', '/v1/members', { token: bob.token })).status).toBe(401);
+
     const cross = await svc.api('PATCH', `/v1/members/${olga.userId}`, { token: ada.token, body: { role: 'admin' } });
     expect(cross.status).toBe(404);
     expect(cross.body.error).toBe('member_not_found');
