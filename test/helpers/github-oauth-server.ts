@@ -60,6 +60,31 @@ function send(res: ServerResponse, status: number, body: unknown, type = 'applic
   res.end(typeof body === 'string' ? body : JSON.stringify(body));
 }
 
+/** `GET /user` as GitHub documents it (the fields a sign-in reads, and a few around them). */
+function userJson(account: GithubAccount) {
+  return {
+    login: account.login,
+    id: account.id,
+    node_id: Buffer.from(`04:User${account.id}`).toString('base64'),
+    avatar_url: `https://avatars.githubusercontent.com/u/${account.id}?v=4`,
+    html_url: `https://github.com/${account.login}`,
+    type: 'User',
+    site_admin: false,
+    name: account.name,
+    company: null,
+    blog: '',
+    location: null,
+    email: account.email,
+    hireable: null,
+    bio: null,
+    public_repos: 2,
+    followers: 20,
+    following: 0,
+    created_at: '2008-01-14T04:33:35Z',
+    updated_at: '2008-01-14T04:33:35Z',
+  };
+}
+
 export async function startGithubOAuthServer(options: {
   clientId?: string;
   clientSecret?: string;
@@ -174,27 +199,7 @@ export async function startGithubOAuthServer(options: {
           });
         }
         if (url.pathname === '/api/v3/user/emails') return send(res, 200, account.emails);
-        return send(res, 200, {
-          login: account.login,
-          id: account.id,
-          node_id: Buffer.from(`04:User${account.id}`).toString('base64'),
-          avatar_url: `https://avatars.githubusercontent.com/u/${account.id}?v=4`,
-          html_url: `https://github.com/${account.login}`,
-          type: 'User',
-          site_admin: false,
-          name: account.name,
-          company: null,
-          blog: '',
-          location: null,
-          email: account.email,
-          hireable: null,
-          bio: null,
-          public_repos: 2,
-          followers: 20,
-          following: 0,
-          created_at: '2008-01-14T04:33:35Z',
-          updated_at: '2008-01-14T04:33:35Z',
-        });
+        return send(res, 200, userJson(account));
       }
       return send(res, 404, { message: 'Not Found' });
     })().catch((err: unknown) => {

@@ -140,7 +140,10 @@ export function registerSignInRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       throw new AppError('invalid_state', 'This sign-in was started in another browser (its cookie is missing)');
     }
     try {
-      const identity = await identityOf(c, provider, client, query, {
+      // The redirect URI as registered (the public base URL), with the provider's parameters.
+      const callbackUrl = new URL(redirectUriOf(provider));
+      callbackUrl.search = new URL(c.req.url).search;
+      const identity = await identityOf(c, provider, client, query, callbackUrl, {
         state: query.state,
         codeVerifier: stored.codeVerifier,
         ...(stored.nonce ? { nonce: stored.nonce } : {}),
@@ -169,49 +172,48 @@ export function registerSignInRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       return c.redirect(withError(stored.redirectTo, err), 302);
     }
   });
+}
 
-  /** Who the provider says signed in, with a verified email; the provider's refusals as our errors. */
-  async function identityOf(
-    c: Context<AppEnv>,
-    provider: SignInProvider,
-    client: SignInClient,
-    query: ReturnType<typeof SignInCallbackQuery.parse>,
-    checks: { state: string; codeVerifier: string; nonce?: string },
-  ): Promise<ProviderIdentity & { email: string }> {
-    if (query.error !== undefined) {
-      const code = /^[a-z_]{1,64}$/.test(query.error) ? query.error : 'error';
-      throw new AppError(
-        'access_denied',
-        code === 'access_denied'
-          ? `Access was denied at ${provider}: signing in needs your consent`
-          : `${provider} refused the sign-in (${code})`,
-      );
-    }
-    if (!query.code) throw new AppError('validation_error', 'The callback carries no authorization code');
-    const callbackUrl = new URL(redirectUriOf(provider));
-    callbackUrl.search = new URL(c.req.url).search;
-    const identity = await asProviderCall(c, provider, () => client.identify(callbackUrl, checks));
-    if (!identity.emailVerified || identity.email === null) {
-      throw new AppError(
-        'email_not_verified',
-        `${provider} does not vouch for a verified email of this account; verify one there and sign in again`,
-      );
-    }
-    return { ...identity, email: identity.email };
+/** Who the provider says signed in, with a verified email; the provider's refusals as our errors. */
+async function identityOf(
+  c: Context<AppEnv>,
+  provider: SignInProvider,
+  client: SignInClient,
+  query: ReturnType<typeof SignInCallbackQuery.parse>,
+  callbackUrl: URL,
+  checks: { state: string; codeVerifier: string; nonce?: string },
+): Promise<ProviderIdentity & { email: string }> {
+  if (query.error !== undefined) {
+    const code = /^[a-z_]{1,64}$/.test(query.error) ? query.error : 'error';
+    throw new AppError(
+      'access_denied',
+      code === 'access_denied'
+        ? `Access was denied at ${provider}: signing in needs your consent`
+        : `${provider} refused the sign-in (${code})`,
+    );
   }
+  if (!query.code) throw new AppError('validation_error', 'The callback carries no authorization code');
+  const identity = await asProviderCall(c, provider, () => client.identify(callbackUrl, checks));
+  if (!identity.emailVerified || identity.email === null) {
+    throw new AppError(
+      'email_not_verified',
+      `${provider} does not vouch for a verified email of this account; verify one there and sign in again`,
+    );
+  }
+  return { ...identity, email: identity.email };
+}
 
-  /** Runs a provider call; its failures become invalid_grant (400) or provider_unavailable (502). */
-  async function asProviderCall<T>(c: Context<AppEnv>, provider: SignInProvider, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (err) {
-      if (!(err instanceof ProviderError)) throw err;
-      c.var.logger.warn({ provider, kind: err.kind, reason: err.message }, 'sign-in provider call failed');
-      if (err.kind === 'invalid_grant') {
-        throw new AppError('invalid_grant', `${err.message}: it was already used or has expired; start again`);
-      }
-      throw new AppError('provider_unavailable', `${provider}: ${err.message}`);
+/** Runs a provider call; its failures become invalid_grant (400) or provider_unavailable (502). */
+async function asProviderCall<T>(c: Context<AppEnv>, provider: SignInProvider, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (!(err instanceof ProviderError)) throw err;
+    c.var.logger.warn({ provider, kind: err.kind, reason: err.message }, 'sign-in provider call failed');
+    if (err.kind === 'invalid_grant') {
+      throw new AppError('invalid_grant', `${err.message}: it was already used or has expired; start again`);
     }
+    throw new AppError('provider_unavailable', `${provider}: ${err.message}`);
   }
 }
 
