@@ -312,3 +312,24 @@ export async function startProviderServer(kind: ProviderKind): Promise<ProviderS
     });
   return state;
 }
+
+/**
+ * The browser's part of connecting an oauth2 provider: GET the connect URL with an admin token,
+ * follow it to the provider's authorize page (which approves), and GET our callback with what
+ * the provider sent back. Returns the callback's path and answer.
+ */
+export async function connectThroughBrowser(
+  svc: { baseUrl: string; api: (method: string, path: string) => Promise<{ status: number; body: any }> },
+  provider: string,
+  token: string,
+): Promise<{ callbackPath: string; start: Response; res: { status: number; body: any } }> {
+  const start = await fetch(`${svc.baseUrl}/v1/integrations/connect/${provider}`, {
+    headers: { authorization: `Bearer ${token}` },
+    redirect: 'manual',
+  });
+  if (start.status !== 302) throw new Error(`connect answered ${start.status}: ${await start.text()}`);
+  const authorize = await fetch(start.headers.get('location')!, { redirect: 'manual' });
+  const back = new URL(authorize.headers.get('location')!);
+  const callbackPath = `${back.pathname}${back.search}`;
+  return { callbackPath, start, res: await svc.api('GET', callbackPath) };
+}
