@@ -233,6 +233,52 @@ describe('POST /v1/members', () => {
   });
 });
 
+describe('open invitations are bounded', () => {
+  it('refuses a 501st open invitation (409) but renews one of the 500, and counts neither expired nor accepted ones', async () => {
+    const tenant = await svc.newTenant();
+    const ada = await member(tenant.tenantId, 'admin');
+    const rows = Array.from({ length: 500 }, (_, i) => ({
+      id: newId('inv'),
+      tenantId: tenant.tenantId,
+      email: `invitee-${i}@example.com`,
+      role: 'member' as const,
+      invitedBy: ada.userId,
+      expiresAt: new Date(Date.now() + DAY),
+    }));
+    await db()
+      .insert(invitations)
+      .values([
+        ...rows,
+        { ...rows[0]!, id: newId('inv'), email: 'expired@example.com', expiresAt: new Date(Date.now() - 1000) },
+        {
+          ...rows[0]!,
+          id: newId('inv'),
+          email: 'accepted@example.com',
+          acceptedAt: new Date(),
+          acceptedBy: ada.userId,
+        },
+      ]);
+    const full = await svc.api('POST', '/v1/members', {
+      token: ada.token,
+      body: { email: 'one-more@example.com', role: 'member' },
+    });
+    expect(full.status).toBe(409);
+    expect(full.body).toMatchObject({ error: 'conflict', message: expect.stringContaining('500 open invitations') });
+    const renewed = await svc.api('POST', '/v1/members', {
+      token: ada.token,
+      body: { email: 'invitee-7@example.com', role: 'admin' },
+    });
+    expect(renewed.status).toBe(201);
+    expect(renewed.body.invitationId).toBe(rows[7]!.id);
+    expect((await svc.api('DELETE', `/v1/members/invitations/${rows[0]!.id}`, { token: ada.token })).status).toBe(204);
+    const room = await svc.api('POST', '/v1/members', {
+      token: ada.token,
+      body: { email: 'one-more@example.com', role: 'member' },
+    });
+    expect(room.status).toBe(201);
+  });
+});
+
 describe('DELETE /v1/members/invitations/{invitationId}', () => {
   it('withdraws an open invitation of the tenant, audited; another tenant’s is 404 and stays', async () => {
     const tenant = await svc.newTenant();

@@ -8,6 +8,7 @@ import {
   leavesNoAdmin,
   listMembersPage,
   lockAdmins,
+  MAX_OPEN_INVITATIONS,
   setMemberRole,
   withdrawInvitation,
   type Invitation as InvitationRow,
@@ -63,7 +64,7 @@ const inviteRoute = createRoute({
   tags,
   summary: 'Invite an email to the tenant (renews its open invitation); accepted at a sign-in with that email',
   description:
-    'The invitation expires in 7 days and is accepted at the first sign-in with a verified matching email. 409 `conflict` when the email is already a member.',
+    'The invitation expires in 7 days and is accepted at the first sign-in with a verified matching email. 409 `conflict` when the email is already a member, or when the tenant has 500 open invitations.',
   ...access('admin'),
   request: { body: { required: true, content: { 'application/json': { schema: InviteMemberBody } } } },
   responses: { 201: jsonResponse(Invitation, 'The open invitation'), ...errorResponses(400, 401, 403, 409) },
@@ -134,7 +135,14 @@ export function registerMemberRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       actor: { type: 'user', id: auth.userId, requestId: c.var.requestId },
       now: deps.clock(),
     });
-    if (!invited) throw new AppError('conflict', 'That email is already a member of this tenant');
+    if (invited.outcome === 'already_member')
+      throw new AppError('conflict', 'That email is already a member of this tenant');
+    if (invited.outcome === 'too_many') {
+      throw new AppError(
+        'conflict',
+        `A tenant can have at most ${MAX_OPEN_INVITATIONS} open invitations; withdraw some or wait for them to be accepted`,
+      );
+    }
     return c.json(invitationView(invited.invitation), 201);
   });
 

@@ -3,7 +3,7 @@
  * kept by locking the tenant's admin memberships (and the target's) before any change of role or
  * removal, so two admins demoting each other at once cannot both succeed.
  */
-import { and, asc, desc, eq, gt, isNull, or, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, isNull, ne, or, sql } from 'drizzle-orm';
 import { newId } from '../../ids.js';
 import type { Db } from '../client.js';
 import { olderThan } from '../keyset.js';
@@ -111,18 +111,40 @@ export interface Actor {
   requestId?: string | null;
 }
 
+/** Open invitations a tenant may have at once: beyond, invite fewer or withdraw some. */
+export const MAX_OPEN_INVITATIONS = 500;
+
+export type InviteOutcome =
+  | { outcome: 'invited'; invitation: Invitation; renewed: boolean }
+  | { outcome: 'already_member' }
+  | { outcome: 'too_many' };
+
 /**
  * Invites an email (lower-cased) to the tenant, or renews its open invitation (same id, new
- * role, inviter and expiry): one open invitation per tenant and email. Null when the email is
- * already a member.
+ * role, inviter and expiry): one open invitation per tenant and email, at most
+ * MAX_OPEN_INVITATIONS of them.
  */
 export async function inviteMember(
   db: Db,
   args: { tenantId: string; email: string; role: MemberRole; actor: Actor; now: Date },
-): Promise<{ invitation: Invitation; renewed: boolean } | null> {
+): Promise<InviteOutcome> {
   const { tenantId, email, role, actor, now } = args;
   return db.transaction(async (tx) => {
-    if (await isMemberEmail(tx, tenantId, email)) return null;
+    if (await isMemberEmail(tx, tenantId, email)) return { outcome: 'already_member' as const };
+    // Serialise invitations per tenant so the bound holds under concurrent requests.
+    await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`invitations:${tenantId}`}))`);
+    const [others] = await tx
+      .select({ n: count() })
+      .from(invitations)
+      .where(
+        and(
+          eq(invitations.tenantId, tenantId),
+          isNull(invitations.acceptedAt),
+          gt(invitations.expiresAt, now),
+          ne(invitations.email, email),
+        ),
+      );
+    if ((others?.n ?? 0) >= MAX_OPEN_INVITATIONS) return { outcome: 'too_many' as const };
     const id = newId('inv');
     const expiresAt = new Date(now.getTime() + INVITATION_TTL_MS);
     const [invitation] = await tx
@@ -145,7 +167,7 @@ export async function inviteMember(
       requestId: actor.requestId ?? null,
       details: { email, role, renewed, expiresAt: expiresAt.toISOString() },
     });
-    return { invitation: invitation!, renewed };
+    return { outcome: 'invited' as const, invitation: invitation!, renewed };
   });
 }
 
