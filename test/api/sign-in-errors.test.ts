@@ -192,6 +192,31 @@ describe('provider refusals', () => {
   });
 });
 
+describe('providers that send no email_verified (Entra ID)', () => {
+  it("takes Entra ID's xms_edov in its place, and refuses an email vouched for by neither", async () => {
+    const { svc, oidc } = bench;
+    const { tenantId } = await svc.newTenant();
+    const email = uniqueEmail('entra');
+    await invite(svc, tenantId, email, 'member');
+    oidc.accounts.set('entra-bare', { email, name: 'Bare' });
+    const bare = await signIn(bench, 'oidc', 'entra-bare');
+    expect(bare.status).toBe(403);
+    expect(bare.json.error).toBe('email_not_verified');
+    oidc.accounts.set('entra-edov', { email, name: 'Edov', xmsEdov: true });
+    const edov = await signIn(bench, 'oidc', 'entra-edov');
+    expect(edov.status, edov.text).toBe(200);
+    expect(edov.json.tenantId).toBe(tenantId);
+    // An explicit email_verified false is not overridden by xms_edov.
+    oidc.accounts.set('entra-false', {
+      email: uniqueEmail('entra-false'),
+      emailVerified: false,
+      name: 'F',
+      xmsEdov: true,
+    });
+    expect((await signIn(bench, 'oidc', 'entra-false')).json.error).toBe('email_not_verified');
+  });
+});
+
 describe('membership', () => {
   it('answers 403 no_membership to a person nobody invited, and keeps no account for them', async () => {
     const { svc, google } = bench;

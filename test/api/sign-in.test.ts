@@ -2,6 +2,7 @@ import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditLog } from '../../src/db/schema/audit.js';
 import { invitations, memberships, userIdentities } from '../../src/db/schema/identity.js';
+import { expectConformsToDocument } from '../helpers/openapi-conformance.js';
 import {
   accountOf,
   API,
@@ -332,6 +333,34 @@ describe('refresh and logout after signing in', () => {
     expect(logout.status).toBe(204);
     const after = await svc.api('POST', '/v1/auth/refresh', { body: { refreshToken: again.json.refreshToken } });
     expect(after.status).toBe(401);
+  });
+});
+
+describe('the OpenAPI document', () => {
+  it('covers both routes: their query parameters, the redirects and the token answer', async () => {
+    const { svc, google } = bench;
+    const doc = (await svc.api('GET', '/openapi.json')).body;
+    const start = doc.paths['/auth/{provider}'].get;
+    const callback = doc.paths['/auth/{provider}/callback'].get;
+    expect(start.parameters.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(['provider', 'tenant', 'redirect_to']),
+    );
+    expect(callback.parameters.map((p: { name: string }) => p.name)).toEqual(
+      expect.arrayContaining(['provider', 'state', 'code', 'error', 'error_description']),
+    );
+    expect(Object.keys(start.responses)).toEqual(expect.arrayContaining(['302', '400', '404', '502']));
+    expect(Object.keys(callback.responses)).toEqual(expect.arrayContaining(['200', '302', '400', '403', '404', '502']));
+    expect(start.security ?? []).toEqual([]);
+
+    const { tenantId } = await svc.newTenant();
+    const email = uniqueEmail('doc');
+    google.accounts.set('doc', { email, emailVerified: true, name: 'Doc' });
+    await invite(svc, tenantId, email, 'member');
+    const page = await signIn(bench, 'google', 'doc');
+    expect(page.status).toBe(200);
+    await expectConformsToDocument(svc, '/auth/{provider}/callback', 'get', 200, page.json);
+    const denied = await signIn(bench, 'google', 'doc', { deny: true });
+    await expectConformsToDocument(svc, '/auth/{provider}/callback', 'get', 403, denied.json);
   });
 });
 

@@ -11,8 +11,11 @@ import Provider from 'oidc-provider';
 
 export interface OidcAccount {
   email: string;
-  emailVerified: boolean;
+  /** Absent: the provider sends no `email_verified` claim (Entra ID's organisational accounts). */
+  emailVerified?: boolean;
   name: string;
+  /** Entra ID's optional claim: the email's domain owner is verified. */
+  xmsEdov?: boolean;
 }
 
 export interface OidcServer {
@@ -68,7 +71,7 @@ export async function startOidcServer(options: {
     ],
     jwks: { keys: [jwk as never] },
     cookies: { keys: [randomBytes(16).toString('hex')] },
-    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'] },
+    claims: { openid: ['sub'], email: ['email', 'email_verified', 'xms_edov'], profile: ['name'] },
     conformIdTokenClaims: !options.idTokenClaims,
     features: { devInteractions: { enabled: false } },
     pkce: { required: () => true },
@@ -78,7 +81,13 @@ export async function startOidcServer(options: {
       if (!account) return undefined;
       return {
         accountId: sub,
-        claims: () => ({ sub, email: account.email, email_verified: account.emailVerified, name: account.name }),
+        claims: () => ({
+          sub,
+          email: account.email,
+          name: account.name,
+          ...(account.emailVerified !== undefined ? { email_verified: account.emailVerified } : {}),
+          ...(account.xmsEdov !== undefined ? { xms_edov: account.xmsEdov } : {}),
+        }),
       };
     },
   });

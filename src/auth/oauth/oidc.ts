@@ -20,6 +20,13 @@ const SCOPES = 'openid email profile';
 
 /** Some providers (older Google, Cognito) send `email_verified` as the string "true". */
 const isTrue = (value: unknown) => value === true || value === 'true';
+/**
+ * The provider vouches for the email: `email_verified` true, or, only when it sends none, Entra
+ * ID's optional `xms_edov` (the email's domain owner is verified; Entra never sends
+ * `email_verified` for organisational accounts).
+ */
+const verifiedEmail = (claims: Record<string, unknown>) =>
+  claims.email_verified !== undefined ? isTrue(claims.email_verified) : isTrue(claims.xms_edov);
 const textOrNull = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? value.trim() : null);
 
 export function oidcClient(settings: OidcSignIn, timeoutMs: number): SignInClient {
@@ -70,7 +77,7 @@ export function oidcClient(settings: OidcSignIn, timeoutMs: number): SignInClien
         return {
           subject: idToken.sub,
           email: textOrNull(claims.email),
-          emailVerified: isTrue(claims.email_verified),
+          emailVerified: verifiedEmail(claims),
           name: textOrNull(claims.name),
         };
       } catch (err) {
