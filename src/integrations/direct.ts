@@ -13,7 +13,7 @@ import {
   updateIntegration,
 } from '../db/repositories/integrations.js';
 import type { TenantRow } from '../db/schema/tenants.js';
-import type { IntegrationDefinition } from '../domain/catalog.js';
+import { integrationCatalog, type IntegrationDefinition } from '../domain/catalog.js';
 import { AppError } from '../errors.js';
 import { outboundUrlRefusal } from '../skills/ssrf.js';
 import { apiKeySpecOf, reasonOf, withoutSecrets, type ApiKeyProviderSpec, type Fields } from './api-key-providers.js';
@@ -122,6 +122,13 @@ export async function connectDirect(
   provider: string,
   body: unknown,
 ): Promise<ReturnType<typeof toIntegrationView> & { webhook?: WebhookConnection }> {
+  // The body is judged first (as every route judges its input): a provider not in the catalog
+  // takes no field, so each one given is unknown; with none given it is 404.
+  if (!integrationCatalog.some((d) => d.provider === provider) && body && typeof body === 'object') {
+    const given = Object.keys(body);
+    if (given.length > 0)
+      throw invalid(given.map((path) => ({ path, message: `unknown field; ${provider} is not in the catalog` })));
+  }
   const definition = definitionOf(provider);
   if (definition.authType === 'oauth2')
     throw new AppError(

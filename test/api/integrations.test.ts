@@ -4,6 +4,7 @@ import { auditLog } from '../../src/db/schema/audit.js';
 import { integrations } from '../../src/db/schema/identity.js';
 import { apiKeys } from '../../src/db/schema/ingestion.js';
 import { startProviderServer, type ProviderServer } from '../helpers/integration-provider-server.js';
+import { expectConformsToDocument } from '../helpers/openapi-conformance.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { fixture, postWebhook } from '../helpers/webhooks.js';
 
@@ -99,6 +100,7 @@ describe('oauth2 providers', () => {
       status: 'connected',
     });
     githubId = res.body.integrationId;
+    await expectConformsToDocument(svc, '/v1/integrations/connect/{provider}/callback', 'get', 200, res.body);
     const [token] = [...github.validTokens];
     const exchange = github.hits('/login/oauth/access_token')[0]!;
     expect(new URLSearchParams(exchange.body).get('code_verifier')).toMatch(/^[A-Za-z0-9_-]{43}$/);
@@ -122,6 +124,7 @@ describe('oauth2 providers', () => {
       connectedBy: 'user-admin',
     });
     expect(JSON.stringify(list.body)).not.toContain(token!);
+    await expectConformsToDocument(svc, '/v1/integrations', 'get', 200, list.body);
     const audit = await svc.database.db
       .select()
       .from(auditLog)
@@ -132,6 +135,7 @@ describe('oauth2 providers', () => {
     const replay = await svc.api('GET', callbackPath);
     expect(replay.status).toBe(400);
     expect(replay.body.error).toBe('invalid_state');
+    await expectConformsToDocument(svc, '/v1/integrations/connect/{provider}/callback', 'get', 400, replay.body);
   });
 
   it('refuses a forged or missing state', async () => {
@@ -223,6 +227,7 @@ describe('api_key providers', () => {
       connectUrl: `${PUBLIC}/v1/integrations/connect/datadog`,
       requiredFields: ['apiKey', 'applicationKey', 'site'],
     });
+    await expectConformsToDocument(svc, '/v1/integrations/connect/{provider}', 'get', 200, res.body);
   });
 
   it('connects Datadog with a key its validate endpoint accepts, and refuses one it does not', async () => {
@@ -247,6 +252,7 @@ describe('api_key providers', () => {
     expect(row.credentials).not.toContain(datadog.goodKey);
     expect(row.credentials).not.toContain(appKey);
     expect(JSON.stringify(good.body)).not.toContain(datadog.goodKey);
+    await expectConformsToDocument(svc, '/v1/integrations/connect/{provider}', 'post', 201, good.body);
   });
 
   it('connects Opsgenie; a refused GenieKey is 400 with the provider reason', async () => {
@@ -308,6 +314,7 @@ describe('webhook_only providers', () => {
     expect(res.body.webhook.url).toBe(`${PUBLIC}/v1/webhooks/${tenant.tenantId}/alertmanager`);
     expect(res.body.webhook.key).toMatch(/^flo_/);
     expect(res.body.webhook.signingSecret).toMatch(/^whsec_/);
+    await expectConformsToDocument(svc, '/v1/integrations/connect/{provider}', 'post', 201, res.body);
     const delivered = await postWebhook(svc, tenant.tenantId, 'alertmanager', fixture('alertmanager-firing.json'), {
       key: res.body.webhook.key,
       sign: res.body.webhook.signingSecret,
