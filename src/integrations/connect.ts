@@ -6,6 +6,7 @@
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { findLiveIntegration, saveConnection, type IntegrationRow } from '../db/repositories/integrations.js';
+import { membershipOf } from '../db/repositories/memberships.js';
 import { consumeOAuthState, createOAuthState } from '../db/repositories/oauth-states.js';
 import type { TenantRow } from '../db/schema/tenants.js';
 import { integrationCatalog, type IntegrationDefinition } from '../domain/catalog.js';
@@ -15,6 +16,9 @@ import { sealCredentials } from './credentials.js';
 import { ProviderUnreachable } from './http.js';
 import { authorizationUrl, exchangeCode, newPkce, TokenRefused } from './oauth.js';
 import { oauthSpecOf, SUBDOMAIN } from './providers.js';
+
+/** Users the service signed in, whose role is their membership's (bearer-auth reads it the same way). */
+const SIGNED_IN_USER = /^usr_[0-9a-z]{26}$/;
 
 export interface ConnectDeps {
   db: Db;
@@ -154,6 +158,9 @@ export async function completeOAuthConnect(
       'The state is missing, unknown, expired or already used: start connecting again',
     );
   const { tenantId, userId } = stored;
+  // A signed-in person who stopped being an admin since starting does not finish connecting.
+  if (SIGNED_IN_USER.test(userId) && (await membershipOf(deps.db, tenantId, userId))?.role !== 'admin')
+    throw new AppError('forbidden', 'Connecting an integration requires the admin role');
   const subdomain = typeof stored.data.subdomain === 'string' ? stored.data.subdomain : undefined;
   if (query.error) {
     const reason = oneLine(

@@ -70,8 +70,9 @@ async function refreshUnderLock(
     if (!locked || locked.status !== 'connected' || !locked.credentials)
       return { ok: false, reason: 'the connection changed while it was being refreshed' };
     const current = openCredentials(runtime.cipher, locked, locked.credentials) as OAuthCredentials;
-    // Another caller refreshed while this one waited for the lock.
-    if (!locked.expiresAt || locked.expiresAt.getTime() - now.getTime() > REFRESH_MARGIN_MS)
+    // Another caller refreshed while this one waited for the lock (the expiry moved), or no longer due.
+    const moved = locked.expiresAt?.getTime() !== row.expiresAt?.getTime();
+    if (!locked.expiresAt || moved || locked.expiresAt.getTime() - now.getTime() > REFRESH_MARGIN_MS)
       return { ok: true, row: locked, credentials: current };
     const fail = async (reason: string): Promise<Refreshed> => {
       await markError(tx, locked, reason, now);

@@ -49,6 +49,8 @@ export interface ProviderServer {
   expiresIn: number;
   /** The next authorize request answers `error=access_denied`. */
   denyNext: boolean;
+  /** How long a refresh takes (so that two callers are in flight at once). */
+  refreshDelayMs: number;
   /** The API key (Datadog) or GenieKey (Opsgenie) accepted. */
   goodKey: string;
   close(): Promise<void>;
@@ -70,6 +72,7 @@ export async function startProviderServer(kind: ProviderKind): Promise<ProviderS
     refreshTokens: new Set(),
     expiresIn: 864_000,
     denyNext: false,
+    refreshDelayMs: 0,
     goodKey: kind === 'opsgenie' ? 'eb243592-faa2-4ba2-a551q-1afdf565c889' : random(16),
     close: async () => undefined,
   };
@@ -186,7 +189,9 @@ export async function startProviderServer(kind: ProviderKind): Promise<ProviderS
             return json(400, { error: 'invalid_grant', error_description: 'The refresh token is invalid' });
           state.refreshTokens.delete(old); // rotated
           for (const t of state.validTokens) state.validTokens.delete(t); // the old access token dies
-          return json(200, tokenAnswer(undefined));
+          const answer = tokenAnswer(undefined);
+          setTimeout(() => json(200, answer), state.refreshDelayMs);
+          return;
         }
         const issued = redeem(form, req.headers);
         return typeof issued === 'string'

@@ -161,6 +161,25 @@ describe('integration skills', () => {
     });
   });
 
+  it('two uses at once refresh once: the second waits on the row lock and takes the new token', async () => {
+    pagerduty.refreshDelayMs = 400;
+    const before = pagerduty.hits('/oauth/token').length;
+    const runs = await Promise.all([
+      runSkill(addNote, { incidentId: 'PT4KHLK', content: 'First of two' }),
+      runSkill(addNote, { incidentId: 'PT4KHLK', content: 'Second of two' }),
+    ]);
+    pagerduty.refreshDelayMs = 0;
+    expect(runs.map((r) => r.body.ok)).toEqual([true, true]);
+    const grants = pagerduty.hits('/oauth/token').slice(before);
+    expect(grants.map((r) => new URLSearchParams(r.body).get('grant_type'))).toEqual(['refresh_token']);
+    const used = pagerduty
+      .hits('/incidents/PT4KHLK/notes')
+      .slice(-2)
+      .map((r) => r.headers.authorization);
+    expect(used[0]).toBe(used[1]);
+    expect((await connectionOf('pagerduty')).status).toBe('connected');
+  });
+
   it('a refused refresh marks the connection error, and later uses say so', async () => {
     pagerduty.refreshTokens.clear();
     const run = await runSkill(addNote, { incidentId: 'PT4KHLK', content: 'Second note' });
