@@ -1,7 +1,8 @@
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditLog } from '../../src/db/schema/audit.js';
-import { integrations } from '../../src/db/schema/identity.js';
+import { integrations, memberships, userAccounts } from '../../src/db/schema/identity.js';
+import { newId } from '../../src/ids.js';
 import { apiKeys } from '../../src/db/schema/ingestion.js';
 import { startProviderServer, type ProviderServer } from '../helpers/integration-provider-server.js';
 import { expectConformsToDocument } from '../helpers/openapi-conformance.js';
@@ -166,6 +167,28 @@ describe('oauth2 providers', () => {
     expect(again.res.status).toBe(200);
     expect(again.res.body).toEqual({ integrationId: id, provider: 'slack', status: 'connected' });
     expect((await rowOf(id)).statusReason).toBeNull();
+  });
+
+  it('refuses the callback of a signed-in person who is no longer an admin', async () => {
+    const userId = newId('usr');
+    await svc.database.db.insert(userAccounts).values({ id: userId, email: `${userId}@example.test` });
+    await svc.database.db
+      .insert(memberships)
+      .values({ tenantId: other.tenantId, userId, role: 'admin', addedBy: 'operator' });
+    const token = svc.token(other.tenantId, 'admin', { sub: userId });
+    const start = await startConnect('github', token);
+    expect(start.status).toBe(302);
+    const authorize = await fetch(start.headers.get('location')!, { redirect: 'manual' });
+    const back = new URL(authorize.headers.get('location')!);
+    await svc.database.db
+      .update(memberships)
+      .set({ role: 'member' })
+      .where(and(eq(memberships.tenantId, other.tenantId), eq(memberships.userId, userId)));
+    const res = await svc.api('GET', `${back.pathname}${back.search}`);
+    expect(res.status).toBe(403);
+    expect(res.body.error).toBe('forbidden');
+    const rows = await svc.database.db.select().from(integrations).where(eq(integrations.tenantId, other.tenantId));
+    expect(rows).toEqual([]);
   });
 
   it('answers 409 for a provider without a client and 404 for one not in the catalog', async () => {
