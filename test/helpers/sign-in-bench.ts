@@ -19,8 +19,10 @@ export interface Bench {
   google: OidcServer;
   oidc: OidcServer;
   logLines: string[];
-  /** Every page the browsers saw (bodies and Location headers), for the secret checks. */
+  /** Every answer of the service the browsers saw (bodies and Location headers), for the secret checks. */
   seen: string[];
+  /** Every Location header any server sent the browsers (the providers' carry codes to the callback). */
+  locations: string[];
   browser(): Browser;
   stop(): Promise<void>;
 }
@@ -48,6 +50,7 @@ export async function startBench(): Promise<Bench> {
     },
   });
   const seen: string[] = [];
+  const locations: string[] = [];
   return {
     svc,
     github,
@@ -55,12 +58,15 @@ export async function startBench(): Promise<Bench> {
     oidc,
     logLines,
     seen,
+    locations,
     browser: () => {
       const b = new Browser({ [API]: svc.baseUrl }, [github.url, google.issuer, oidc.issuer]);
       const request = b.request.bind(b);
       b.request = async (target, init) => {
         const page = await request(target, init);
-        seen.push(page.text, page.headers.get('location') ?? '');
+        const location = page.headers.get('location') ?? '';
+        locations.push(location);
+        if (page.url.startsWith(API)) seen.push(page.text, location);
         return page;
       };
       return b;
