@@ -2,6 +2,8 @@ import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { invitations, oauthStates } from '../../src/db/schema/identity.js';
 import { tenants } from '../../src/db/schema/tenants.js';
+import { createApp } from '../../src/api/app.js';
+import { Browser } from '../helpers/browser.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import {
   accountOf,
@@ -290,6 +292,8 @@ describe('a provider that is off or cannot be reached', () => {
             apiUrl: 'http://127.0.0.1:9/api/v3',
           },
           oidc: { issuer: 'http://127.0.0.1:9/realms/acme', clientId: 'iis', clientSecret: 'oidc-secret-never-shown' },
+          // Plain http off this machine: refused before anything is sent.
+          google: { issuer: 'http://accounts.example.test', clientId: 'g', clientSecret: 'google-secret-never-shown' },
         },
       },
     });
@@ -299,10 +303,29 @@ describe('a provider that is off or cannot be reached', () => {
     await svc?.stop();
   });
 
-  it('answers 404 provider_not_configured for a provider without a client id', async () => {
-    const answer = await svc.api('GET', '/auth/google');
+  it('answers 404 provider_not_configured for a provider without a client id, or when the service issues no tokens', async () => {
+    const deps = svc.appDeps;
+    const unconfigured = createApp({
+      ...deps,
+      identity: { ...deps.identity!, settings: { ...deps.identity!.settings, providers: {} } },
+    });
+    const answer = await unconfigured.request('/auth/google');
     expect(answer.status).toBe(404);
-    expect(answer.body.error).toBe('provider_not_configured');
+    expect(((await answer.json()) as { error: string }).error).toBe('provider_not_configured');
+    // Only an external JWKS: no signing secret, no sessions, so no sign-in either.
+    const verifyOnly = createApp({ ...deps, identity: { settings: deps.identity!.settings } });
+    const github = await verifyOnly.request('/auth/github');
+    expect(github.status).toBe(404);
+    expect(((await github.json()) as { error: string }).error).toBe('provider_not_configured');
+  });
+
+  it('refuses a plain http provider off this machine (502, nothing sent)', async () => {
+    const answer = await svc.api('GET', '/auth/google');
+    expect(answer.status).toBe(502);
+    expect(answer.body).toEqual({
+      error: 'provider_unavailable',
+      message: 'google: The OpenID Connect issuer must be an https URL (http only on a loopback host)',
+    });
   });
 
   it('answers 502 provider_unavailable when discovery or the code exchange cannot reach the provider', async () => {
@@ -310,7 +333,7 @@ describe('a provider that is off or cannot be reached', () => {
     expect(discovery.status).toBe(502);
     expect(discovery.body.error).toBe('provider_unavailable');
 
-    const b = new (await import('../helpers/browser.js')).Browser({ [API]: svc.baseUrl }, []);
+    const b = new Browser({ [API]: svc.baseUrl }, []);
     const start = await b.request(`${API}/auth/github`);
     expect(start.status).toBe(302);
     const state = new URL(start.headers.get('location')!).searchParams.get('state')!;
