@@ -2,7 +2,8 @@
  * What an `integration` skill (or a remediation step of one) does with the tenant's connection:
  * a few real actions of the providers' APIs, and `<provider>.api_request`, a call of any method
  * and path confined to the provider's API base. A remediation step's input carries the
- * recommended action, which is the issue title, the message or the note when none is given.
+ * recommended action, which is the issue title, the message or the note when none is given; the
+ * skill's input schema `default`s give the rest (the channel, the repository).
  */
 import type { Db } from '../db/client.js';
 import type { TenantRow } from '../db/schema/tenants.js';
@@ -203,17 +204,36 @@ export function resolveAction(config: Record<string, unknown>): { provider: stri
 
 export const integrationActions = [...Object.keys(actions).filter((a) => a.includes('.')), '<provider>.api_request'];
 
+/**
+ * The input with the `default`s of the skill's input schema filled in where a property is absent:
+ * how a skill fixes what its action always needs (a Slack channel, a repository), since a
+ * remediation step's input carries only the recommended action.
+ */
+export function withDefaults(input: Input, inputSchema: Record<string, unknown> | null | undefined): Input {
+  const properties = inputSchema?.properties;
+  if (!properties || typeof properties !== 'object') return input;
+  const filled: Input = { ...input };
+  for (const [name, schema] of Object.entries(properties as Record<string, unknown>)) {
+    const fallback = (schema as { default?: unknown } | null)?.default;
+    if (filled[name] === undefined && fallback !== undefined) filled[name] = fallback;
+  }
+  return filled;
+}
+
 /** Runs an integration skill's action with the tenant's connection. */
 export async function runIntegrationAction(
   db: Db,
   runtime: IntegrationRuntime,
   tenant: TenantRow,
-  config: Record<string, unknown>,
+  skill: { config: Record<string, unknown>; inputSchema?: Record<string, unknown> | null },
   input: unknown,
   now: Date,
 ): Promise<unknown> {
-  const { provider, action } = resolveAction(config);
-  const given = input && typeof input === 'object' && !Array.isArray(input) ? (input as Input) : {};
+  const { provider, action } = resolveAction(skill.config);
+  const given = withDefaults(
+    input && typeof input === 'object' && !Array.isArray(input) ? (input as Input) : {},
+    skill.inputSchema,
+  );
   const connection = await openConnection(db, runtime, tenant, provider, now);
   if (connection.credentials.kind === 'api_key' && provider === 'aws')
     throw new SkillFailure('invalid_config', 'aws calls need request signing, which no action here does yet');

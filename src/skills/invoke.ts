@@ -225,14 +225,7 @@ async function runSkill(
     if (!runtime.integrations)
       throw new SkillFailure('integration_unavailable', 'This process was started without integration settings');
     // `db` is the pool or the caller's transaction (a remediation step's): both are a Db.
-    return runIntegrationAction(
-      db as Db,
-      { ...runtime, ...runtime.integrations },
-      tenant,
-      skill.config,
-      input,
-      new Date(),
-    );
+    return runIntegrationAction(db as Db, { ...runtime, ...runtime.integrations }, tenant, skill, input, new Date());
   }
   if (skill.type !== 'http') throw new SkillFailure('invalid_config', `Skills of type ${skill.type} cannot be stored`);
   return runHttpSkill(runtime, skill, tenant, input, log);

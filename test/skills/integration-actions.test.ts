@@ -5,13 +5,16 @@
  */
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRemediationActivities } from '../../src/activities/remediation.js';
 import { integrations } from '../../src/db/schema/identity.js';
+import { remediations } from '../../src/db/schema/remediation.js';
 import { skillInvocations } from '../../src/db/schema/skills.js';
 import {
   connectThroughBrowser,
   startProviderServer,
   type ProviderServer,
 } from '../helpers/integration-provider-server.js';
+import { concludedIncident } from '../helpers/remediation.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const PUBLIC = 'http://api.test';
@@ -139,6 +142,51 @@ describe('integration skills', () => {
     const run = await runSkill(post, { channel: 'C024BE91L', text: 'Investigation finished: bad deploy 4f2a9c1' });
     expect(run.body).toMatchObject({ ok: true, output: { channel: 'C024BE91L', ts: '1503435956.000247' } });
     expect(bearerOf(slack, '/api/chat.postMessage')).toBe(`Bearer ${token}`);
+  });
+
+  it("a remediation step of an integration skill posts with the connection, its channel from the schema's default", async () => {
+    const created = await svc.api('POST', `/api/v1/tenants/${tenant.tenantId}/skills`, {
+      token: tenant.admin,
+      body: {
+        name: 'post_slack_update',
+        description: 'Posts an update to the incident channel in Slack',
+        type: 'integration',
+        config: { action: 'slack.post_message' },
+        inputSchema: { type: 'object', properties: { channel: { type: 'string', default: 'C024BE91L' } } },
+      },
+    });
+    expect(created.status).toBe(201);
+    const incidentId = await concludedIncident(
+      svc,
+      tenant,
+      { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
+      ['Post a Slack update on checkout-api for the support team'],
+    );
+    const acts = createRemediationActivities({ db: svc.database.db, skills: svc.skills });
+    const proposal = await acts.proposeRemediation({
+      tenantId: tenant.tenantId,
+      incidentId,
+      investigationRun: 1,
+      workflowId: incidentId,
+      requestKey: 'integration-step',
+    });
+    const [remediation] = await svc.database.db
+      .select()
+      .from(remediations)
+      .where(eq(remediations.id, proposal.remediationId));
+    expect(remediation!.plan[0]).toMatchObject({ kind: 'integration', skillId: created.body.skillId });
+    const outcome = await acts.executeRemediationStep({
+      incidentId,
+      tenantId: tenant.tenantId,
+      remediationId: proposal.remediationId,
+      index: 0,
+      workflowId: incidentId,
+    });
+    expect(outcome).toMatchObject({ ok: true, output: { output: { channel: 'C024BE91L', ts: '1503435956.000247' } } });
+    expect(JSON.parse(slack.hits('/api/chat.postMessage').at(-1)!.body)).toEqual({
+      channel: 'C024BE91L',
+      text: 'Post a Slack update on checkout-api for the support team',
+    });
   });
 
   it('an access token near its expiry is refreshed once on use, then used', async () => {
