@@ -137,7 +137,10 @@ export function registerSignInRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
     }
     const stored = record.data as unknown as StoredSignIn;
     if (typeof binding !== 'string' || !sameHash(sha256(binding), stored.bindingHash)) {
-      throw new AppError('invalid_state', 'This sign-in was started in another browser (its cookie is missing)');
+      throw new AppError(
+        'invalid_state',
+        'This sign-in was started in another browser, or its cookie is missing or expired; start again',
+      );
     }
     try {
       // The redirect URI as registered (the public base URL), with the provider's parameters.
@@ -151,7 +154,7 @@ export function registerSignInRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
       const { userId, pair } = await completeSignIn(
         deps.db,
         sessions,
-        { provider, subject: identity.subject, email: identity.email!, name: identity.name },
+        { provider, subject: identity.subject, email: identity.email, name: identity.name },
         record.tenantId,
         deps.clock(),
         c.get('requestId'),
