@@ -139,6 +139,27 @@ describe('oauth2 providers', () => {
     await expectConformsToDocument(svc, '/v1/integrations/connect/{provider}/callback', 'get', 400, replay.body);
   });
 
+  it('a browser connects with the session cookie; a code the provider refuses (in a 200) is 400 and marks error', async () => {
+    const start = await fetch(`${svc.baseUrl}/v1/integrations/connect/github`, {
+      headers: { cookie: `iis_session=${other.admin}` },
+      redirect: 'manual',
+    });
+    expect(start.status).toBe(302);
+    const authorize = await fetch(start.headers.get('location')!, { redirect: 'manual' });
+    const back = new URL(authorize.headers.get('location')!);
+    back.searchParams.set('code', 'not-a-code-github-issued');
+    const res = await svc.api('GET', `${back.pathname}${back.search}`);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('integration_rejected');
+    expect(res.body.message).toContain('bad_verification_code');
+    const row = await rowOf(res.body.details.integrationId);
+    expect(row).toMatchObject({ tenantId: other.tenantId, status: 'error', credentials: null });
+    // Tidy: the other tenant's list stays empty for the isolation checks below.
+    await svc.database.db.delete(integrations).where(eq(integrations.id, row.id));
+    const noCookie = await fetch(`${svc.baseUrl}/v1/integrations/connect/github`, { redirect: 'manual' });
+    expect(noCookie.status).toBe(401);
+  });
+
   it('refuses a forged or missing state', async () => {
     const forged = await svc.api('GET', '/v1/integrations/connect/github/callback?code=abc&state=forged-state-value');
     expect(forged.status).toBe(400);
