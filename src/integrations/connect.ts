@@ -5,7 +5,12 @@
  */
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
-import { findLiveIntegration, saveConnection, type IntegrationRow } from '../db/repositories/integrations.js';
+import {
+  findLiveIntegration,
+  lockProviderConnection,
+  saveConnection,
+  type IntegrationRow,
+} from '../db/repositories/integrations.js';
 import { membershipOf } from '../db/repositories/memberships.js';
 import { consumeOAuthState, createOAuthState } from '../db/repositories/oauth-states.js';
 import type { TenantRow } from '../db/schema/tenants.js';
@@ -106,6 +111,7 @@ async function recordFailure(
   requestId: string,
 ): Promise<IntegrationRow> {
   return deps.db.transaction(async (tx) => {
+    await lockProviderConnection(tx, tenantId, provider);
     const live = await findLiveIntegration(tx, tenantId, provider, { forUpdate: true });
     if (live?.status === 'connected') return live;
     const { row } = await saveConnection(tx, {

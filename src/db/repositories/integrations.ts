@@ -68,6 +68,14 @@ export async function findLiveIntegration(
   return row;
 }
 
+/**
+ * Serialises writes of a tenant's connection to a provider until the transaction ends (taken
+ * before the row's lock, always in that order).
+ */
+export async function lockProviderConnection(tx: Pick<Db, 'execute'>, tenantId: string, provider: string) {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`integrations:${tenantId}:${provider}`}))`);
+}
+
 export interface ConnectionWrite {
   tenantId: string;
   provider: string;
@@ -91,7 +99,7 @@ export async function saveConnection(
   tx: Tx,
   write: ConnectionWrite,
 ): Promise<{ row: IntegrationRow; previous: IntegrationRow | undefined }> {
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`integrations:${write.tenantId}:${write.provider}`}))`);
+  await lockProviderConnection(tx, write.tenantId, write.provider);
   const previous = await findLiveIntegration(tx, write.tenantId, write.provider, { forUpdate: true });
   const id = previous?.id ?? newId('int');
   const values = {
