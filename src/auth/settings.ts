@@ -55,6 +55,12 @@ const url = z
   .transform((v) => (v === '' ? undefined : v))
   .pipe(z.url({ protocol: /^https?$/, message: 'must be an http(s) URL' }).optional())
   .optional();
+/** A sign-in provider's address: https, plain http only on this machine (a local test provider). */
+const providerUrl = url.refine(
+  (v) =>
+    v === undefined || v.startsWith('https://') || ['localhost', '127.0.0.1', '[::1]'].includes(new URL(v).hostname),
+  { message: 'must be an https URL (plain http only on a loopback host)' },
+);
 
 const origin = (entry: string) => URL.canParse(entry) && new URL(entry).origin === entry.replace(/\/$/, '');
 
@@ -74,12 +80,12 @@ const identityEnv = z.object({
   REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(300).max(31_536_000).default(2_592_000),
   OAUTH_GITHUB_CLIENT_ID: text,
   OAUTH_GITHUB_CLIENT_SECRET: text,
-  OAUTH_GITHUB_URL: url,
-  OAUTH_GITHUB_API_URL: url,
+  OAUTH_GITHUB_URL: providerUrl,
+  OAUTH_GITHUB_API_URL: providerUrl,
   OAUTH_GOOGLE_CLIENT_ID: text,
   OAUTH_GOOGLE_CLIENT_SECRET: text,
-  OAUTH_GOOGLE_ISSUER: url,
-  OIDC_ISSUER: url,
+  OAUTH_GOOGLE_ISSUER: providerUrl,
+  OIDC_ISSUER: providerUrl,
   OIDC_CLIENT_ID: text,
   OIDC_CLIENT_SECRET: text,
 });

@@ -53,10 +53,17 @@ describe('sign-in and integration settings', () => {
     [{ OIDC_CLIENT_ID: 'x', OIDC_CLIENT_SECRET: 'y' }, 'OIDC_ISSUER'],
     [{ OAUTH_GOOGLE_ISSUER: 'ftp://accounts.example.com' }, 'OAUTH_GOOGLE_ISSUER'],
     [{ AUTH_REDIRECT_ORIGINS: 'https://app.example.com/callback' }, 'AUTH_REDIRECT_ORIGINS'],
+    [{ OIDC_ISSUER: 'http://keycloak.internal:8080/realms/sre' }, 'OIDC_ISSUER'],
+    [{ OAUTH_GITHUB_API_URL: 'http://github.example.com/api/v3' }, 'OAUTH_GITHUB_API_URL'],
     [{ AUTH_REDIRECT_ORIGINS: 'app.example.com' }, 'AUTH_REDIRECT_ORIGINS'],
     [{ REFRESH_TOKEN_TTL_SECONDS: '10' }, 'REFRESH_TOKEN_TTL_SECONDS'],
     [{ INTEGRATION_GRAFANA_URL: 'not a url' }, 'INTEGRATION_GRAFANA_URL'],
   ];
+  it('lets a provider on this machine use plain http (a local test provider)', () => {
+    const env = { OIDC_ISSUER: 'http://127.0.0.1:9400/', OIDC_CLIENT_ID: 'a', OIDC_CLIENT_SECRET: 'b' };
+    expect(loadConfig(env).identity.providers.oidc?.issuer).toBe('http://127.0.0.1:9400');
+  });
+
   it.each(refused)('refuses %j, naming the setting', (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(name);
