@@ -12,6 +12,7 @@ import type { Config, HttpSettings } from './config.js';
 import { connectDatabase } from './db/client.js';
 import { createDatabaseProbe } from './db/probe.js';
 import type { RuntimeSettings } from './runtime-settings.js';
+import { startIntegrationRefresher } from './integrations/refresher.js';
 import { createSkillCipher } from './skills/crypto.js';
 import { createSkillRuntime, type SkillRuntime } from './skills/invoke.js';
 import { createModelProvider } from './analysis/providers.js';
@@ -247,8 +248,14 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
   const dispatcher = startDispatcher({ db: database.db, sql: database.sql, workflows, logger });
   const notifier = startNotifier({ db: database.db, sql: database.sql, logger });
   const triggerDispatcher = startTriggerDispatcher({ db: database.db, sql: database.sql, logger, skills, workflows });
+  const refresher = startIntegrationRefresher({
+    db: database.db,
+    runtime: { ...skills, ...skills.integrations! },
+    logger,
+  });
   return {
     async stop() {
+      await refresher.stop();
       await triggerDispatcher.stop();
       await notifier.stop();
       await dispatcher.stop();

@@ -4,7 +4,7 @@
  * row's lock, so two callers do not both spend the refresh token), its use recorded, and the API
  * base and headers of the provider for it.
  */
-import { eq } from 'drizzle-orm';
+import { and, asc, eq, isNotNull, lt } from 'drizzle-orm';
 import type { IntegrationClient } from '../auth/settings.js';
 import { transactionOnce, type Db } from '../db/client.js';
 import { findLiveIntegration, updateIntegration, type IntegrationRow } from '../db/repositories/integrations.js';
@@ -173,4 +173,41 @@ export async function openConnection(
 /** The provider refused the stored token (401): the connection is marked `error` so people see it. */
 export async function markRefused(db: Pick<Db, 'update'>, row: IntegrationRow, now: Date): Promise<void> {
   await markError(db, row, `${row.provider} refused the stored credentials (401); connect it again`, now);
+}
+
+/**
+ * A pass over every tenant's oauth2 connections whose token expires within the margin (soonest
+ * first, at most `limit`): each refreshed as a use would, so a token unused for a while does not
+ * lapse. For the housekeeping of a process that has the integration settings.
+ */
+export async function refreshDueConnections(
+  db: Db,
+  runtime: IntegrationRuntime,
+  now: Date,
+  limit = 100,
+): Promise<{ refreshed: number; failed: number }> {
+  const due = await db
+    .select()
+    .from(integrations)
+    .where(
+      and(
+        eq(integrations.status, 'connected'),
+        isNotNull(integrations.expiresAt),
+        lt(integrations.expiresAt, new Date(now.getTime() + REFRESH_MARGIN_MS)),
+      ),
+    )
+    .orderBy(asc(integrations.expiresAt))
+    .limit(limit);
+  let refreshed = 0;
+  let failed = 0;
+  for (const row of due) {
+    if (!oauthSpecOf(row.provider)) continue;
+    try {
+      if ((await refreshUnderLock(db, runtime, row, now)).ok) refreshed++;
+      else failed++;
+    } catch {
+      failed++; // the provider did not answer: the next pass, or the next use, tries again
+    }
+  }
+  return { refreshed, failed };
 }

@@ -7,6 +7,8 @@ import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRemediationActivities } from '../../src/activities/remediation.js';
 import { integrations } from '../../src/db/schema/identity.js';
+import { refreshDueConnections } from '../../src/integrations/connection.js';
+import { startIntegrationRefresher } from '../../src/integrations/refresher.js';
 import { remediations } from '../../src/db/schema/remediation.js';
 import { skillInvocations } from '../../src/db/schema/skills.js';
 import {
@@ -16,6 +18,7 @@ import {
 } from '../helpers/integration-provider-server.js';
 import { concludedIncident } from '../helpers/remediation.js';
 import { startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/webhooks.js';
 
 const PUBLIC = 'http://api.test';
 let svc: TestService;
@@ -225,6 +228,25 @@ describe('integration skills', () => {
       .slice(-2)
       .map((r) => r.headers.authorization);
     expect(used[0]).toBe(used[1]);
+    expect((await connectionOf('pagerduty')).status).toBe('connected');
+  });
+
+  it('the housekeeping pass refreshes a token near its expiry without a use', async () => {
+    const before = await connectionOf('pagerduty');
+    const grants = pagerduty.hits('/oauth/token').length;
+    const runtime = { ...svc.skills, ...svc.skills.integrations! };
+    expect(await refreshDueConnections(svc.database.db, runtime, new Date())).toEqual({ refreshed: 1, failed: 0 });
+    expect(pagerduty.hits('/oauth/token')).toHaveLength(grants + 1);
+    const after = await connectionOf('pagerduty');
+    expect(after.expiresAt!.getTime()).toBeGreaterThan(before.expiresAt!.getTime());
+    expect(after.lastUsedAt).toEqual(before.lastUsedAt);
+    // The worker's loop runs the same pass.
+    const refresher = startIntegrationRefresher(
+      { db: svc.database.db, runtime, logger: { info: () => undefined, warn: () => undefined } },
+      { intervalMs: 50 },
+    );
+    await eventually(async () => pagerduty.hits('/oauth/token').length >= grants + 2, 5000);
+    await refresher.stop();
     expect((await connectionOf('pagerduty')).status).toBe('connected');
   });
 
