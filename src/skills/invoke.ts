@@ -223,7 +223,10 @@ async function runSkill(
   if (skill.type === 'builtin') return runBuiltinAction(db, skill, tenant.id, input);
   if (skill.type === 'integration') {
     if (!runtime.integrations)
-      throw new SkillFailure('integration_unavailable', 'This process was started without integration settings');
+      throw new SkillFailure(
+        'integration_unavailable',
+        'Integration skills are not available yet in this process: it was started without integration settings',
+      );
     // `db` is the pool or the caller's transaction (a remediation step's): both are a Db.
     return runIntegrationAction(db as Db, { ...runtime, ...runtime.integrations }, tenant, skill, input, new Date());
   }
