@@ -2,7 +2,7 @@
 import { parseArgs } from 'node:util';
 import { roles, signToken, type Role } from './auth/tokens.js';
 import { oneLine } from './api/schemas/common.js';
-import { MemberEmail } from './api/schemas/members.js';
+import { emailAddress } from './domain/email.js';
 import { connectDatabase, runMigrations } from './db/client.js';
 import { addMemberByOperator, listAllMembers } from './db/repositories/members.js';
 import { createTenant, findTenant, setCustomQuotas } from './db/repositories/tenants.js';
@@ -177,7 +177,7 @@ async function memberAdd(args: string[]): Promise<void> {
     strict: true,
   });
   if (!values.tenant) fail('--tenant is required');
-  const email = MemberEmail.safeParse(values.email ?? '');
+  const email = emailAddress.safeParse(values.email ?? '');
   if (!email.success) fail('--email must be an email address (at most 254 characters)');
   if (!values.role || !(memberRoles as readonly string[]).includes(values.role)) fail('--role must be admin or member');
   const named = values.name === undefined ? undefined : oneLine(200).safeParse(values.name);

@@ -6,12 +6,11 @@
 import { appendAudit } from '../db/repositories/audit.js';
 import {
   findIntegration,
-  issueApiKey,
-  revokeApiKey,
   saveConnection,
   toIntegrationView,
   updateIntegration,
 } from '../db/repositories/integrations.js';
+import { issueApiKey, revokeApiKey } from '../db/repositories/api-keys.js';
 import type { TenantRow } from '../db/schema/tenants.js';
 import { integrationCatalog, type IntegrationDefinition } from '../domain/catalog.js';
 import { AppError } from '../errors.js';

@@ -1,16 +1,9 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { and, eq, sql } from 'drizzle-orm';
-import { generateApiKey, generateSigningSecret } from '../../auth/api-keys.js';
 import { appendAudit } from '../../db/repositories/audit.js';
-import {
-  countActiveKeys,
-  listApiKeys,
-  MAX_ACTIVE_KEYS_PER_TENANT,
-  toApiKeyView,
-} from '../../db/repositories/api-keys.js';
+import { issueApiKey, listApiKeys, toApiKeyView } from '../../db/repositories/api-keys.js';
 import { apiKeys } from '../../db/schema/ingestion.js';
 import { AppError } from '../../errors.js';
-import { newId } from '../../ids.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { access } from '../middleware/access.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
@@ -51,35 +44,29 @@ export function registerApiKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
   app.openapi(createKeyRoute, async (c) => {
     const auth = c.var.auth;
     const { name } = c.req.valid('json');
-    const { key, keyHash, prefix } = generateApiKey();
-    const signingSecret = generateSigningSecret();
     const row = await deps.db.transaction(async (tx) => {
-      // Serialise key creation per tenant so the cap holds under concurrent requests.
-      await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`api-keys:${auth.tenantId}`}))`);
-      if ((await countActiveKeys(tx, auth.tenantId)) >= MAX_ACTIVE_KEYS_PER_TENANT) {
-        throw new AppError(
-          'conflict',
-          `A tenant can have at most ${MAX_ACTIVE_KEYS_PER_TENANT} active API keys; revoke one first`,
-        );
-      }
-      const [created] = await tx
-        .insert(apiKeys)
-        .values({ id: newId('key'), tenantId: auth.tenantId, name, keyHash, prefix, signingSecret })
-        .returning();
+      const issued = await issueApiKey(tx, auth.tenantId, name);
       await appendAudit(tx, {
         tenantId: auth.tenantId,
         actorType: 'user',
         actorId: auth.userId,
         action: 'api_key.created',
         targetType: 'api_key',
-        targetId: created!.id,
+        targetId: issued.keyId,
         requestId: c.get('requestId'),
-        details: { name, prefix },
+        details: { name, prefix: issued.prefix },
       });
-      return created!;
+      return issued;
     });
     return c.json(
-      { keyId: row.id, name: row.name, key, signingSecret, prefix: row.prefix, createdAt: row.createdAt.toISOString() },
+      {
+        keyId: row.keyId,
+        name,
+        key: row.key,
+        signingSecret: row.signingSecret,
+        prefix: row.prefix,
+        createdAt: row.createdAt.toISOString(),
+      },
       201,
     );
   });

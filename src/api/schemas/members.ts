@@ -1,18 +1,15 @@
 import { z } from '@hono/zod-openapi';
 import { memberRoles } from '../../db/schema/identity.js';
+import { emailAddress, MAX_EMAIL_LENGTH } from '../../domain/email.js';
 import { limitParam } from './common.js';
 
-/** RFC 5321's bound on a forward path: longer addresses cannot be delivered to. */
-export const MAX_EMAIL_LENGTH = 254;
-
 /** An email address, trimmed and lower-cased (accounts are one per lower-cased email). */
-export const MemberEmail = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .max(MAX_EMAIL_LENGTH)
-  .pipe(z.email('must be an email address'))
-  .openapi({ type: 'string', format: 'email', maxLength: MAX_EMAIL_LENGTH, example: 'ada@example.com' });
+export const MemberEmail = emailAddress.openapi({
+  type: 'string',
+  format: 'email',
+  maxLength: MAX_EMAIL_LENGTH,
+  example: 'ada@example.com',
+});
 
 export const MemberRoleSchema = z.enum(memberRoles).openapi({ description: '`admin` or `member`' });
 

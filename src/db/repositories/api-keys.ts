@@ -2,6 +2,9 @@ import { and, count, desc, eq, isNull, lt, or, sql } from 'drizzle-orm';
 import { olderThan } from '../keyset.js';
 import type postgres from 'postgres';
 import type { Db } from '../client.js';
+import { generateApiKey, generateSigningSecret } from '../../auth/api-keys.js';
+import { AppError } from '../../errors.js';
+import { newId } from '../../ids.js';
 import { apiKeys } from '../schema/ingestion.js';
 import type { TenantRow, TenantSettings } from '../schema/tenants.js';
 
@@ -133,4 +136,40 @@ export async function findActiveWebhookKeys(
     join tenants t on t.id = k.tenant_id and t.status = 'active'`;
   const found = new Set(rows.map((row) => Number(row.n)));
   return lookups.map((_, i) => found.has(i + 1));
+}
+
+/**
+ * A new webhook API key of the tenant (`POST /v1/api-keys`, a webhook_only integration's): at
+ * most MAX_ACTIVE_KEYS_PER_TENANT active, serialised per tenant so the cap holds under
+ * concurrent requests. The plaintext key and secret are returned only here.
+ */
+export async function issueApiKey(
+  tx: Pick<Db, 'insert' | 'execute' | 'select'>,
+  tenantId: string,
+  name: string,
+): Promise<{ keyId: string; key: string; signingSecret: string; prefix: string; createdAt: Date }> {
+  const { key, keyHash, prefix } = generateApiKey();
+  const signingSecret = generateSigningSecret();
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`api-keys:${tenantId}`}))`);
+  if ((await countActiveKeys(tx, tenantId)) >= MAX_ACTIVE_KEYS_PER_TENANT) {
+    throw new AppError(
+      'conflict',
+      `A tenant can have at most ${MAX_ACTIVE_KEYS_PER_TENANT} active API keys; revoke one first`,
+    );
+  }
+  const [created] = await tx
+    .insert(apiKeys)
+    .values({ id: newId('key'), tenantId, name, keyHash, prefix, signingSecret })
+    .returning();
+  return { keyId: created!.id, key, signingSecret, prefix, createdAt: created!.createdAt };
+}
+
+/** Revokes a key of the tenant if it is active; whether it was. */
+export async function revokeApiKey(tx: Pick<Db, 'update'>, tenantId: string, keyId: string): Promise<boolean> {
+  const rows = await tx
+    .update(apiKeys)
+    .set({ revokedAt: sql`now()` })
+    .where(and(eq(apiKeys.id, keyId), eq(apiKeys.tenantId, tenantId), isNull(apiKeys.revokedAt)))
+    .returning({ id: apiKeys.id });
+  return rows.length > 0;
 }

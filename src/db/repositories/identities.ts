@@ -2,6 +2,7 @@
  * People and how they sign in: one account per verified email (lower-cased), whichever provider
  * vouches for it; each provider's subject linked to it; invitations to that email accepted.
  */
+import { normalEmail } from '../../domain/email.js';
 import { and, asc, eq, gt, isNull } from 'drizzle-orm';
 import type { Db } from '../client.js';
 import { appendAudit } from './audit.js';
@@ -25,9 +26,6 @@ export interface Account {
   /** The account's email (lower-cased): the one tokens carry. */
   email: string;
 }
-
-/** Emails compare lower-cased: `Ada@Example.com` and `ada@example.com` are one person. */
-export const normalEmail = (email: string) => email.trim().toLowerCase();
 
 async function accountById(tx: Tx, userId: string): Promise<Account> {
   const [row] = await tx

@@ -1,11 +1,7 @@
-import { and, asc, eq, isNull, ne, sql } from 'drizzle-orm';
-import { generateApiKey, generateSigningSecret } from '../../auth/api-keys.js';
-import { AppError } from '../../errors.js';
+import { and, asc, eq, ne, sql } from 'drizzle-orm';
 import { newId } from '../../ids.js';
 import type { Db } from '../client.js';
 import { integrations, type IntegrationStatus } from '../schema/identity.js';
-import { apiKeys } from '../schema/ingestion.js';
-import { countActiveKeys, MAX_ACTIVE_KEYS_PER_TENANT } from './api-keys.js';
 
 export type IntegrationRow = typeof integrations.$inferSelect;
 type Tx = Pick<Db, 'select' | 'insert' | 'update' | 'execute'>;
@@ -137,39 +133,4 @@ export async function updateIntegration(
     .update(integrations)
     .set(patch)
     .where(and(eq(integrations.tenantId, tenantId), eq(integrations.id, integrationId)));
-}
-
-/**
- * A webhook API key for the tenant, with the cap of POST /v1/api-keys (serialised per tenant).
- * The same rules as that route's; it can call this.
- */
-export async function issueApiKey(
-  tx: Tx,
-  tenantId: string,
-  name: string,
-): Promise<{ keyId: string; key: string; signingSecret: string; prefix: string; createdAt: Date }> {
-  const { key, keyHash, prefix } = generateApiKey();
-  const signingSecret = generateSigningSecret();
-  await tx.execute(sql`select pg_advisory_xact_lock(hashtext(${`api-keys:${tenantId}`}))`);
-  if ((await countActiveKeys(tx, tenantId)) >= MAX_ACTIVE_KEYS_PER_TENANT) {
-    throw new AppError(
-      'conflict',
-      `A tenant can have at most ${MAX_ACTIVE_KEYS_PER_TENANT} active API keys; revoke one first`,
-    );
-  }
-  const [created] = await tx
-    .insert(apiKeys)
-    .values({ id: newId('key'), tenantId, name, keyHash, prefix, signingSecret })
-    .returning();
-  return { keyId: created!.id, key, signingSecret, prefix, createdAt: created!.createdAt };
-}
-
-/** Revokes a key of the tenant if it is active; whether it was. */
-export async function revokeApiKey(tx: Pick<Db, 'update'>, tenantId: string, keyId: string): Promise<boolean> {
-  const rows = await tx
-    .update(apiKeys)
-    .set({ revokedAt: sql`now()` })
-    .where(and(eq(apiKeys.id, keyId), eq(apiKeys.tenantId, tenantId), isNull(apiKeys.revokedAt)))
-    .returning({ id: apiKeys.id });
-  return rows.length > 0;
 }
