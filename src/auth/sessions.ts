@@ -42,7 +42,7 @@ export interface SessionMember {
 const hashOf = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 
 /** Signs the access token of a member. */
-export function accessTokenOf(settings: SessionSettings, member: SessionMember): string {
+function accessTokenOf(settings: SessionSettings, member: SessionMember): string {
   return signToken({
     secret: settings.signingSecret,
     tenantId: member.tenantId,

@@ -202,14 +202,14 @@ export function resolveAction(config: Record<string, unknown>): { provider: stri
   return { provider, name, action };
 }
 
-export const integrationActions = [...Object.keys(actions).filter((a) => a.includes('.')), '<provider>.api_request'];
+const integrationActions = [...Object.keys(actions).filter((a) => a.includes('.')), '<provider>.api_request'];
 
 /**
  * The input with the `default`s of the skill's input schema filled in where a property is absent:
  * how a skill fixes what its action always needs (a Slack channel, a repository), since a
  * remediation step's input carries only the recommended action.
  */
-export function withDefaults(input: Input, inputSchema: Record<string, unknown> | null | undefined): Input {
+function withDefaults(input: Input, inputSchema: Record<string, unknown> | null | undefined): Input {
   const properties = inputSchema?.properties;
   if (!properties || typeof properties !== 'object') return input;
   const filled: Input = { ...input };

@@ -30,7 +30,7 @@ export interface ApiKeyProviderSpec {
 }
 
 /** Datadog sites (docs.datadoghq.com/getting_started/site); `app.` forms are accepted too. */
-export const DATADOG_SITES = [
+const DATADOG_SITES = [
   'datadoghq.com',
   'us3.datadoghq.com',
   'us5.datadoghq.com',
@@ -186,8 +186,6 @@ const byProvider = new Map(specs.map((s) => [s.provider, s]));
 export function apiKeySpecOf(provider: string): ApiKeyProviderSpec | undefined {
   return byProvider.get(provider);
 }
-
-export const apiKeyProviders = specs.map((s) => s.provider);
 
 /** `text` with every secret field value replaced, for a reason that quotes what it was sent. */
 export function withoutSecrets(text: string, spec: ApiKeyProviderSpec, fields: Fields): string {

@@ -43,8 +43,7 @@ export function definitionOf(provider: string): IntegrationDefinition {
   return definition;
 }
 
-export const callbackUrlOf = (runtime: IntegrationRuntime, provider: string) =>
-  `${connectUrlOf(runtime, provider)}/callback`;
+const callbackUrlOf = (runtime: IntegrationRuntime, provider: string) => `${connectUrlOf(runtime, provider)}/callback`;
 
 function oauthClientOf(runtime: IntegrationRuntime, provider: string) {
   const client = runtime.clients[provider];

@@ -177,9 +177,6 @@ export function oauthSpecOf(provider: string): OAuthProviderSpec | undefined {
   return byProvider.get(provider);
 }
 
-/** The oauth2 providers this table covers (a test checks it covers the catalog's). */
-export const oauthProviders = specs.map((s) => s.provider);
-
 /**
  * `url` with its origin replaced by `override` (the override's own path prefixed to the URL's),
  * and `{subdomain}`/`{clientId}` filled in.

@@ -86,7 +86,7 @@ const disconnectRoute = createRoute({
   responses: { 204: { description: 'Disconnected' }, ...errorResponses(401, 403, 404) },
 });
 
-export function integrationRuntimeOf(deps: AppDeps): IntegrationRuntime {
+function integrationRuntimeOf(deps: AppDeps): IntegrationRuntime {
   return {
     cipher: deps.skills.cipher,
     allowlist: deps.skills.allowlist,

@@ -57,7 +57,7 @@ const githubFetch: client.CustomFetch = async (url, options) => {
 };
 
 /** The verified email GitHub would show first: the primary one if verified, else any verified. */
-export function verifiedEmailOf(emails: GithubEmail[]): string | null {
+function verifiedEmailOf(emails: GithubEmail[]): string | null {
   const verified = emails.filter((e) => e.verified === true && typeof e.email === 'string');
   return (verified.find((e) => e.primary) ?? verified[0])?.email ?? null;
 }

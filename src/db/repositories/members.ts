@@ -44,7 +44,7 @@ export async function findMember(db: Select, tenantId: string, userId: string): 
 }
 
 /** Whether the (lower-cased) email is already a member of the tenant. */
-export async function isMemberEmail(db: Select, tenantId: string, email: string): Promise<boolean> {
+async function isMemberEmail(db: Select, tenantId: string, email: string): Promise<boolean> {
   const [row] = await db
     .select({ userId: memberships.userId })
     .from(memberships)
