@@ -14,7 +14,7 @@ import {
   startBench,
   uniqueEmail,
   type Bench,
-} from '../helpers/sign-in-bench.js';
+} from '../helpers/sign-in-setup.js';
 
 let bench: Bench;
 

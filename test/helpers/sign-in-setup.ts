@@ -1,5 +1,5 @@
 /**
- * The sign-in test bench: the service with GitHub (a local GitHub-compatible server), Google and
+ * The sign-in test setup: the service with GitHub (a local GitHub-compatible server), Google and
  * a generic OIDC provider (two real `oidc-provider` instances), and browsers that sign in.
  */
 import { and, eq } from 'drizzle-orm';
