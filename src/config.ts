@@ -67,6 +67,8 @@ const envSchema = z.object({
   HTTP_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
   // Temporal long-polls for about 60 s, so a live worker's latest poll is at most about that old.
   WORKER_POLL_STALE_MS: z.coerce.number().int().min(1000).max(3_600_000).default(70_000),
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   WORKER_STATEMENT_TIMEOUT_MS: z.coerce
     .number()
     .int()
@@ -214,6 +216,8 @@ export interface Config {
   http: HttpSettings;
   /** A task queue poller whose last poll is older than this counts as gone in /health/detailed. */
   workerPollStaleMs: number;
+  /** `/metrics`: the bearer token a scrape must send (none when unset); the worker's port (0: off). */
+  metrics: { token: string | undefined; workerPort: number };
   skills: {
     /** AES-256-GCM key for skill header values; generated into DATA_DIR by `npm start` when unset. */
     encryptionKey: Buffer | undefined;
@@ -318,6 +322,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxConnections: e.HTTP_MAX_CONNECTIONS,
     },
     workerPollStaleMs: e.WORKER_POLL_STALE_MS,
+    metrics: { token: e.METRICS_TOKEN, workerPort: e.WORKER_METRICS_PORT },
     skills: {
       encryptionKey: e.SKILL_ENCRYPTION_KEY ? Buffer.from(e.SKILL_ENCRYPTION_KEY, 'base64') : undefined,
       allowedNetworks: e.SKILL_ALLOWED_NETWORKS,

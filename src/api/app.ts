@@ -23,6 +23,9 @@ import { refusedWebhookWindow } from './middleware/webhook-key-gate.js';
 import { requestContext } from './middleware/request-context.js';
 import { storableText } from './middleware/unstorable-input.js';
 import { registerHealthRoutes } from './routes/health.js';
+import { registerMetricsRoute } from './routes/metrics.js';
+import { createApiMetrics } from '../metrics/api-metrics.js';
+import type { Config } from '../config.js';
 import { withResponseConventions } from './openapi-conventions.js';
 import { registerIncidentRoutes } from './routes/incidents.js';
 import { registerIncidentMergeRoutes } from './routes/incident-merge.js';
@@ -157,6 +160,12 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   });
 
   const webhookKeyGate = createWebhookKeyGateOf(deps);
+  const metrics = createApiMetrics({
+    sql: deps.sql,
+    poolMax: deps.sql.options.max,
+    openStreams: () => deps.realtime?.hub?.size() ?? 0,
+  });
+  app.use('*', metrics.middleware);
   app.use('*', requestContext(deps));
   const services = { incidents: incidentCommands(deps) };
   app.use('*', (c, next) => {
@@ -195,6 +204,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
   app.use('*', exceptBehind('principal', storableText()));
 
   registerHealthRoutes(app, deps);
+  registerMetricsRoute(app, metrics.registry, (deps.config as Partial<Pick<Config, 'metrics'>>).metrics?.token);
   registerPublicRoutes(app, deps);
   registerIncidentRoutes(app, deps);
   registerIncidentMergeRoutes(app, deps);

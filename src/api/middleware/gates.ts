@@ -9,7 +9,8 @@ import type { AppEnv } from '../context.js';
  */
 export type Gate = 'probe' | 'address' | 'webhook-key' | 'principal' | 'none';
 
-const probePaths = new Set(['/health', '/health/detailed']);
+// The Prometheus scrape is gated like a probe: no JWT, no tenant window (METRICS_TOKEN guards it).
+const probePaths = new Set(['/health', '/health/detailed', '/metrics']);
 const publicPaths = new Set([
   '/v1/billing/plans',
   '/v1/integrations/catalog',
