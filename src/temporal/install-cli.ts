@@ -1,15 +1,21 @@
-// `npm run temporal:cli`: finds or builds the Temporal CLI the way `npm start` and the tests do,
-// so a fresh machine (CI) pays the one-time `go install` before the test run starts.
+// `npm run temporal:cli`: finds the Temporal CLI the way `npm start` does (ADR 0281), so a fresh
+// machine (CI) pays the one-time `go install` before the test run starts.
 import { spawnSync } from 'node:child_process';
-import { resolveTemporalCli } from './dev-server.js';
+import { findTemporalCli } from '../launcher/temporal-cli.js';
 
-const found = resolveTemporalCli({
-  cliPath: process.env.TEMPORAL_CLI_PATH,
-  log: (m) => process.stdout.write(`${m}\n`),
-});
-if (!found) {
-  process.stdout.write('No Temporal CLI and no Go toolchain: the Temporal SDK download will be used at start.\n');
-} else {
-  const version = spawnSync(found, ['--version'], { encoding: 'utf8' });
-  process.stdout.write(`Temporal CLI: ${found} (${version.stdout.trim() || 'version unknown'})\n`);
-}
+const say = (m: string) => process.stdout.write(`${m}\n`);
+
+findTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: say }).then(
+  (found) => {
+    if (!found.path) {
+      say('No Temporal CLI installed: the Temporal SDK downloads one at start.');
+      return;
+    }
+    const version = spawnSync(found.path, ['--version'], { encoding: 'utf8' });
+    say(`Temporal CLI (${found.source}): ${found.path} (${version.stdout.trim() || 'version unknown'})`);
+  },
+  (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);
