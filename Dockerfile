@@ -4,10 +4,11 @@
 #   docker compose overrides the command with `node dist/temporal/worker.js` or
 #   `node dist/db/migrate.js`.
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Node 24: the Active LTS line (Node 20 reached end of life on 2026-04-30).
+ARG NODE_IMAGE=node:24-trixie-slim
 
 # ---------------------------------------------------------------------------
-# build: full install (dev dependencies included) and `tsc -p tsconfig.build.json`
+# build: full install (dev dependencies included), `tsc -p tsconfig.build.json` and the workflow bundle
 # ---------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
@@ -20,11 +21,13 @@ RUN --mount=type=cache,target=/root/.npm \
 
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# The workflow bundle is built here once, so the worker does not run webpack at start-up.
-RUN npm run build && node dist/temporal/bundle-workflows.js dist/workflow-bundle.js
+# The workflow bundle is built here once (npm run build:workflows writes dist/workflow-bundle.js),
+# so the worker does not run webpack at start-up.
+RUN npm run build && npm run build:workflows
 
 # ---------------------------------------------------------------------------
-# runtime: production dependencies, compiled JavaScript and the SQL migrations
+# runtime: production dependencies only (no tsx, embedded-postgres, typescript or vitest),
+# compiled JavaScript and the SQL migrations
 # ---------------------------------------------------------------------------
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
