@@ -8,6 +8,8 @@ import { ZodError } from 'zod';
 import { AppError, type ErrorBody } from '../errors.js';
 import { incidentCommands } from '../incidents/commands.js';
 import type { AppDeps, AppEnv } from './context.js';
+import { traceRequests } from '../tracing/http.js';
+import type { Tracing } from '../tracing/tracing.js';
 import { activeTenant } from './middleware/active-tenant.js';
 import { bearerAuth } from './middleware/bearer-auth.js';
 import { clientAddress } from './middleware/client-address.js';
@@ -149,7 +151,8 @@ function toErrorResponse(err: unknown): { status: number; body: ErrorBody; logAs
   return { status: 500, body: { error: 'internal_error', message: 'Internal server error' }, logAs: 'unhandled error' };
 }
 
-export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
+/** `tracing`: a span per request (OTEL_*; absent when off, and then no middleware at all). */
+export function createApp(deps: AppDeps, tracing?: Tracing): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
       if (!result.success) {
@@ -166,6 +169,7 @@ export function createApp(deps: AppDeps): OpenAPIHono<AppEnv> {
     openStreams: () => deps.realtime?.hub?.size() ?? 0,
   });
   app.use('*', metrics.middleware);
+  if (tracing) app.use('*', traceRequests(tracing)); // first, so the span covers every refusal too
   app.use('*', requestContext(deps));
   const services = { incidents: incidentCommands(deps) };
   app.use('*', (c, next) => {
