@@ -29,6 +29,7 @@ import {
   type SetStatusRequest,
   type TriageCommand,
 } from '../workflows/messages.js';
+import { incidentStaticDetails, incidentSummary } from './incident-ui.js';
 import { IncidentStatusKey, SeverityKey, SourceKey, TenantIdKey } from '../workflows/search-attributes.js';
 import {
   approvalFailure,
@@ -50,6 +51,9 @@ export function incidentStartOptions(input: IncidentWorkflowInput, title: string
     taskQueue,
     args: [input] as [IncidentWorkflowInput],
     memo: { title },
+    // The Temporal UI lists the incident by its title, with its tenant and origin (ADR 0279).
+    staticSummary: incidentSummary(title),
+    staticDetails: incidentStaticDetails(input),
     typedSearchAttributes: [
       { key: TenantIdKey, value: input.tenantId },
       { key: IncidentStatusKey, value: input.status },

@@ -9,7 +9,7 @@ import { agentRoles } from '../../analysis/types.js';
 import type { Actor, InvestigationStarted } from '../messages.js';
 import { failureReason, investigationRunning, quotaExceeded } from './failures.js';
 import {
-  agents,
+  agentProxies,
   bookkeepingIsLocal,
   investigationLifecycle,
   investigationRecords,
@@ -37,6 +37,8 @@ export class Investigation {
   private contextSynthesised = 0;
   /** The agents and synthesis, running beside the main loop. */
   private task: Promise<void> | null = null;
+  /** The latest synthesis's root cause, shown in the Temporal UI (null until one concludes). */
+  conclusion: { rootCause: string; confidence: number } | null = null;
 
   constructor(
     private readonly record: IncidentRecord,
@@ -98,6 +100,7 @@ export class Investigation {
     state.investigationStatus = 'running';
     state.syntheses = 0;
     this.reports = null;
+    this.conclusion = null;
     return true;
   }
 
@@ -140,7 +143,7 @@ export class Investigation {
     // One agent failing costs its evidence, not the investigation.
     this.reports = await Promise.all(
       agentRoles.map((role) =>
-        agents[agentActivityNames[role]](request).catch((err: unknown): AgentReport => ({
+        agentProxies[role][agentActivityNames[role]](request).catch((err: unknown): AgentReport => ({
           agentRole: role,
           content: `The ${role} agent failed: ${failureReason(err)}`,
           evidenceIds: [],
@@ -162,12 +165,13 @@ export class Investigation {
      */
     const superseded = () => request.run !== state.investigationRun;
     try {
-      await synthesis.synthesizeInvestigation({
+      const result = await synthesis.synthesizeInvestigation({
         ...request,
         reports: this.reports ?? [],
         ...(state.alertsReceived ? { alertsSeen: state.alertsReceived } : {}),
       });
       if (!superseded()) {
+        this.conclusion = { rootCause: result.rootCause, confidence: result.confidence };
         state.investigationStatus = 'completed';
         state.syntheses = (state.syntheses ?? 0) + 1;
         this.concluded(request.run);

@@ -3,6 +3,7 @@ import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/work
 import type { IncidentActivities } from '../../activities/index.js';
 import type { InvestigationActivities } from '../../analysis/investigation-types.js';
 import type { RemediationActivities } from '../../analysis/remediation-types.js';
+import { agentRoles, type AgentRole } from '../../analysis/types.js';
 
 // Projection writes must land eventually: retry without limit, backing off to a minute.
 export const projections = proxyActivities<IncidentActivities>({
@@ -45,6 +46,7 @@ const WAITING_HEARTBEAT_TIMEOUT = '15 seconds';
 
 // Triage calls a model (the built-in analyzer by default, or an LLM with its own timeout).
 export const analysis = proxyActivities<IncidentActivities>({
+  summary: 'triage: classify the priority and pick the agents',
   startToCloseTimeout: '60 seconds',
   heartbeatTimeout: WAITING_HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
@@ -67,13 +69,36 @@ export const investigationRecords = proxyActivities<InvestigationActivities>({
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 // Specialist agents run in parallel; each heartbeats, so a dead worker is noticed in 20 s.
-export const agents = proxyActivities<InvestigationActivities>({
+const agentOptions = {
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },
-});
+} as const;
+
+/** What each agent looks at, as its activity's summary in the Temporal UI's timeline. */
+const agentSummaries: Record<AgentRole, string> = {
+  deployment:
+    'deployment agent: deploys, syncs, flag flips of the service and its dependencies in the 6 h before the first alert',
+  code_change: 'code-change agent: pushes, merged pull requests and releases before the first alert',
+  logs: 'logs agent: log lines (exceptions, error messages) in the alerts of the incident and its dependencies',
+  metrics: 'metrics agent: metric alerts, their thresholds, values and queries',
+  alerts: 'alerts agent: the incident’s alerts and those correlated in time across services',
+  topology: 'topology agent: failing upstream dependencies and the downstream blast radius',
+  knowledge: 'knowledge agent: learned failure patterns matching the incident',
+  runbook: 'runbook agent: runbooks for the service, its failing dependencies and the incident’s keywords',
+};
+
+// One proxy per agent, for its summary: the summary rides in the command's user metadata,
+// which replay does not compare, so older histories replay unchanged.
+export const agentProxies = Object.fromEntries(
+  agentRoles.map((role) => [
+    role,
+    proxyActivities<InvestigationActivities>({ ...agentOptions, summary: agentSummaries[role] }),
+  ]),
+) as Record<AgentRole, ReturnType<typeof proxyActivities<InvestigationActivities>>>;
 // Synthesis may call a model with its own timeout, and falls back to the built-in analyzer.
 export const synthesis = proxyActivities<InvestigationActivities>({
+  summary: 'synthesis: rank the agents’ hypotheses into a root cause',
   startToCloseTimeout: '2 minutes',
   heartbeatTimeout: WAITING_HEARTBEAT_TIMEOUT,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumAttempts: 3 },

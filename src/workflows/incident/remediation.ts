@@ -57,6 +57,13 @@ export class Remediation {
     return this.pending !== null && !this.pending.decision;
   }
 
+  /** The approval awaited, with its deadline (shown in the Temporal UI); null when none is. */
+  awaitedApproval(): { approvalId: string; deadline: string } | null {
+    return this.awaitingDecision() && this.pending
+      ? { approvalId: this.pending.approvalId, deadline: this.pending.deadline }
+      : null;
+  }
+
   /** Runs beside the main loop: the approval may wait for an hour. */
   launch(): void {
     this.task = this.run().finally(() => {

@@ -17,6 +17,7 @@ import {
   type IncidentWorkflowInput,
   type IncidentWorkflowState,
 } from '../messages.js';
+import { keepCurrentDetails, renderCurrentDetails } from './details.js';
 import { IncidentState } from './state.js';
 
 export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<IncidentWorkflowState> {
@@ -41,6 +42,15 @@ export async function incidentWorkflow(input: IncidentWorkflowInput): Promise<In
   setHandler(mergeIntoUpdate, (request) => incident.merge(request), {
     validator: (request) => incident.validateMerge(request),
   });
+
+  // The Temporal UI's current details follow the incident (status, root cause, approval).
+  keepCurrentDetails(() =>
+    renderCurrentDetails({
+      state: record.state,
+      conclusion: investigation.conclusion,
+      approval: remediation.awaitedApproval(),
+    }),
+  );
 
   await incident.runAutomatedSteps();
 
