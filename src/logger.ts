@@ -2,8 +2,9 @@ import pino, { type DestinationStream, type Logger } from 'pino';
 import { fieldsWithoutQueryParameters, withoutQueryParameters } from './db/query-errors.js';
 
 /**
- * Structured JSON logs; credentials are redacted wherever they might appear, including the
- * parameters of a failed statement in any error logged.
+ * Structured JSON logs with level names (`"level":"info"`, what log tools and people read; ADR
+ * 0281); credentials are redacted wherever they might appear, including the parameters of a
+ * failed statement in any error logged.
  */
 export function createLogger(
   level: string,
@@ -14,6 +15,7 @@ export function createLogger(
     level,
     base: { service: 'incident-service', ...base },
     timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
     // The Temporal SDK logs an activity's failure as `error`: with its message and stack, as `err`.
     serializers: { error: pino.stdSerializers.err },
     redact: {

@@ -12,6 +12,7 @@ import { usagePeriod } from '../../src/domain/plans.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
 import { temporalConnectionOptions } from '../../src/temporal/connection.js';
 import { purgeWebhookDeliveries } from '../../src/db/repositories/webhook-deliveries.js';
+import { createLogger } from '../../src/logger.js';
 import { toWorkflowInput } from '../../src/db/repositories/incidents.js';
 import { BODY_REPLAY_WINDOW_MS, DELIVERY_ID_RETENTION_MS } from '../../src/ingest/ingest.js';
 import { deliverPendingAlerts, reconcileIncidents } from '../../src/outbox/workflow-dispatcher.js';
@@ -1289,7 +1290,7 @@ describe('Temporal unavailable during ingestion', () => {
           isolated,
           createTemporalWorkflowPort(new Client({ connection: deadConnection }), isolated.taskQueue),
         ),
-        logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) }),
+        logger: createLogger('warn', {}, { write: (line: string) => void lines.push(line) }),
       };
       expect(await reconcileIncidents(dead)).toBe(0);
       expect(await deliverPendingAlerts(dead)).toBe(0);
@@ -1297,7 +1298,7 @@ describe('Temporal unavailable during ingestion', () => {
       const told = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
       expect(told.map((l) => l.msg)).toEqual(['could not start the incident workflow; will retry']); // its alert waits for the start
       for (const line of told)
-        expect(line).toMatchObject({ level: 40, failedInWave: 1, reason: expect.any(String), incidentId: id });
+        expect(line).toMatchObject({ level: 'warn', failedInWave: 1, reason: expect.any(String), incidentId: id });
       expect(told.some((l) => 'err' in l)).toBe(false);
       const [row] = await isolated.database.db.select().from(incidents).where(eq(incidents.id, id));
       expect(row!.workflowStartedAt).toBeNull();
