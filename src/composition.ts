@@ -19,6 +19,8 @@ import { createModelProvider } from './analysis/providers.js';
 import { createIncidentWorker } from './temporal/incident-worker.js';
 import { temporalConnectionOptions } from './temporal/connection.js';
 import { createTemporalWorkflowPort } from './temporal/port.js';
+import { tracedClientInterceptors } from './tracing/temporal.js';
+import { createTracing } from './tracing/tracing.js';
 import { startDispatcher } from './temporal/reconciler.js';
 import { startNotifier } from './notifications/notifier.js';
 import { startTriggerDispatcher } from './triggers/dispatcher.js';
@@ -88,55 +90,62 @@ export async function startApi(
   logger: Logger,
 ): Promise<Stoppable & { url: string }> {
   const database = connectDatabase(settings.databaseUrl, { max: 20, statementTimeoutMs: config.apiStatementTimeoutMs });
+  const tracing = createTracing('incident-investigation-api');
   const connection = await Connection.connect(temporalConnectionOptions(settings.temporalAddress));
-  const client = new Client({ connection, namespace: config.temporal.namespace });
+  const interceptors = tracedClientInterceptors(tracing);
+  const client = new Client({ connection, namespace: config.temporal.namespace, interceptors: interceptors ?? {} });
   // The one LISTEN connection of this process for the event streams; closed before the server.
   const hub = createRealtimeHub({ sql: database.sql, logger });
-  const app = createApp({
-    db: database.db,
-    sql: database.sql,
-    relaxedSql: database.relaxedSql,
-    workflows: createTemporalWorkflowPort(client, config.temporal.taskQueue, {
-      answerTimeoutMs: config.temporal.answerTimeoutMs,
-      pollStaleMs: config.workerPollStaleMs,
-    }),
-    tokens: createTokenVerifier({
-      jwtSecret: settings.jwtSecret,
-      jwksUrl: config.auth.jwksUrl,
-      maxLifetimeSeconds: config.auth.maxLifetimeSeconds,
-      clockSkewSeconds: config.auth.clockSkewSeconds,
-    }),
-    clock: () => new Date(),
-    logger,
-    config,
-    skills: skillRuntime(config, settings),
-    realtime: { hub },
-    webhookParse: { threads: config.webhookParseThreads },
-    model: createModelProvider(config.llm, (reason) =>
-      logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in responder answered'),
-    ),
-    databaseWatch: { answers: createDatabaseProbe(settings.databaseUrl), everyMs: DATABASE_WATCH_MS },
-    identity: {
-      settings: config.identity,
-      ...(settings.jwtSecret
-        ? {
-            sessions: {
-              signingSecret: settings.jwtSecret,
-              accessTtlSeconds: config.auth.tokenTtlSeconds,
-              refreshTtlSeconds: config.identity.refreshTtlSeconds,
-            },
-          }
-        : {}),
+  const app = createApp(
+    {
+      db: database.db,
+      sql: database.sql,
+      relaxedSql: database.relaxedSql,
+      workflows: createTemporalWorkflowPort(client, config.temporal.taskQueue, {
+        answerTimeoutMs: config.temporal.answerTimeoutMs,
+        pollStaleMs: config.workerPollStaleMs,
+      }),
+      tokens: createTokenVerifier({
+        jwtSecret: settings.jwtSecret,
+        jwksUrl: config.auth.jwksUrl,
+        maxLifetimeSeconds: config.auth.maxLifetimeSeconds,
+        clockSkewSeconds: config.auth.clockSkewSeconds,
+      }),
+      clock: () => new Date(),
+      logger,
+      config,
+      skills: skillRuntime(config, settings),
+      realtime: { hub },
+      webhookParse: { threads: config.webhookParseThreads },
+      model: createModelProvider(config.llm, (reason) =>
+        logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in responder answered'),
+      ),
+      databaseWatch: { answers: createDatabaseProbe(settings.databaseUrl), everyMs: DATABASE_WATCH_MS },
+      identity: {
+        settings: config.identity,
+        ...(settings.jwtSecret
+          ? {
+              sessions: {
+                signingSecret: settings.jwtSecret,
+                accessTtlSeconds: config.auth.tokenTtlSeconds,
+                refreshTtlSeconds: config.identity.refreshTtlSeconds,
+              },
+            }
+          : {}),
+      },
+      exports: {
+        dir: config.exports.dir,
+        urlKey:
+          downloadUrlKey({ urlSecret: config.exports.urlSecret, jwtSecret: settings.jwtSecret }) ??
+          (logger.warn(
+            'EXPORT_URL_SECRET and JWT_SECRET are unset: export download URLs hold only in this api process',
+          ),
+          randomBytes(32)),
+        ...(config.exports.s3 ? { s3: config.exports.s3 } : {}),
+      },
     },
-    exports: {
-      dir: config.exports.dir,
-      urlKey:
-        downloadUrlKey({ urlSecret: config.exports.urlSecret, jwtSecret: settings.jwtSecret }) ??
-        (logger.warn('EXPORT_URL_SECRET and JWT_SECRET are unset: export download URLs hold only in this api process'),
-        randomBytes(32)),
-      ...(config.exports.s3 ? { s3: config.exports.s3 } : {}),
-    },
-  });
+    tracing,
+  );
   let server: ServerType;
   try {
     server = drainable(await listen(app, { host: config.host, port: config.port, http: config.http, logger }));
@@ -154,6 +163,7 @@ export async function startApi(
       await drain(server, API_DRAIN_MS);
       await connection.close();
       await database.close();
+      await tracing?.shutdown(); // sends the spans still batched
     },
   };
 }
@@ -226,7 +236,9 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
     logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in analyzer answered'),
   );
   const skills = skillRuntime(config, settings);
+  const tracing = createTracing('incident-investigation-worker');
   const worker = await createIncidentWorker({
+    ...(tracing ? { tracing } : {}),
     model,
     connection,
     namespace: config.temporal.namespace,
@@ -241,7 +253,12 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
   const running = worker.run();
   running.catch((err: unknown) => logger.fatal({ err }, 'worker stopped with an error'));
   const workflows = createTemporalWorkflowPort(
-    new Client({ connection: clientConnection, namespace: config.temporal.namespace }),
+    new Client({
+      connection: clientConnection,
+      namespace: config.temporal.namespace,
+      // Starts from the outbox (webhook alerts) begin their trace here.
+      interceptors: tracedClientInterceptors(tracing) ?? {},
+    }),
     config.temporal.taskQueue,
     { answerTimeoutMs: config.temporal.answerTimeoutMs },
   );
@@ -264,6 +281,7 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
       await connection.close();
       await clientConnection.close();
       await database.close();
+      await tracing?.shutdown();
     },
   };
 }

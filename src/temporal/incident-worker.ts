@@ -12,6 +12,8 @@ import type { Db } from '../db/client.js';
 import { withoutQueryParameters } from '../db/query-errors.js';
 import type { ModelProvider } from '../analysis/types.js';
 import type { SkillRuntime } from '../skills/invoke.js';
+import { tracedActivityInterceptors, workflowInterceptorModules, workflowSpanSinks } from '../tracing/temporal.js';
+import type { Tracing } from '../tracing/tracing.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** The workflows entry next to this file (.ts under tsx, .js once compiled). */
@@ -37,6 +39,8 @@ export interface IncidentWorkerOptions {
    * would let the worker grow by about 85 KB per open incident up to thousands (ADR 0229).
    */
   maxCachedWorkflows?: number;
+  /** OpenTelemetry (OTEL_*): activities continue the workflow's trace; absent when off. */
+  tracing?: Tracing;
 }
 
 /** The SDK's default of concurrent workflow tasks, which may not exceed a non-zero cache. */
@@ -69,9 +73,9 @@ const activityFailuresWithoutQueryParameters = (): { inbound: ActivityInboundCal
 });
 
 /** The worker's interceptors (also given to the workers the tests start). */
-export const incidentWorkerInterceptors: WorkerOptions['interceptors'] = {
+export const incidentWorkerInterceptors = {
   activity: [activityFailuresWithoutQueryParameters],
-};
+} satisfies WorkerOptions['interceptors'];
 
 export async function createIncidentWorker(options: IncidentWorkerOptions): Promise<Worker> {
   const workflowSource: Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'> = options.workflowBundlePath
@@ -89,7 +93,13 @@ export async function createIncidentWorker(options: IncidentWorkerOptions): Prom
       ...(options.model ? { model: options.model } : {}),
       ...(options.exports ? { exports: options.exports } : {}),
     }),
-    interceptors: incidentWorkerInterceptors,
+    interceptors: {
+      // Outermost, so an activity's span covers the other interceptors too.
+      activity: [...tracedActivityInterceptors(options.tracing), ...incidentWorkerInterceptors.activity],
+      // Only read when bundling here; a prebuilt bundle carries them (bundle-workflows.ts).
+      ...(options.workflowBundlePath ? {} : { workflowModules: workflowInterceptorModules }),
+    },
+    sinks: workflowSpanSinks(options.tracing),
     shutdownGraceTime: '10 seconds',
     ...cacheOptions(options.maxCachedWorkflows),
   });
