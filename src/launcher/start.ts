@@ -16,7 +16,9 @@ import { pidFromFile, removePidFile, stopLeftover } from './stale-processes.js';
 import { assertPortFree } from './ports.js';
 import { EMBEDDED_DATABASE, ensureGeneratedJwtSecret, ensureGeneratedSkillEncryptionKey } from '../runtime-settings.js';
 import { startApi, startWorker, stopOnSignals, type Stoppable } from '../composition.js';
-import { resolveTemporalCli, startDevServer } from '../temporal/dev-server.js';
+import { startDevServer } from '../temporal/dev-server.js';
+import { findTemporalCli } from './temporal-cli.js';
+import { writeToTerminalOnly } from './terminal-only.js';
 
 const config = configOrExit();
 const logger = createLogger(config.logLevel);
@@ -107,7 +109,7 @@ async function main() {
     });
     await assertPortFree(config.temporal.port, '127.0.0.1', 'TEMPORAL_PORT');
     await assertPortFree(config.temporal.uiPort, '127.0.0.1', 'TEMPORAL_UI_PORT');
-    const cliPath = resolveTemporalCli({ cliPath: config.temporal.cliPath, log: say });
+    const { path: cliPath } = await findTemporalCli({ cliPath: config.temporal.cliPath, log: say });
     say(`Starting the Temporal dev server on 127.0.0.1:${config.temporal.port}`);
     const server = await startDevServer({
       cliPath,
@@ -156,6 +158,7 @@ async function main() {
     email: 'admin@demo.local',
     ttlSeconds: config.auth.tokenTtlSeconds,
   });
+  const mintCommand = `npm run --silent cli -- token --tenant ${tenant.id} --role admin`;
   say(
     [
       '',
@@ -163,7 +166,14 @@ async function main() {
       `  API:          ${api.url}   (docs: ${api.url}/docs)`,
       `  Temporal UI:  ${temporalUi}   (namespace ${config.temporal.namespace})`,
       `  Demo tenant:  ${tenant.id}`,
-      `  Admin token:  ${token}`,
+    ].join('\n'),
+  );
+  // The token goes to the terminal only: stdout may be a log file (ADR 0281).
+  const shown = writeToTerminalOnly(`  Admin token:  ${token}\n`);
+  say(
+    [
+      ...(shown === 'tty' ? ['  Admin token:  printed to the terminal only'] : []),
+      ...(shown === 'nowhere' ? [`  Admin token:  not printed (no terminal); mint one: ${mintCommand}`] : []),
       '',
       `  Try: curl -H "Authorization: Bearer <token>" ${api.url}/v1/incidents`,
       '  More tokens: npm run --silent cli -- token --tenant <tenantId> --role admin|member',
