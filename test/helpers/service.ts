@@ -29,6 +29,8 @@ import { loadConfig, type HttpSettings, type S3Config } from '../../src/config.j
 import type { IdentitySettings } from '../../src/auth/settings.js';
 import { listen } from '../../src/composition.js';
 import { createIncidentWorker } from '../../src/temporal/incident-worker.js';
+import { tracedClientInterceptors } from '../../src/tracing/temporal.js';
+import type { Tracing } from '../../src/tracing/tracing.js';
 import { temporalConnectionOptions } from '../../src/temporal/connection.js';
 import { createTemporalWorkflowPort, type WorkflowPort } from '../../src/temporal/port.js';
 import { startDispatcher, type Dispatcher } from '../../src/temporal/reconciler.js';
@@ -131,6 +133,8 @@ export interface TestServiceOptions {
   maxCachedWorkflows?: number;
   /** Run without a worker on the task queue (health checks). */
   withoutWorker?: boolean;
+  /** Traces api, client and worker into this tracing (its exporter); the bundle must carry its interceptors. */
+  tracing?: { tracing: Tracing; workflowBundlePath: string };
   /** Run without the background dispatcher (tests that drive passes themselves). */
   withoutDispatcher?: boolean;
   /** Skill invocation: SSRF allowlist (none by default), limits (shorter timeouts), DNS resolver. */
@@ -208,13 +212,18 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
         logger,
         skills,
         exports: exportSettings,
-        workflowBundlePath: inject('workflowBundlePath'),
+        workflowBundlePath: options.tracing?.workflowBundlePath ?? inject('workflowBundlePath'),
+        ...(options.tracing ? { tracing: options.tracing.tracing } : {}),
         ...(options.maxCachedWorkflows !== undefined ? { maxCachedWorkflows: options.maxCachedWorkflows } : {}),
       });
   const running = worker ? worker.run() : Promise.resolve();
 
   const connection = await Connection.connect(temporalConnectionOptions(address));
-  const client = new Client({ connection, namespace: 'default' });
+  const client = new Client({
+    connection,
+    namespace: 'default',
+    interceptors: tracedClientInterceptors(options.tracing?.tracing) ?? {},
+  });
   const workflows = createTemporalWorkflowPort(
     client,
     taskQueue,
@@ -277,7 +286,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     worker && !options.withoutDispatcher
       ? startTriggerDispatcher({ db: database.db, sql: database.sql, logger, skills, workflows }, { intervalMs: 1000 })
       : undefined;
-  const app = createApp(deps);
+  const app = createApp(deps, options.tracing?.tracing);
   const server: ServerType = await listen(app, { host: '127.0.0.1', port: 0, http, logger });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
