@@ -27,6 +27,7 @@ import { startTriggerDispatcher } from './triggers/dispatcher.js';
 import { installTemporalRuntimeLogger } from './temporal/runtime-logger.js';
 import { ensureSearchAttributes } from './temporal/search-attributes.js';
 import { downloadUrlKey } from './audit-exports/signed-url.js';
+import { createWorkerMetrics, serveWorkerMetrics } from './metrics/worker-metrics.js';
 
 export interface Stoppable {
   stop(): Promise<void>;
@@ -270,8 +271,22 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
     runtime: { ...skills, ...skills.integrations! },
     logger,
   });
+  // The service's worker metrics (read from PostgreSQL at scrape) on their own port, beside the api's;
+  // a port taken (a second worker on one machine) costs the metrics, not the worker.
+  const metricsServer = config.metrics.workerPort
+    ? await serveWorkerMetrics({
+        metrics: createWorkerMetrics(database.sql).metrics,
+        host: config.host,
+        port: config.metrics.workerPort,
+        token: config.metrics.token,
+      }).catch((err: unknown) => {
+        logger.warn({ reason: (err as Error).message }, 'worker metrics are not served (WORKER_METRICS_PORT)');
+        return undefined;
+      })
+    : undefined;
   return {
     async stop() {
+      await metricsServer?.stop();
       await refresher.stop();
       await triggerDispatcher.stop();
       await notifier.stop();
