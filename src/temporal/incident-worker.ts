@@ -7,6 +7,8 @@ import {
   type WorkerOptions,
 } from '@temporalio/worker';
 import type { Logger } from 'pino';
+import type postgres from 'postgres';
+import { createHousekeepingActivities } from '../activities/housekeeping.js';
 import { createActivities, type ActivityDeps } from '../activities/index.js';
 import type { Db } from '../db/client.js';
 import { withoutQueryParameters } from '../db/query-errors.js';
@@ -77,6 +79,9 @@ export const incidentWorkerInterceptors = {
   activity: [activityFailuresWithoutQueryParameters],
 } satisfies WorkerOptions['interceptors'];
 
+/** The pool behind `db`: drizzle keeps it as `$client`, which the Db type does not name. */
+const poolOf = (db: Db): postgres.Sql => (db as Db & { $client: postgres.Sql }).$client;
+
 export async function createIncidentWorker(options: IncidentWorkerOptions): Promise<Worker> {
   const workflowSource: Pick<WorkerOptions, 'workflowsPath' | 'workflowBundle'> = options.workflowBundlePath
     ? { workflowBundle: { codePath: options.workflowBundlePath } }
@@ -86,13 +91,17 @@ export async function createIncidentWorker(options: IncidentWorkerOptions): Prom
     namespace: options.namespace,
     taskQueue: options.taskQueue,
     ...workflowSource,
-    activities: createActivities({
-      db: options.db,
-      skills: options.skills,
-      logger: options.logger,
-      ...(options.model ? { model: options.model } : {}),
-      ...(options.exports ? { exports: options.exports } : {}),
-    }),
+    activities: {
+      // The purges the housekeeping schedule's runs call (ADR 0279).
+      ...createHousekeepingActivities({ sql: poolOf(options.db), logger: options.logger }),
+      ...createActivities({
+        db: options.db,
+        skills: options.skills,
+        logger: options.logger,
+        ...(options.model ? { model: options.model } : {}),
+        ...(options.exports ? { exports: options.exports } : {}),
+      }),
+    },
     interceptors: {
       // Outermost, so an activity's span covers the other interceptors too.
       activity: [...tracedActivityInterceptors(options.tracing), ...incidentWorkerInterceptors.activity],

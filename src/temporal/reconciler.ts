@@ -1,26 +1,22 @@
 import type { Logger } from 'pino';
 import type postgres from 'postgres';
 import { releaseHeldAlerts } from '../ingest/release-held.js';
-import { purgeExpiredAudit } from '../db/repositories/audit-retention.js';
-import { purgeIdentityRows } from '../db/repositories/identity-retention.js';
-import { NOTIFICATION_RETENTION_MS, purgeNotifications } from '../db/repositories/notifications.js';
-import { purgeRateLimitWindows } from '../db/repositories/rate-limits.js';
-import { purgeSkillInvocations, SKILL_INVOCATION_RETENTION_MS } from '../db/repositories/skill-invocations.js';
-import { purgeTriggerFirings, TRIGGER_FIRING_RETENTION_MS } from '../db/repositories/trigger-firings.js';
-import { purgeWebhookDeliveries } from '../db/repositories/webhook-deliveries.js';
-import { BODY_REPLAY_WINDOW_MS, DELIVERY_ID_RETENTION_MS } from '../ingest/ingest.js';
+import type { Client } from '@temporalio/client';
+import { housekeepingPurges } from '../activities/housekeeping.js';
+import { housekeepingFamilies, type PurgedRows } from '../workflows/messages-housekeeping.js';
+import { startHousekeepingSchedule } from './housekeeping-schedule.js';
 import {
   startWorkflowDispatcher,
   type WorkflowDispatcher,
   type WorkflowDispatcherDeps,
   type WorkflowDispatcherOptions,
 } from '../outbox/workflow-dispatcher.js';
-import { purgeExpiredStreamTokens } from '../realtime/stream-tokens.js';
 
 export type ReconcilerDeps = WorkflowDispatcherDeps;
 export type Dispatcher = WorkflowDispatcher;
 
 /**
+ * The in-process fallback of the housekeeping schedule (src/temporal/housekeeping-schedule.ts).
  * Once at start and every `intervalMs` (default 60 s), deletes expired rate-limit windows, webhook
  * delivery records, stream tokens, audit entries past their plan's retention, and skill
  * invocation records, notifications and settled trigger firings past theirs.
@@ -38,20 +34,10 @@ export function startHousekeeping(
     if (stopped || housekeeping) return;
     housekeeping = (async () => {
       const shouldStop = () => stopped;
-      const purged = {
-        rateLimitWindows: await purgeRateLimitWindows(deps.sql),
-        deliveries: await purgeWebhookDeliveries(
-          deps.sql,
-          { bodyWindowMs: BODY_REPLAY_WINDOW_MS, idRetentionMs: DELIVERY_ID_RETENTION_MS },
-          { shouldStop },
-        ),
-        streamTokens: await purgeExpiredStreamTokens(deps.sql),
-        auditEntries: await purgeExpiredAudit(deps.sql, { shouldStop }),
-        skillInvocations: await purgeSkillInvocations(deps.sql, SKILL_INVOCATION_RETENTION_MS, { shouldStop }),
-        notifications: await purgeNotifications(deps.sql, NOTIFICATION_RETENTION_MS, { shouldStop }),
-        triggerFirings: await purgeTriggerFirings(deps.sql, TRIGGER_FIRING_RETENTION_MS, { shouldStop }),
-        ...(await purgeIdentityRows(deps.sql, { shouldStop })),
-      };
+      const purged: PurgedRows = {};
+      for (const family of housekeepingFamilies) {
+        Object.assign(purged, await housekeepingPurges[family](deps.sql, shouldStop));
+      }
       if (Object.values(purged).some((n) => n > 0)) deps.logger.info(purged, 'housekeeping purged expired rows');
     })()
       .catch((err: unknown) => deps.logger.warn({ err }, 'housekeeping failed; will retry'))
@@ -78,9 +64,20 @@ export function startHousekeeping(
  */
 export function startDispatcher(
   deps: ReconcilerDeps,
-  options: WorkflowDispatcherOptions & { housekeepingIntervalMs?: number } = {},
+  options: WorkflowDispatcherOptions & {
+    housekeepingIntervalMs?: number;
+    /** Housekeeping as a Temporal Schedule on this client and task queue; in process without it. */
+    housekeepingSchedule?: { client: Client; taskQueue: string };
+  } = {},
 ): Dispatcher {
-  const housekeeping = startHousekeeping(deps, { intervalMs: options.housekeepingIntervalMs });
+  const loop = () => startHousekeeping(deps, { intervalMs: options.housekeepingIntervalMs });
+  const housekeeping = options.housekeepingSchedule
+    ? startHousekeepingSchedule(
+        { client: options.housekeepingSchedule.client, logger: deps.logger },
+        { taskQueue: options.housekeepingSchedule.taskQueue },
+        loop,
+      )
+    : loop();
   const release = startHeldRelease(deps);
   const dispatcher = startWorkflowDispatcher(deps, options);
   return {

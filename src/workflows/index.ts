@@ -2,3 +2,4 @@
 export { incidentWorkflow } from './incident/workflow.js';
 export { skillTestWorkflow } from './skill-test.js';
 export { auditExportWorkflow } from './export.js';
+export { housekeepingWorkflow } from './housekeeping.js';

@@ -1,0 +1,82 @@
+// Housekeeping runs as a Temporal Schedule: listed with its interval, kept paused across worker
+// restarts, and a triggered run purges expired rows through its activities (ADR 0279).
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureHousekeepingSchedule, HOUSEKEEPING_INTERVAL_MS } from '../../src/temporal/housekeeping-schedule.js';
+import { housekeepingFamilies, housekeepingWorkflowType } from '../../src/workflows/messages-housekeeping.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { eventually } from '../helpers/webhooks.js';
+
+let svc: TestService;
+let scheduleId: string | undefined;
+
+beforeAll(async () => {
+  svc = await startTestService({ withoutDispatcher: true });
+});
+afterAll(async () => {
+  if (scheduleId) await svc.client.schedule.getHandle(scheduleId).delete();
+  await svc?.stop();
+});
+
+describe('housekeeping on a Temporal Schedule', () => {
+  it('is created once, listed with its interval and kept paused when a worker ensures it again', async () => {
+    scheduleId = await ensureHousekeepingSchedule(svc.client, { taskQueue: svc.taskQueue });
+    const handle = svc.client.schedule.getHandle(scheduleId);
+    const described = await handle.describe();
+    expect(described.spec.intervals).toEqual([{ every: HOUSEKEEPING_INTERVAL_MS, offset: undefined }]);
+    expect(described.action).toMatchObject({
+      type: 'startWorkflow',
+      workflowType: housekeepingWorkflowType,
+      taskQueue: svc.taskQueue,
+    });
+    expect(described.policies.overlap).toBe('SKIP');
+    expect(described.state.paused).toBe(false);
+
+    // An SRE pauses it in the UI; a worker that starts afterwards neither fails nor unpauses it.
+    await handle.pause('investigating a slow purge');
+    expect(await ensureHousekeepingSchedule(svc.client, { taskQueue: svc.taskQueue, intervalMs: 120_000 })).toBe(
+      scheduleId,
+    );
+    const again = await handle.describe();
+    expect(again.state.paused).toBe(true);
+    expect(again.state.note).toBe('investigating a slow purge');
+    expect(again.spec.intervals).toEqual([{ every: 120_000, offset: undefined }]);
+
+    const listed: string[] = [];
+    for await (const schedule of svc.client.schedule.list()) listed.push(schedule.scheduleId);
+    expect(listed).toContain(scheduleId);
+  });
+
+  it('purges expired rows in a triggered run, one activity per family, and keeps fresh ones', async () => {
+    scheduleId ??= await ensureHousekeepingSchedule(svc.client, { taskQueue: svc.taskQueue });
+    const { sql } = svc.database;
+    const bucket = `housekeeping-test:${randomUUID()}`;
+    await sql`insert into rate_limit_windows (bucket, window_start, count)
+      values (${bucket}, date_trunc('minute', now()) - interval '1 hour', 7),
+             (${bucket}, date_trunc('minute', now()), 3)`;
+
+    const handle = svc.client.schedule.getHandle(scheduleId);
+    await handle.unpause('resumed');
+    const before = (await handle.describe()).info.recentActions.length;
+    await handle.trigger();
+    const action = await eventually(async () => (await handle.describe()).info.recentActions[before], 30_000);
+    const run = svc.client.workflow.getHandle(
+      action.action.workflow.workflowId,
+      action.action.workflow.firstExecutionRunId,
+    );
+    const purged = (await run.result()) as Record<string, number>;
+    expect(purged.rateLimitWindows).toBeGreaterThanOrEqual(1);
+    expect(purged).toHaveProperty('deliveries');
+    expect(purged).toHaveProperty('oauthStates');
+
+    const left = await sql<{ count: number }[]>`
+      select count from rate_limit_windows where bucket = ${bucket} order by window_start`;
+    expect(left.map((row) => row.count)).toEqual([3]);
+
+    // The run's timeline names each purge.
+    const history = await run.fetchHistory();
+    const scheduled = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes);
+    expect(scheduled).toHaveLength(housekeepingFamilies.length);
+    expect(scheduled.every((e) => e.userMetadata?.summary)).toBe(true);
+  });
+});
