@@ -253,17 +253,19 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
   });
   const running = worker.run();
   running.catch((err: unknown) => logger.fatal({ err }, 'worker stopped with an error'));
-  const workflows = createTemporalWorkflowPort(
-    new Client({
-      connection: clientConnection,
-      namespace: config.temporal.namespace,
-      // Starts from the outbox (webhook alerts) begin their trace here.
-      interceptors: tracedClientInterceptors(tracing) ?? {},
-    }),
-    config.temporal.taskQueue,
-    { answerTimeoutMs: config.temporal.answerTimeoutMs },
+  const client = new Client({
+    connection: clientConnection,
+    namespace: config.temporal.namespace,
+    // Starts from the outbox (webhook alerts) begin their trace here.
+    interceptors: tracedClientInterceptors(tracing) ?? {},
+  });
+  const workflows = createTemporalWorkflowPort(client, config.temporal.taskQueue, {
+    answerTimeoutMs: config.temporal.answerTimeoutMs,
+  });
+  const dispatcher = startDispatcher(
+    { db: database.db, sql: database.sql, workflows, logger },
+    { housekeepingSchedule: { client, taskQueue: config.temporal.taskQueue } },
   );
-  const dispatcher = startDispatcher({ db: database.db, sql: database.sql, workflows, logger });
   const notifier = startNotifier({ db: database.db, sql: database.sql, logger });
   const triggerDispatcher = startTriggerDispatcher({ db: database.db, sql: database.sql, logger, skills, workflows });
   const refresher = startIntegrationRefresher({
