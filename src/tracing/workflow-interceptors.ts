@@ -31,6 +31,8 @@ export const interceptors = (): WorkflowInterceptors => {
           return inbound.execute(input, next);
         },
         handleSignal: (input, next) => (inbound ? inbound.handleSignal(input, next) : next(input)),
+        handleUpdate: (input, next) => (inbound ? inbound.handleUpdate(input, next) : next(input)),
+        validateUpdate: (input, next) => (inbound ? inbound.validateUpdate(input, next) : next(input)),
       },
     ],
     outbound: [
