@@ -87,11 +87,13 @@ export function createApiMetrics(deps: {
     labelNames: ['state'],
     registers: [registry],
     async collect() {
+      this.reset();
+      // A scrape during a database outage still shows the rest (this family is left out).
       const rows = await deps.sql<Array<{ state: string; n: number }>>`
         select coalesce(state, 'unknown') as state, count(*)::int as n
         from pg_stat_activity where datname = current_database() and backend_type = 'client backend'
-        group by 1`;
-      this.reset();
+        group by 1`.catch(() => undefined);
+      if (!rows) return;
       for (const state of ['active', 'idle', 'idle in transaction']) this.set({ state }, 0);
       for (const row of rows) this.set({ state: row.state }, row.n);
     },

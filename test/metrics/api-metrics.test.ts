@@ -1,6 +1,8 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import postgres from 'postgres';
 import { createApp } from '../../src/api/app.js';
+import { createApiMetrics } from '../../src/metrics/api-metrics.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { createKey, eventually, fixture, postWebhook } from '../helpers/webhooks.js';
 import { parseExposition, valueOf } from './scrape.js';
@@ -117,5 +119,18 @@ describe('GET /metrics on the api', () => {
     const withToken = await app.request('/metrics', { headers: { authorization: `Bearer ${token}` } });
     expect(withToken.status).toBe(200);
     expect(await withToken.text()).toContain(`# TYPE ${P}http_request_duration_seconds histogram`);
+  });
+
+  it('still answers when the database does not: without the connections family', async () => {
+    // A port nothing listens on: every query fails to connect.
+    const down = postgres('postgres://nobody@127.0.0.1:1/none', { connect_timeout: 1, max: 1 });
+    try {
+      const text = await createApiMetrics({ sql: down, poolMax: 1 }).registry.metrics();
+      const samples = parseExposition(text);
+      expect(valueOf(samples, `${P}db_pool_max_connections`)).toBe(1);
+      expect(samples.some((s) => s.name === `${P}db_connections`)).toBe(false);
+    } finally {
+      await down.end({ timeout: 0 });
+    }
   });
 });
