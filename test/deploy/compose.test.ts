@@ -107,8 +107,20 @@ describe('docker-compose.yml', () => {
 });
 
 describe('.env.example', () => {
-  it('lists every setting src/config.ts and src/auth/settings.ts read, and nothing else', () => {
-    const read_ = [...settingNames(read('src/config.ts')), ...settingNames(read('src/auth/settings.ts'))];
+  it('lists every setting src/config.ts and src/auth/settings.ts read, and the OpenTelemetry ones, and nothing else', () => {
+    // OpenTelemetry's standard variables: src/tracing/tracing.ts reads the first three, its OTLP
+    // exporter and resource the rest.
+    const otel = [
+      'OTEL_TRACES_EXPORTER',
+      'OTEL_SDK_DISABLED',
+      'OTEL_SERVICE_NAME',
+      'OTEL_EXPORTER_OTLP_ENDPOINT',
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+      'OTEL_EXPORTER_OTLP_HEADERS',
+      'OTEL_RESOURCE_ATTRIBUTES',
+    ];
+    for (const name of otel.slice(0, 3)) expect(read('src/tracing/tracing.ts')).toContain(name);
+    const read_ = [...settingNames(read('src/config.ts')), ...settingNames(read('src/auth/settings.ts')), ...otel];
     expect(read_.length).toBeGreaterThan(50);
     const listed = [...read('.env.example').matchAll(/^#? ?([A-Z][A-Z0-9_]+)=/gm)].map((m) => m[1] ?? '');
     expect(new Set(listed).size).toBe(listed.length);
