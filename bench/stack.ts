@@ -8,6 +8,8 @@ import { setPriority, tmpdir } from 'node:os';
 import path from 'node:path';
 import { projectRoot } from '../src/config.js';
 import { embeddedDatabaseUrl } from '../src/db/embedded.js';
+import { signToken } from '../src/auth/tokens.js';
+import { jwtSecretFile } from '../src/runtime-settings.js';
 import { freePort } from '../test/helpers/ports.js';
 
 export interface StackPorts {
@@ -101,10 +103,21 @@ export async function startStack(
     child.once('exit', (code) => reject(new Error(`the service exited with ${code} before it was ready:\n${out}`)));
   });
   const field = (label: string) => printed.match(new RegExp(`${label}:\\s+(\\S+)`))?.[1] ?? '';
+  const tenantId = field('Demo tenant');
+  // npm start prints its admin token to a terminal only (ADR 0281): with its output piped here,
+  // the token is minted from the secret it generated, as the operator CLI's `token` does.
+  const token = signToken({
+    secret: readFileSync(jwtSecretFile(dataDir), 'utf8').trim(),
+    tenantId,
+    role: 'admin',
+    sub: 'demo-admin',
+    email: 'admin@demo.local',
+    ttlSeconds: Number(env.JWT_TTL_SECONDS ?? 7200),
+  });
   return {
     baseUrl: field('API'),
-    tenantId: field('Demo tenant'),
-    token: field('Admin token'),
+    tenantId,
+    token,
     databaseUrl: embeddedDatabaseUrl(dataDir, ports.pg)!,
     temporalAddress: `127.0.0.1:${ports.temporal}`,
     pid: child.pid ?? 0,
