@@ -1,10 +1,8 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRemediationActivities } from '../../src/activities/remediation.js';
-import { remediations } from '../../src/db/schema/remediation.js';
 import { skillInvocations, skills } from '../../src/db/schema/skills.js';
 import { startTestService, type TestService } from '../helpers/service.js';
-import { concludedIncident } from '../helpers/remediation.js';
+import { concludedIncident, proposedRemediation } from '../helpers/remediation.js';
 
 let svc: TestService;
 let tenant: { tenantId: string; admin: string; member: string };
@@ -169,19 +167,13 @@ describe('skills of type builtin (a tenant skill running one of the builtin acti
       { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
       ['List recent deployments of checkout-api'],
     );
-    const acts = createRemediationActivities({ db: svc.database.db, skills: svc.skills });
-    const proposal = await acts.proposeRemediation({
-      tenantId: tenant.tenantId,
+    const { acts, proposal, remediation } = await proposedRemediation(
+      svc,
+      tenant.tenantId,
       incidentId,
-      investigationRun: 1,
-      workflowId: incidentId,
-      requestKey: 'builtin-skill',
-    });
-    const [remediation] = await svc.database.db
-      .select()
-      .from(remediations)
-      .where(eq(remediations.id, proposal.remediationId));
-    expect(remediation!.plan[0]).toMatchObject({
+      'builtin-skill',
+    );
+    expect(remediation.plan[0]).toMatchObject({
       kind: 'skill',
       skillId: skill.skillId,
       input: { recommendedAction: 'List recent deployments of checkout-api' },

@@ -1,7 +1,8 @@
 import { eq } from 'drizzle-orm';
 import { expect } from 'vitest';
 import { investigations } from '../../src/db/schema/investigation.js';
-import { approvals } from '../../src/db/schema/remediation.js';
+import { createRemediationActivities } from '../../src/activities/remediation.js';
+import { approvals, remediations } from '../../src/db/schema/remediation.js';
 import { tenants } from '../../src/db/schema/tenants.js';
 import type { TestService } from './service.js';
 import { eventually } from './webhooks.js';
@@ -99,4 +100,24 @@ export async function tenantWithApprovalTimeout(svc: TestService, minutes: numbe
   const seen = await svc.api('GET', `/v1/tenants/${tenant.tenantId}`, { token: tenant.admin });
   if (seen.status !== 200) throw new Error(`the admin could not read the tenant: ${seen.status}`);
   return tenant;
+}
+
+/**
+ * The remediation the activities propose for a concluded incident (as its workflow would), with
+ * the activities to execute its steps and the stored plan.
+ */
+export async function proposedRemediation(svc: TestService, tenantId: string, incidentId: string, requestKey: string) {
+  const acts = createRemediationActivities({ db: svc.database.db, skills: svc.skills });
+  const proposal = await acts.proposeRemediation({
+    tenantId,
+    incidentId,
+    investigationRun: 1,
+    workflowId: incidentId,
+    requestKey,
+  });
+  const [remediation] = await svc.database.db
+    .select()
+    .from(remediations)
+    .where(eq(remediations.id, proposal.remediationId));
+  return { acts, proposal, remediation: remediation! };
 }

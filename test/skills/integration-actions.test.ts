@@ -5,18 +5,16 @@
  */
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRemediationActivities } from '../../src/activities/remediation.js';
 import { integrations } from '../../src/db/schema/identity.js';
 import { refreshDueConnections } from '../../src/integrations/connection.js';
 import { startIntegrationRefresher } from '../../src/integrations/refresher.js';
-import { remediations } from '../../src/db/schema/remediation.js';
 import { skillInvocations } from '../../src/db/schema/skills.js';
 import {
   connectThroughBrowser,
   startProviderServer,
   type ProviderServer,
 } from '../helpers/integration-provider-server.js';
-import { concludedIncident } from '../helpers/remediation.js';
+import { concludedIncident, proposedRemediation } from '../helpers/remediation.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/webhooks.js';
 
@@ -165,19 +163,13 @@ describe('integration skills', () => {
       { title: 'Checkout errors', description: 'Checkout answers 502 errors since 03:10', service: 'checkout-api' },
       ['Post a Slack update on checkout-api for the support team'],
     );
-    const acts = createRemediationActivities({ db: svc.database.db, skills: svc.skills });
-    const proposal = await acts.proposeRemediation({
-      tenantId: tenant.tenantId,
+    const { acts, proposal, remediation } = await proposedRemediation(
+      svc,
+      tenant.tenantId,
       incidentId,
-      investigationRun: 1,
-      workflowId: incidentId,
-      requestKey: 'integration-step',
-    });
-    const [remediation] = await svc.database.db
-      .select()
-      .from(remediations)
-      .where(eq(remediations.id, proposal.remediationId));
-    expect(remediation!.plan[0]).toMatchObject({ kind: 'integration', skillId: created.body.skillId });
+      'integration-step',
+    );
+    expect(remediation.plan[0]).toMatchObject({ kind: 'integration', skillId: created.body.skillId });
     const outcome = await acts.executeRemediationStep({
       incidentId,
       tenantId: tenant.tenantId,
