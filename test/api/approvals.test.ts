@@ -296,7 +296,7 @@ describe('users seen by the api', () => {
     const t = await svc.newTenant();
     let now = new Date('2031-01-01T00:00:00Z');
     const record = createUserRecorder({ db: svc.database.db, clock: () => now }, 2);
-    const log = { error: () => undefined };
+    const log = { error: () => undefined, warn: () => undefined };
     const who = (userId: string) => ({
       tenantId: t.tenantId,
       userId,

@@ -1,7 +1,20 @@
 import type { MiddlewareHandler } from 'hono';
 import type { Principal } from '../../auth/tokens.js';
 import { users } from '../../db/schema/remediation.js';
+import { failureReason, isDependencyUnavailable, isStatementTimeout } from '../../dependency-failures.js';
 import type { AppDeps, AppEnv } from '../context.js';
+
+type RecorderLog = { error: (obj: object, msg: string) => void; warn: (obj: object, msg: string) => void };
+
+/** An outage's failures are expected and many: a warning in one line; anything else is a bug. */
+function logFailure(log: RecorderLog, err: unknown, p: Principal): void {
+  if (isDependencyUnavailable(err) || isStatementTimeout(err))
+    log.warn(
+      { reason: failureReason(err), tenantId: p.tenantId, userId: p.userId },
+      'recording the user failed: database unavailable',
+    );
+  else log.error({ err, tenantId: p.tenantId, userId: p.userId }, 'recording the user failed');
+}
 
 /** A user is written at most once a minute per process (last_seen_at is coarse). */
 export const USER_SEEN_INTERVAL_MS = 60_000;
@@ -32,7 +45,7 @@ export function createUserRecorder(deps: Pick<AppDeps, 'db' | 'clock'>, maxTrack
         target: [users.tenantId, users.userId],
         set: { email: p.email ?? null, roles: p.roles, lastSeenAt: now },
       });
-  return async (p: Principal, log: { error: (obj: object, msg: string) => void }): Promise<void> => {
+  return async (p: Principal, log: RecorderLog): Promise<void> => {
     const key = `${p.tenantId}\0${p.userId}`;
     const now = deps.clock();
     const last = lastWritten.get(key);
@@ -46,13 +59,11 @@ export function createUserRecorder(deps: Pick<AppDeps, 'db' | 'clock'>, maxTrack
       } catch (err) {
         // The request still goes on; the next one tries again.
         lastWritten.delete(key);
-        log.error({ err, tenantId: p.tenantId, userId: p.userId }, 'recording the user failed');
+        logFailure(log, err, p);
       }
       return;
     }
-    write(p, now).catch((err: unknown) =>
-      log.error({ err, tenantId: p.tenantId, userId: p.userId }, 'recording the user failed'),
-    );
+    write(p, now).catch((err: unknown) => logFailure(log, err, p));
   };
 }
 
