@@ -12,3 +12,4 @@ export * from './triggers.js';
 export * from './knowledge.js';
 export * from './correlation.js';
 export * from './identity.js';
+export * from './widget.js';
