@@ -14,6 +14,7 @@ import { createProjectionActivities } from './projections.js';
 import { createRemediationActivities } from './remediation.js';
 import { createSkillActivities } from './skills.js';
 import { createTriageActivities } from './triage.js';
+import { createWidgetActivities, type WidgetActivitySettings } from './widget.js';
 
 export interface ActivityDeps {
   db: Db;
@@ -23,6 +24,8 @@ export interface ActivityDeps {
   model?: ModelProvider;
   /** Audit exports: the export directory (a temporary one when absent), object storage, tuning. */
   exports?: Omit<ExportActivityDeps, 'db' | 'logger'>;
+  /** Widget pushes: per-attempt timeout, extra trusted CAs (defaults when absent). */
+  widget?: WidgetActivitySettings;
 }
 
 /** Every activity the worker registers, built from injected dependencies. */
@@ -50,6 +53,7 @@ export function createActivities(deps: ActivityDeps) {
       db: deps.db,
       ...(deps.logger ? { logger: deps.logger } : {}),
     }),
+    ...createWidgetActivities(deps),
   };
 }
 

@@ -3,3 +3,4 @@ export { incidentWorkflow } from './incident/workflow.js';
 export { skillTestWorkflow } from './skill-test.js';
 export { auditExportWorkflow } from './export.js';
 export { housekeepingWorkflow } from './housekeeping.js';
+export { widgetSessionWorkflow } from './widget-session.js';
