@@ -12,7 +12,8 @@ import type { TestProject } from 'vitest/node';
 import { runMigrations } from '../src/db/client.js';
 import { startEmbeddedPostgres } from '../src/db/embedded.js';
 import { workflowsPath } from '../src/temporal/incident-worker.js';
-import { resolveTemporalCli, startDevServer } from '../src/temporal/dev-server.js';
+import { findTemporalCli } from '../src/launcher/temporal-cli.js';
+import { startDevServer } from '../src/temporal/dev-server.js';
 import { freePort } from './helpers/ports.js';
 
 export const TEMPLATE_DATABASE = 'iis_template';
@@ -63,12 +64,11 @@ export default async function setup(project: TestProject) {
   const started = Date.now();
   const [pg, temporal, bundle] = await Promise.all([
     startTestPostgres(path.join(root, 'pg'), log),
-    freePort().then((port) =>
+    freePort().then(async (port) =>
       startDevServer({
-        cliPath: resolveTemporalCli({
-          cliPath: process.env.TEMPORAL_CLI_PATH,
-          log: (m) => process.stderr.write(`${m}\n`),
-        }),
+        cliPath: (
+          await findTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: (m) => process.stderr.write(`${m}\n`) })
+        ).path,
         port,
         namespace: 'default',
         logFile: path.join(root, 'temporal.log'),

@@ -12,7 +12,8 @@ import { afterAll, beforeAll, inject } from 'vitest';
 import { createActivities, type ActivityDeps } from '../../src/activities/index.js';
 import { createSkillCipher } from '../../src/skills/crypto.js';
 import { createSkillRuntime } from '../../src/skills/invoke.js';
-import { resolveTemporalCli, startDevServer, type RunningDevServer } from '../../src/temporal/dev-server.js';
+import { findTemporalCli } from '../../src/launcher/temporal-cli.js';
+import { startDevServer, type RunningDevServer } from '../../src/temporal/dev-server.js';
 import { incidentWorkerInterceptors } from '../../src/temporal/incident-worker.js';
 import { freePort } from './ports.js';
 import { eventually } from './webhooks.js';
@@ -24,7 +25,7 @@ import { startTestService, type TestService, type TestServiceOptions } from './s
  */
 export async function startContinueAsNewServer(): Promise<RunningDevServer> {
   return startDevServer({
-    cliPath: resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: () => undefined }),
+    cliPath: (await findTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: () => undefined })).path,
     port: await freePort(),
     namespace: 'default',
     log: () => undefined,

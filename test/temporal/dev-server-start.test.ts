@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
-import { resolveTemporalCli, startDevServer } from '../../src/temporal/dev-server.js';
+import { findTemporalCli } from '../../src/launcher/temporal-cli.js';
+import { startDevServer } from '../../src/temporal/dev-server.js';
 import { freePort } from '../helpers/ports.js';
 
 // A CLI that dies during its first start-up (as a Go panic does, exit 2) and works the next time:
@@ -28,7 +29,7 @@ function flakyCli(realCli: string): { cliPath: string; launches: () => number } 
 
 describe('the Temporal dev server at start-up', () => {
   it('is started again when it exits before serving, and says why it exited', async () => {
-    const realCli = resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: () => undefined });
+    const realCli = (await findTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: () => undefined })).path;
     if (!realCli) throw new Error('this test needs the Temporal CLI (npm run temporal:cli)');
     const flaky = flakyCli(realCli);
     const logged: string[] = [];
