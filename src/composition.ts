@@ -28,6 +28,7 @@ import { installTemporalRuntimeLogger } from './temporal/runtime-logger.js';
 import { ensureSearchAttributes } from './temporal/search-attributes.js';
 import { downloadUrlKey } from './audit-exports/signed-url.js';
 import { createWorkerMetrics, serveWorkerMetrics } from './metrics/worker-metrics.js';
+import { loopbackMetricsAddress } from './metrics/sdk-metrics.js';
 
 export interface Stoppable {
   stop(): Promise<void>;
@@ -225,7 +226,12 @@ export function drainable(server: ServerType): ServerType {
 }
 
 export async function startWorker(config: Config, settings: RuntimeSettings, logger: Logger): Promise<Stoppable> {
-  installTemporalRuntimeLogger(logger);
+  // The SDK's own metrics on a loopback port, joined to the worker's metrics endpoint (ADR 0282).
+  const sdkMetricsUrl = installTemporalRuntimeLogger(
+    logger,
+    'WARN',
+    config.metrics.workerPort ? await loopbackMetricsAddress() : undefined,
+  );
   const database = connectDatabase(settings.databaseUrl, {
     max: 10,
     statementTimeoutMs: config.workerStatementTimeoutMs,
@@ -277,7 +283,7 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
   // a port taken (a second worker on one machine) costs the metrics, not the worker.
   const metricsServer = config.metrics.workerPort
     ? await serveWorkerMetrics({
-        metrics: createWorkerMetrics(database.sql).metrics,
+        metrics: createWorkerMetrics(database.sql, { sdkMetricsUrl }).metrics,
         host: config.host,
         port: config.metrics.workerPort,
         token: config.metrics.token,

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type postgres from 'postgres';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { METRIC_PREFIX } from './api-metrics.js';
+import { sdkMetricsReader } from './sdk-metrics.js';
 
 /** Buckets of the webhook→root-cause histogram, in seconds: from a fast built-in analysis to an hour. */
 export const ROOT_CAUSE_BUCKETS = [5, 15, 30, 60, 120, 300, 600, 1800, 3600] as const;
@@ -12,9 +13,13 @@ const ROOT_CAUSE = `${METRIC_PREFIX}webhook_to_root_cause_seconds`;
  * The service's own worker metrics, read from PostgreSQL at scrape time across every tenant (no
  * tenant label: bounded series). Being read from the rows the activities write idempotently,
  * they are right however often an activity is retried, and after a worker restarts; counts that
- * only grow are exported as counters' `_total` names although a purge can lower them.
+ * only grow are exported as counters' `_total` names although a purge can lower them. With
+ * `sdkMetricsUrl` (core's loopback exporter), the Temporal SDK's own metrics follow them.
  */
-export function createWorkerMetrics(sql: postgres.Sql): { registry: Registry; metrics: () => Promise<string> } {
+export function createWorkerMetrics(
+  sql: postgres.Sql,
+  options: { sdkMetricsUrl?: string | undefined; sdkMetricsTimeoutMs?: number } = {},
+): { registry: Registry; metrics: () => Promise<string> } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: `${METRIC_PREFIX}worker_` });
   const gauge = (name: string, help: string, labelNames: string[], read: (g: Gauge) => Promise<void>) =>
@@ -101,9 +106,16 @@ export function createWorkerMetrics(sql: postgres.Sql): { registry: Registry; me
     ];
     return `${lines.join('\n')}\n`;
   }
+  // The SDK's text first: a failure to read it is counted in this very scrape.
+  const sdk = options.sdkMetricsUrl
+    ? sdkMetricsReader(options.sdkMetricsUrl, registry, options.sdkMetricsTimeoutMs)
+    : async () => '';
   return {
     registry,
-    metrics: async () => `${await registry.metrics()}${await rootCauseHistogram()}`,
+    metrics: async () => {
+      const sdkText = await sdk();
+      return `${await registry.metrics()}${await rootCauseHistogram()}${sdkText}`;
+    },
   };
 }
 
