@@ -13,3 +13,4 @@ export * from './knowledge.js';
 export * from './correlation.js';
 export * from './identity.js';
 export * from './widget.js';
+export * from './billing.js';

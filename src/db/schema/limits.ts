@@ -4,7 +4,10 @@ import { tenants } from './tenants.js';
 export const usageMetrics = ['events', 'investigations', 'chat_messages'] as const;
 export type UsageMetric = (typeof usageMetrics)[number];
 
-/** Monthly usage per tenant and metric; period is `YYYY-MM` in UTC. */
+/**
+ * Monthly usage per tenant and metric; period is `YYYY-MM` in UTC. `credits`: units bought for the
+ * period on top of the plan's quota (docs/billing.md), used once the quota is.
+ */
 export const usageCounters = pgTable(
   'usage_counters',
   {
@@ -14,6 +17,7 @@ export const usageCounters = pgTable(
     period: text('period').notNull(),
     metric: text('metric', { enum: usageMetrics }).notNull(),
     count: integer('count').notNull().default(0),
+    credits: integer('credits').notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.tenantId, t.period, t.metric] })],
 );
