@@ -1,7 +1,7 @@
 /**
  * Once per run of the integration project (vitest.config.ts; unit tests need none of it): a real
  * embedded PostgreSQL with a migrated template database, a real Temporal dev server, and one
- * workflow bundle. Each test file then makes its own database from the template and runs its own
+ * workflow bundle (with tracing's workflow interceptors, as `npm run build:workflows` makes it). Each test file then makes its own database from the template and runs its own
  * worker on its own task queue.
  */
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +12,7 @@ import type { TestProject } from 'vitest/node';
 import { runMigrations } from '../src/db/client.js';
 import { startEmbeddedPostgres } from '../src/db/embedded.js';
 import { workflowsPath } from '../src/temporal/incident-worker.js';
+import { workflowInterceptorModules } from '../src/tracing/temporal.js';
 import { findTemporalCli } from '../src/launcher/temporal-cli.js';
 import { startDevServer } from '../src/temporal/dev-server.js';
 import { freePort } from './helpers/ports.js';
@@ -77,6 +78,8 @@ export default async function setup(project: TestProject) {
     ),
     bundleWorkflowCode({
       workflowsPath,
+      // As a production bundle (bundle-workflows.ts): tracing's workflow side, inert in untraced workflows.
+      workflowInterceptorModules,
       logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} },
     }),
   ]);

@@ -1,43 +1,28 @@
 /**
  * One trace from a REST call through the incident workflow to its activities, read back from an
- * in-memory exporter; the workflow bundle carries the tracing interceptors as a production one
- * does (bundle-workflows.ts), and the traced history replays on it.
+ * in-memory exporter; the suite's workflow bundle carries the tracing interceptors as a
+ * production one does (bundle-workflows.ts), and the traced history replays on it.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { bundleWorkflowCode, Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { workflowsPath } from '../../src/temporal/incident-worker.js';
-import { workflowInterceptorModules, workflowSpanSinks } from '../../src/tracing/temporal.js';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { workflowSpanSinks } from '../../src/tracing/temporal.js';
 import { createTracing, type Tracing } from '../../src/tracing/tracing.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/webhooks.js';
 
-const silent = () => undefined;
 const exporter = new InMemorySpanExporter();
 let tracing: Tracing;
 let svc: TestService;
-let bundleDir: string;
 
 beforeAll(async () => {
-  bundleDir = mkdtempSync(path.join(tmpdir(), 'iis-traced-bundle-'));
-  const { code } = await bundleWorkflowCode({
-    workflowsPath,
-    workflowInterceptorModules,
-    logger: { trace: silent, debug: silent, info: silent, warn: silent, error: silent, log: silent },
-  });
-  const workflowBundlePath = path.join(bundleDir, 'workflow-bundle.js');
-  writeFileSync(workflowBundlePath, code);
   tracing = createTracing('iis-test', {}, exporter)!;
-  svc = await startTestService({ tracing: { tracing, workflowBundlePath } });
+  svc = await startTestService({ tracing: { tracing, workflowBundlePath: inject('workflowBundlePath') } });
 }, 180_000);
 
 afterAll(async () => {
   await svc?.stop();
   await tracing?.shutdown();
-  rmSync(bundleDir, { recursive: true, force: true });
 });
 
 const traceOf = (span: ReadableSpan) => span.spanContext().traceId;
@@ -105,7 +90,7 @@ describe('traces', () => {
     // The traced history replays on the bundle it ran on (the interceptors are deterministic).
     const history = await svc.client.workflow.getHandle(incidentId).fetchHistory();
     await Worker.runReplayHistory(
-      { workflowBundle: { codePath: path.join(bundleDir, 'workflow-bundle.js') }, sinks: workflowSpanSinks(undefined) },
+      { workflowBundle: { codePath: inject('workflowBundlePath') }, sinks: workflowSpanSinks(undefined) },
       history,
       incidentId,
     );
