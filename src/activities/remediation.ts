@@ -17,6 +17,7 @@ import type { RemediationContext } from './remediation/context.js';
 import { currentEvidenceHash } from './remediation/evidence-hash.js';
 import { executeRemediationStep } from './remediation/execute-step.js';
 import { proposeRemediation } from './remediation/propose.js';
+import { expireOrphanedApprovals, type OrphanedApprovalActivities } from './remediation-orphans.js';
 import { verifyRemediation } from './remediation/verify.js';
 
 export { DEFAULT_APPROVAL_TIMEOUT_MINUTES } from './remediation/propose.js';
@@ -26,7 +27,7 @@ export function createRemediationActivities(deps: {
   db: Db;
   skills: SkillRuntime;
   clock?: () => Date;
-}): RemediationActivities {
+}): RemediationActivities & OrphanedApprovalActivities {
   const ctx: RemediationContext = {
     db: deps.db,
     clock: deps.clock ?? (() => new Date()),
@@ -35,11 +36,14 @@ export function createRemediationActivities(deps: {
   return {
     proposeRemediation: (req) => proposeRemediation(ctx, req),
     recordApprovalDecision: (req) => recordApprovalDecision(ctx, req),
-    expireApproval: (req) => expireApproval(ctx, req),
+    expireApproval: async (req) => {
+      await expireApproval(ctx, req);
+    },
     // Heartbeats while a step's skill runs (the workflow gives steps a heartbeat timeout).
     executeRemediationStep: (req) => whileBeating(() => executeRemediationStep(ctx, req)),
     verifyRemediation: (req) => verifyRemediation(ctx, req),
     completeRemediation: (req) => completeRemediation(ctx, req),
     evidenceHash: (req) => currentEvidenceHash(ctx.db, req.incidentId, req.tenantId),
+    expireOrphanedApprovals: (req) => expireOrphanedApprovals(ctx, req),
   };
 }

@@ -110,11 +110,17 @@ export async function recordApprovalDecision(
   return answer(after);
 }
 
+/**
+ * Why an approval ended unanswered: the workflow's own reasons, and `run_ended` for one whose
+ * workflow run was terminated (or failed) while it waited (src/activities/remediation-orphans.ts).
+ */
+export type ExpiryRequest = Omit<Parameters<RemediationActivities['expireApproval']>[0], 'reason'> & {
+  reason: Parameters<RemediationActivities['expireApproval']>[0]['reason'] | 'run_ended';
+};
+
 /** Marks a pending approval expired (the deadline, a supersede, the incident closed) and cancels its remediation. */
-export async function expireApproval(
-  ctx: RemediationContext,
-  req: Parameters<RemediationActivities['expireApproval']>[0],
-): Promise<void> {
+export async function expireApproval(ctx: RemediationContext, req: ExpiryRequest): Promise<boolean> {
+  let expired = false;
   const { db, clock } = ctx;
   const now = clock();
   await db.transaction(async (tx) => {
@@ -126,6 +132,7 @@ export async function expireApproval(
       )
       .returning({ id: approvals.id });
     if (!updated) return; // already expired, or decided first
+    expired = true;
     // Issue 6: at expiry the remediation is cancelled; the approval's reason says why.
     const remediationStatus = 'cancelled';
     await tx
@@ -165,4 +172,5 @@ export async function expireApproval(
       idempotencyKey: `${req.approvalId}:expired:audit`,
     });
   });
+  return expired;
 }

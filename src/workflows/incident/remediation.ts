@@ -2,7 +2,8 @@
  * Remediation: proposed after each conclusion, approved by an admin (or the system with
  * autoRemediation) before a durable deadline, then carried out step by step and verified.
  */
-import { condition, log, patched, workflowInfo } from '@temporalio/workflow';
+import { condition, log, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { OrphanedApprovalActivities } from '../../activities/remediation-orphans.js';
 import type { ProposedRemediation } from '../../analysis/remediation-types.js';
 import type { IncidentStatus } from '../../db/schema/incidents.js';
 import type { Actor, ApprovalDecidedView, ApprovalResponse } from '../messages.js';
@@ -14,6 +15,24 @@ import type { IncidentRecord } from './record.js';
 type Approval = ProposedRemediation & { decision?: ApprovalResponse; decidedView?: Promise<ApprovalDecidedView> };
 
 const system: Actor = { type: 'system', id: 'remediation' };
+
+// Retried without limit like the other remediation bookkeeping (ADR 0165): a run's proposals wait for it.
+const orphans = proxyActivities<OrphanedApprovalActivities>({
+  summary: 'remediation: expire the approvals an ended run left pending',
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+/**
+ * A run started afresh on an incident that has moved before (not a continue-as-new, which ends
+ * only with no approval waiting) follows a run that ended unfinished, terminated from the UI say:
+ * the approvals it left pending have no timer any more (ADR 0284). A first run has none.
+ */
+function followsAnEndedRun(record: IncidentRecord): boolean {
+  return (
+    !workflowInfo().continuedFromExecutionRunId && record.state.version > 1 && patched('orphaned-approvals-expire')
+  );
+}
 
 /**
  * Moves the incident along the remediation only from where the remediation left it: a person
@@ -35,8 +54,12 @@ export class Remediation {
   private pending: Approval | null = null;
   /** How each approval of this run ended, for answers that come late. */
   private readonly endedApprovals = new Map<string, 'expired' | 'superseded' | 'decided'>();
+  /** Approvals an ended run left pending are to be expired before this run proposes any. */
+  private orphansDue: boolean;
 
-  constructor(private readonly record: IncidentRecord) {}
+  constructor(private readonly record: IncidentRecord) {
+    this.orphansDue = followsAnEndedRun(record);
+  }
 
   /** A conclusion asks for a remediation; one awaiting approval is checked for stale evidence. */
   request(run: number): void {
@@ -46,6 +69,7 @@ export class Remediation {
 
   /** Asked for, none running, and no close on its way. */
   due(): boolean {
+    if (this.orphansDue) return !this.task;
     return this.requested !== null && !this.task && !this.record.closeRequested;
   }
 
@@ -114,6 +138,7 @@ export class Remediation {
 
   private async run(): Promise<void> {
     try {
+      if (this.orphansDue) await this.expireOrphans();
       await this.proposeAndCarryOut();
     } catch (err) {
       await this.stopped(err);
@@ -131,6 +156,19 @@ export class Remediation {
     if (this.pending) this.endedApprovals.set(this.pending.approvalId, this.pending.decision ? 'decided' : 'expired');
     this.endApproval();
     this.record.state.remediationStatus = 'failed';
+    await this.moveTo('investigating');
+  }
+
+  /**
+   * Expires what an ended run left pending; an incident still `awaiting_approval` for them goes
+   * back under investigation, as at a deadline (open for a human).
+   */
+  private async expireOrphans(): Promise<void> {
+    this.orphansDue = false;
+    const expired = await orphans.expireOrphanedApprovals(this.record.traced());
+    if (expired.length === 0) return;
+    for (const approvalId of expired) this.endedApprovals.set(approvalId, 'expired');
+    if (!this.pending) this.record.state.remediationStatus = 'cancelled';
     await this.moveTo('investigating');
   }
 
