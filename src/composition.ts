@@ -91,8 +91,12 @@ export async function startApi(
   settings: RuntimeSettings,
   logger: Logger,
 ): Promise<Stoppable & { url: string }> {
-  const database = connectDatabase(settings.databaseUrl, { max: 20, statementTimeoutMs: config.apiStatementTimeoutMs });
   const tracing = createTracing('incident-investigation-api');
+  const database = connectDatabase(settings.databaseUrl, {
+    max: 20,
+    statementTimeoutMs: config.apiStatementTimeoutMs,
+    tracer: tracing?.tracer, // database spans (ADR 0282)
+  });
   const connection = await Connection.connect(temporalConnectionOptions(settings.temporalAddress));
   const interceptors = tracedClientInterceptors(tracing);
   const client = new Client({ connection, namespace: config.temporal.namespace, interceptors: interceptors ?? {} });
@@ -232,9 +236,11 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
     'WARN',
     config.metrics.workerPort ? await loopbackMetricsAddress() : undefined,
   );
+  const tracing = createTracing('incident-investigation-worker');
   const database = connectDatabase(settings.databaseUrl, {
     max: 10,
     statementTimeoutMs: config.workerStatementTimeoutMs,
+    tracer: tracing?.tracer,
   });
   const clientConnection = await Connection.connect(temporalConnectionOptions(settings.temporalAddress));
   await ensureSearchAttributes(clientConnection, config.temporal.namespace);
@@ -243,7 +249,6 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
     logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in analyzer answered'),
   );
   const skills = skillRuntime(config, settings);
-  const tracing = createTracing('incident-investigation-worker');
   const worker = await createIncidentWorker({
     ...(tracing ? { tracing } : {}),
     model,

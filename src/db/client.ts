@@ -1,10 +1,12 @@
 import path from 'node:path';
+import type { Tracer } from '@opentelemetry/api';
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import { projectRoot } from '../config.js';
 import { isTransactionConflict } from '../dependency-failures.js';
 import * as schema from './schema/index.js';
+import { traceSql } from '../tracing/db.js';
 
 export type Db = PostgresJsDatabase<typeof schema>;
 
@@ -27,6 +29,8 @@ export interface DatabaseOptions {
    * (a client that went away mid-transaction keeps its locks until then). Unset or 0: no bound.
    */
   statementTimeoutMs?: number;
+  /** With tracing on: each statement run inside a span is a span (no wrapper when absent). */
+  tracer?: Tracer | undefined;
 }
 
 /**
@@ -90,23 +94,28 @@ export function connectDatabase(url: string, options: DatabaseOptions = {}): Dat
         idle_in_transaction_session_timeout: String(options.statementTimeoutMs),
       }
     : {};
-  const sql = postgres(url, {
-    max: options.max ?? 10,
-    connect_timeout: 10,
-    idle_timeout: 30,
-    backoff: reconnectBackoff,
-    onnotice: () => undefined,
-    connection: bounds,
-  });
+  const traced = <S extends postgres.Sql>(client: S): S => (options.tracer ? traceSql(client, options.tracer) : client);
+  const sql = traced(
+    postgres(url, {
+      max: options.max ?? 10,
+      connect_timeout: 10,
+      idle_timeout: 30,
+      backoff: reconnectBackoff,
+      onnotice: () => undefined,
+      connection: bounds,
+    }),
+  );
   const db = retryConflicts(drizzle(sql, { schema }));
-  const relaxedSql = postgres(url, {
-    max: 4,
-    connect_timeout: 10,
-    idle_timeout: 30,
-    backoff: reconnectBackoff,
-    onnotice: () => undefined,
-    connection: { ...bounds, synchronous_commit: 'off' },
-  });
+  const relaxedSql = traced(
+    postgres(url, {
+      max: 4,
+      connect_timeout: 10,
+      idle_timeout: 30,
+      backoff: reconnectBackoff,
+      onnotice: () => undefined,
+      connection: { ...bounds, synchronous_commit: 'off' },
+    }),
+  );
   return {
     db,
     sql,

@@ -173,6 +173,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const database = connectDatabase(poolUrl, {
     max: 10,
     statementTimeoutMs: options.statementTimeoutMs ?? loadConfig({}).apiStatementTimeoutMs,
+    tracer: options.tracing?.tracing.tracer,
   });
   const address = options.temporalAddress ?? inject('temporalAddress');
   const taskQueue = uniqueName('tq');
