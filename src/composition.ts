@@ -17,7 +17,7 @@ import { createSkillCipher } from './skills/crypto.js';
 import { createSkillRuntime, type SkillRuntime } from './skills/invoke.js';
 import { createModelProvider } from './analysis/providers.js';
 import { createIncidentWorker } from './temporal/incident-worker.js';
-import { temporalConnectionOptions } from './temporal/connection.js';
+import { nativeConnectionOptions, securedConnectionOptions } from './temporal/connection.js';
 import { createTemporalWorkflowPort } from './temporal/port.js';
 import { tracedClientInterceptors } from './tracing/temporal.js';
 import { createTracing } from './tracing/tracing.js';
@@ -97,7 +97,9 @@ export async function startApi(
     statementTimeoutMs: config.apiStatementTimeoutMs,
     tracer: tracing?.tracer, // database spans (ADR 0282)
   });
-  const connection = await Connection.connect(temporalConnectionOptions(settings.temporalAddress));
+  const connection = await Connection.connect(
+    securedConnectionOptions(settings.temporalAddress, config.temporal.security),
+  );
   const interceptors = tracedClientInterceptors(tracing);
   const client = new Client({ connection, namespace: config.temporal.namespace, interceptors: interceptors ?? {} });
   // The one LISTEN connection of this process for the event streams; closed before the server.
@@ -242,9 +244,13 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
     statementTimeoutMs: config.workerStatementTimeoutMs,
     tracer: tracing?.tracer,
   });
-  const clientConnection = await Connection.connect(temporalConnectionOptions(settings.temporalAddress));
+  const clientConnection = await Connection.connect(
+    securedConnectionOptions(settings.temporalAddress, config.temporal.security),
+  );
   await ensureSearchAttributes(clientConnection, config.temporal.namespace);
-  const connection = await NativeConnection.connect({ address: settings.temporalAddress });
+  const connection = await NativeConnection.connect(
+    nativeConnectionOptions(settings.temporalAddress, config.temporal.security),
+  );
   const model = createModelProvider(config.llm, (reason) =>
     logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in analyzer answered'),
   );

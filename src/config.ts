@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { isNetwork } from './skills/networks.js';
 import { loadIdentitySettings, type IdentitySettings } from './auth/settings.js';
+import type { TemporalSecurity } from './temporal/connection.js';
 
 /** The project root (one level above src/). */
 export const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -42,6 +43,12 @@ const envSchema = z.object({
   TEMPORAL_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
   TEMPORAL_ANSWER_TIMEOUT_MS: z.coerce.number().int().min(1000).max(3_600_000).default(120_000),
+  /** mTLS and API key for a secured cluster or Temporal Cloud (ADR 0283). */
+  TEMPORAL_TLS_CERT_PATH: optionalString,
+  TEMPORAL_TLS_KEY_PATH: optionalString,
+  TEMPORAL_TLS_CA_PATH: optionalString,
+  TEMPORAL_TLS_SERVER_NAME: optionalString,
+  TEMPORAL_API_KEY: optionalString,
   PG_PORT: port.default(5433),
   JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   JWKS_URL: z.url().refine(withoutCredentials, CREDENTIALS_IN_URL).optional(),
@@ -176,6 +183,8 @@ export interface Config {
     uiPort: number;
     /** How long an api request waits for a workflow's answer (an Update, a skill test) before 503. */
     answerTimeoutMs: number;
+    /** Client certificate, CA, server name and API key of the connections (ADR 0283). */
+    security: TemporalSecurity;
   };
   pgPort: number;
   /** Sign-in providers, refresh tokens, redirect origins, integration OAuth clients. */
@@ -270,6 +279,9 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (e.NODE_ENV === 'production' && !e.JWT_SECRET && !e.JWKS_URL) {
     throw new ConfigError(['JWT_SECRET: required in production unless JWKS_URL is set']);
   }
+  if (Boolean(e.TEMPORAL_TLS_CERT_PATH) !== Boolean(e.TEMPORAL_TLS_KEY_PATH)) {
+    throw new ConfigError(['TEMPORAL_TLS_CERT_PATH, TEMPORAL_TLS_KEY_PATH: both are required for mTLS']);
+  }
   const s3Keys = [e.S3_ACCESS_KEY_ID, e.S3_SECRET_ACCESS_KEY].filter((v) => v !== undefined).length;
   if (s3Keys === 1 || (e.S3_ENDPOINT && s3Keys === 0)) {
     throw new ConfigError([
@@ -295,6 +307,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       port: e.TEMPORAL_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
       answerTimeoutMs: e.TEMPORAL_ANSWER_TIMEOUT_MS,
+      security: {
+        certPath: e.TEMPORAL_TLS_CERT_PATH,
+        keyPath: e.TEMPORAL_TLS_KEY_PATH,
+        caPath: e.TEMPORAL_TLS_CA_PATH,
+        serverName: e.TEMPORAL_TLS_SERVER_NAME,
+        apiKey: e.TEMPORAL_API_KEY,
+      },
     },
     pgPort: e.PG_PORT,
     identity: identity.settings,

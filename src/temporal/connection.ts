@@ -22,7 +22,13 @@ import {
   type Metadata,
   type StatusObject,
 } from '@grpc/grpc-js';
-import { defaultGrpcRetryOptions, type ConnectionOptions, type GrpcRetryOptions } from '@temporalio/client';
+import { readFileSync } from 'node:fs';
+import {
+  defaultGrpcRetryOptions,
+  type ConnectionOptions,
+  type GrpcRetryOptions,
+  type TLSConfig,
+} from '@temporalio/client';
 
 /** What `nextCall` hands back: one attempt of the call. */
 type Attempt = ReturnType<Parameters<Interceptor>[1]>;
@@ -130,4 +136,80 @@ export function temporalConnectionOptions(
     interceptors: [temporalRetryInterceptor()],
     channelArgs: { 'grpc.max_reconnect_backoff_ms': TEMPORAL_RECONNECT_BACKOFF_MAX_MS, ...extra.channelArgs },
   };
+}
+
+/**
+ * How the service proves itself to a secured Temporal cluster or Temporal Cloud (ADR 0283): a
+ * client certificate and its key (mTLS), an API key, or both. Paths, as the settings give them.
+ */
+export interface TemporalSecurity {
+  certPath?: string | undefined;
+  keyPath?: string | undefined;
+  caPath?: string | undefined;
+  serverName?: string | undefined;
+  apiKey?: string | undefined;
+}
+
+/** What the client and the worker connections share of it (both SDK option types accept it). */
+export interface TemporalConnectionSecurity {
+  tls: TLSConfig | false;
+  apiKey?: string;
+}
+
+const LOOPBACK_HOST = /^(127\.\d+\.\d+\.\d+|localhost|\[?::1\]?)$/i;
+
+function readPem(setting: string, file: string): Buffer {
+  let content: Buffer;
+  try {
+    content = readFileSync(file);
+  } catch (err) {
+    throw new Error(`${setting}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
+  }
+  if (!content.includes('-----BEGIN ')) throw new Error(`${setting}: ${file} is not a PEM file`);
+  return content;
+}
+
+/**
+ * The TLS and API key of a connection to `address`, its files read now so that a start-up with a
+ * bad setting stops with the setting's name. TLS is on when a certificate, a CA or a server name
+ * is given, and for an API key to any address but a loopback one (never sent in clear over a
+ * network); a loopback address with only an API key stays plain text (a local sidecar or proxy).
+ */
+export function temporalConnectionSecurity(address: string, security: TemporalSecurity): TemporalConnectionSecurity {
+  const { certPath, keyPath, caPath, serverName, apiKey } = security;
+  if (Boolean(certPath) !== Boolean(keyPath)) {
+    throw new Error(
+      `${certPath ? 'TEMPORAL_TLS_KEY_PATH' : 'TEMPORAL_TLS_CERT_PATH'}: required with ${certPath ? 'TEMPORAL_TLS_CERT_PATH' : 'TEMPORAL_TLS_KEY_PATH'} (mTLS needs the client certificate and its key)`,
+    );
+  }
+  const host = address.slice(0, address.lastIndexOf(':'));
+  const wantsTls = Boolean(certPath || caPath || serverName) || (apiKey !== undefined && !LOOPBACK_HOST.test(host));
+  const tls: TLSConfig | false = wantsTls
+    ? {
+        ...(certPath && keyPath
+          ? {
+              clientCertPair: {
+                crt: readPem('TEMPORAL_TLS_CERT_PATH', certPath),
+                key: readPem('TEMPORAL_TLS_KEY_PATH', keyPath),
+              },
+            }
+          : {}),
+        ...(caPath ? { serverRootCACertificate: readPem('TEMPORAL_TLS_CA_PATH', caPath) } : {}),
+        ...(serverName ? { serverNameOverride: serverName } : {}),
+      }
+    : false;
+  return { tls, ...(apiKey !== undefined ? { apiKey } : {}) };
+}
+
+/** A client connection's options with our retry and the cluster's credentials. */
+export function securedConnectionOptions(address: string, security: TemporalSecurity): ConnectionOptions {
+  return temporalConnectionOptions(address, temporalConnectionSecurity(address, security));
+}
+
+/** A worker connection's options (`NativeConnection.connect`) with the cluster's credentials. */
+export function nativeConnectionOptions(
+  address: string,
+  security: TemporalSecurity,
+): { address: string } & TemporalConnectionSecurity {
+  return { address, ...temporalConnectionSecurity(address, security) };
 }
