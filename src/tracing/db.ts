@@ -10,7 +10,7 @@ import type postgres from 'postgres';
 /** The first word of a statement, past any leading comment. */
 const KEYWORD = /^\s*(?:(?:--[^\n]*\n|\/\*[\s\S]*?\*\/)\s*)*([a-zA-Z]+)/;
 /** The first table a statement names (not a function such as `unnest(…)`). */
-const TABLE = /\b(?:from|into|update|join)\s+(?:"?[a-zA-Z_][\w$]*"?\.)?"?([a-zA-Z_][\w$]*)"?(?!\s*\()/i;
+const TABLE = /\b(?:from|into|update|join)\s+(?:"?[a-zA-Z_][\w$]*"?\.)?"?([a-zA-Z_][\w$]*)(?![\w$])"?(?!\s*\()/i;
 
 /**
  * What a span tells of a statement: its operation and first table, read from its text without

@@ -3,9 +3,11 @@
  * in-memory exporter; the suite's workflow bundle carries the tracing interceptors as a
  * production one does (bundle-workflows.ts), and the traced history replays on it.
  */
+import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describeStatement } from '../../src/tracing/db.js';
 import { workflowSpanSinks } from '../../src/tracing/temporal.js';
 import { createTracing, type Tracing } from '../../src/tracing/tracing.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -73,6 +75,28 @@ describe('traces', () => {
       'POST /v1/investigation/',
     ]);
 
+    // Database spans: the api request's own statements under its span, and the activity's
+    // (its transaction's insert included) under the activity's; operation and table, never a value.
+    const dbSpansUnder = (parent: ReadableSpan) =>
+      spans.filter((s) => s.parentSpanId === parent.spanContext().spanId && s.attributes['db.system'] === 'postgresql');
+    const requestDb = dbSpansUnder(request!);
+    expect(requestDb.length, spans.map((s) => s.name).join(', ')).toBeGreaterThan(0);
+    expect(requestDb.map((s) => s.name)).toContain('SELECT incidents');
+    const activityDb = dbSpansUnder(activity);
+    expect(activityDb.map((s) => s.name)).toEqual(expect.arrayContaining(['SELECT tenants', 'INSERT investigations']));
+    expect(activityDb.find((s) => s.name === 'INSERT investigations')!.attributes).toMatchObject({
+      'db.system': 'postgresql',
+      'db.operation': 'INSERT',
+      'db.sql.table': 'investigations',
+    });
+    for (const s of [...requestDb, ...activityDb]) {
+      expect(s.kind).toBe(SpanKind.CLIENT);
+      expect(JSON.stringify(s.attributes)).not.toContain(incidentId);
+      expect(JSON.stringify(s.attributes)).not.toContain(t.tenantId);
+    }
+    // No statement outside a traced operation (the dispatcher's polls) makes a span of its own.
+    expect(finished().filter((s) => s.attributes['db.system'] && !s.parentSpanId)).toEqual([]);
+
     // The workflow's own run continues the trace of the request that opened the incident: the
     // investigation's agents are in it (its RunWorkflow span ends only with the workflow).
     const opened = finished().find((s) => s.name === 'POST /v1/incidents/chat')!;
@@ -95,6 +119,26 @@ describe('traces', () => {
       incidentId,
     );
   }, 120_000);
+
+  it("names a database span by the statement's operation and first table, from its text alone", () => {
+    expect(describeStatement('select "id", "title" from "incidents" where "incidents"."tenant_id" = $1')).toEqual({
+      operation: 'SELECT',
+      table: 'incidents',
+    });
+    expect(describeStatement('insert into "events" ("seq") values ($1)')).toEqual({
+      operation: 'INSERT',
+      table: 'events',
+    });
+    expect(describeStatement('\n  update "approvals" set "status" = $1')).toEqual({
+      operation: 'UPDATE',
+      table: 'approvals',
+    });
+    expect(describeStatement('select count(*) from unnest($1::float8[]) b join d on true')).toEqual({
+      operation: 'SELECT',
+      table: 'd',
+    });
+    expect(describeStatement('/* why */ begin')).toEqual({ operation: 'BEGIN' });
+  });
 
   it('is off unless OTEL_TRACES_EXPORTER names an exporter, and refuses one it does not know', async () => {
     expect(createTracing('iis-test', {})).toBeUndefined();
