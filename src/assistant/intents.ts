@@ -5,6 +5,7 @@
  */
 import type { ChatSourceType } from '../analysis/types.js';
 import { severities, type Severity } from '../db/schema/incidents.js';
+import { dedupeByGroup, normalizeQuestion } from './synonyms.js';
 
 export type IntentKind = 'count' | 'list' | 'cause' | 'fix' | 'runbook' | 'pattern' | 'evidence' | 'search';
 
@@ -47,6 +48,7 @@ const NOISE = new Set(
   what which who whom whose when where why how many much did does do done doing was were is are be been being am
   have has had having can could should would will shall may might must
   we our ours us you your yours i me my mine it its they them their theirs he she his her this that these those there here
+  whats thats theres hows wheres whos anything something everything going new
   tell show give list find explain describe know please thanks thank hi hello ok okay cover covers covered covering up help need needs want
   latest last recent recently previous previously first newest oldest current currently earlier
   happen happens happened happening occur occurs occurred occurring go went get got see saw
@@ -64,6 +66,9 @@ const NOISE = new Set(
     .split(/\s+/)
     .filter(Boolean),
 );
+
+/** The noise words, for the typo correction (a misspelt "waht" is still noise). */
+export const noiseWords = (): string[] => [...NOISE];
 
 const MONTHS = [
   'january',
@@ -94,6 +99,17 @@ const startOfWeek = (d: Date) => new Date(startOfDay(d).getTime() - ((d.getUTCDa
 export function findPeriod(text: string, now: Date): { period: Period | null; rest: string } {
   const lower = text.toLowerCase();
   const rules: Array<[RegExp, (m: RegExpMatchArray) => Period]> = [
+    [
+      /\b(?:in the |over the |during the )?(?:last|past|previous) (\d{1,2} )?hours?\b/,
+      (m) => {
+        const hours = Number(m[1] ?? 1);
+        return {
+          label: `last ${hours} hour${hours === 1 ? '' : 's'}`,
+          from: new Date(now.getTime() - hours * 3_600_000),
+          to: now,
+        };
+      },
+    ],
     [
       /\b(?:in the |over the |during the )?(?:last|past|previous) (\d{1,3}) days?\b/,
       (m) => ({ label: `last ${m[1]} days`, from: new Date(now.getTime() - Number(m[1]) * DAY_MS), to: now }),
@@ -185,16 +201,35 @@ export function extractTerms(text: string): string[] {
 
 const has = (text: string, pattern: RegExp) => pattern.test(text);
 
+/**
+ * A broad question about a subject ("what happened with the payments database?", "payments db
+ * issues?", "anything on the notification worker?"): its answer is every matching incident.
+ */
+export function isBroad(text: string): boolean {
+  return (
+    has(
+      text,
+      /\bwhats? (?:has |have )?(?:been )?(?:happened|happening|going on|went on|up|wrong) (?:with|to|on|at|in|for)\b/,
+    ) ||
+    has(text, /^(?:anything|any news|news|any updates?) (?:on|about|with|for|from|in)\b/) ||
+    has(text, /^(?:incidents|outages|issues|problems) (?:on|for|with|in|about|involving|of)\b/) ||
+    has(text, /^(?:[\w.-]+ ){1,5}(?:incidents|outages|issues|problems)\s*\??$/) ||
+    has(text, /\b(?:incidents|outages|issues|problems) (?:that )?(?:we )?(?:had|have had|saw|got|hit)\b/)
+  );
+}
+
 /** Reads one question. `now` anchors relative periods. */
 export function analyzeQuestion(message: string, now: Date): QuestionAnalysis {
-  const { period, rest: withoutPeriod } = findPeriod(message, now);
-  const text = message.toLowerCase().replace(/\s+/g, ' ').trim();
+  const { period, rest: periodRest } = findPeriod(message, now);
+  // Shorthand and phrases read as the table says ("w/" → with, "out of memory" → oom).
+  const withoutPeriod = normalizeQuestion(periodRest);
+  const text = normalizeQuestion(message);
   const severityMatch = withoutPeriod.match(
     new RegExp(`\\b(${severities.join('|')})(?:[- ]severity|[- ]priority)? (?:incidents?|outages?)\\b`),
   );
   const severity = (severityMatch?.[1] as Severity | undefined) ?? null;
   const rest = severityMatch ? withoutPeriod.replace(severityMatch[0], ' ') : withoutPeriod;
-  const terms = extractTerms(rest);
+  const terms = dedupeByGroup(extractTerms(rest));
 
   let kind: IntentKind = 'search';
   const typeHints: ChatSourceType[] = [];
@@ -203,13 +238,17 @@ export function analyzeQuestion(message: string, now: Date): QuestionAnalysis {
     typeHints.push('incident');
   } else if (
     has(text, /^(which|what|list|show(?: me)?|any|all)\b(?: \S+){0,2} (incidents|outages)\b/) ||
-    has(text, /\b(list|show me) (the |all )?(\S+ )?(incidents|outages)\b/)
+    has(text, /\b(list|show me) (the |all )?(\S+ )?(incidents|outages)\b/) ||
+    isBroad(text)
   ) {
     kind = 'list';
     typeHints.push('incident');
   } else if (
     has(text, /\b(runbooks?|playbooks?|procedures?)\b/) ||
-    has(text, /\bhow (do|should|can|would) (we|i|you|one) (fix|handle|resolve|mitigate|deal with|recover|remediate)\b/)
+    has(
+      text,
+      /\bhow (do|should|can|would|to) (?:(we|i|you|one) )?(fix|handle|resolve|mitigate|deal with|recover|remediate|fail ?over|roll ?back|restart|renew|rotate|drain|promote|rebuild|purge)\b/,
+    )
   ) {
     kind = 'runbook';
     typeHints.push('runbook');
@@ -220,10 +259,7 @@ export function analyzeQuestion(message: string, now: Date): QuestionAnalysis {
     kind = 'pattern';
     typeHints.push('pattern');
   } else if (
-    has(
-      text,
-      /\b(evidence|logs?|log lines?|metrics?|signals?|what (did|do) the (alerts?|logs?|metrics?|deploy\w*) (show|say)|stack ?traces?)\b/,
-    )
+    has(text, /\b(evidence|logs?|log lines?|metrics?|signals?|what (did|do) (the )?[\w-]+ (show|say)|stack ?traces?)\b/)
   ) {
     kind = 'evidence';
     typeHints.push('evidence');
@@ -245,7 +281,7 @@ export function analyzeQuestion(message: string, now: Date): QuestionAnalysis {
     kind = 'cause';
     typeHints.push('incident', 'investigation');
   }
-  const latest = has(text, /\b(last|latest|most recent|recent|newest|previous|current)\b/);
+  const latest = has(text, /\b(last|latest|most recent|recent|newest|previous|current|new)\b/);
   const refersBack = has(text, /\b(it|its|that|this|they|them|those|these|the same|there|then)\b/) && terms.length <= 2;
   const continues = has(text, /^(and|also|so|then|ok(ay)?,?|what about|how about|and what about)\b/);
   return { kind, latest, terms, typeHints, period, severity, refersBack, continues };

@@ -7,9 +7,10 @@
 import type { ChatFact, ChatIntent } from '../analysis/types.js';
 import type { Db } from '../db/client.js';
 import type { ChatSource } from '../db/schema/knowledge.js';
-import { analyzeQuestion, withConversation, type QuestionAnalysis } from './intents.js';
+import { analyzeQuestion, noiseWords, withConversation, type QuestionAnalysis } from './intents.js';
 import {
   countIncidents,
+  matchingIncidents,
   evidenceOfIncident,
   focusIncidents,
   incidentsByIds,
@@ -19,6 +20,7 @@ import {
   searchCandidates,
   type Candidate,
 } from './search.js';
+import { correctTypo, dedupeByGroup, tableVocabulary } from './synonyms.js';
 
 export { MAX_COUNTED_LISTED } from './search.js';
 
@@ -49,6 +51,10 @@ const SERVICE_BOOST = 0.5;
 const ANCHOR_BOOST = 2;
 const FOCUS_BOOST = 1.5;
 const INCIDENT_SHARE = 0.3;
+/** At most this much is added for being new, halving every RECENCY_HALF_LIFE_DAYS: recent incidents lead ties. */
+const RECENCY_BOOST = 0.3;
+const RECENCY_HALF_LIFE_DAYS = 30;
+const DAY_MS = 86_400_000;
 const factKey = (f: { type: string; id: string }) => `${f.type}:${f.id}`;
 
 /**
@@ -64,15 +70,43 @@ export function mentionedServices(terms: string[], services: string[]): string[]
 }
 
 /**
+ * The keywords with typos corrected against the synonym table, the tenant's service names and
+ * the noise words (a misspelt noise word is dropped), one keyword per synonym group.
+ */
+export function correctTerms(terms: string[], services: string[]): string[] {
+  const noise = new Set(noiseWords());
+  const vocabulary = new Set([
+    ...tableVocabulary(),
+    ...noise,
+    ...services.flatMap((s) => [s.toLowerCase(), ...s.toLowerCase().split(/[-_.]/)]).filter((w) => w.length >= 4),
+  ]);
+  const corrected = terms.map((t) => correctTypo(t, vocabulary)).filter((t) => !noise.has(t));
+  return dedupeByGroup([...new Set(corrected)]);
+}
+
+/** What recency adds to a fact's score: RECENCY_BOOST when new, half of it RECENCY_HALF_LIFE_DAYS later. */
+export function recencyBoost(at: string | null, now: Date): number {
+  if (!at) return 0;
+  const ageDays = Math.max(0, (now.getTime() - Date.parse(at)) / DAY_MS);
+  return RECENCY_BOOST * 0.5 ** (ageDays / RECENCY_HALF_LIFE_DAYS);
+}
+
+/**
  * Adds to each candidate's score what the question names (its record type, a service, the
  * anchored or previously discussed incident), sets each fact's relevance, and sorts best first.
  */
 function boostCandidates(
   raw: Candidate[],
   analysis: QuestionAnalysis,
-  named: { mentioned: string[]; anchorIncidentId: string | null; focus: string[]; focusSources: ChatSource[] },
+  named: {
+    mentioned: string[];
+    anchorIncidentId: string | null;
+    focus: string[];
+    focusSources: ChatSource[];
+    now: Date;
+  },
 ): Candidate[] {
-  const { mentioned, anchorIncidentId, focus, focusSources } = named;
+  const { mentioned, anchorIncidentId, focus, focusSources, now } = named;
   const focusKeys = new Set(focusSources.map(factKey));
   const bestMatched = Math.max(0, ...raw.map((c) => c.matched));
   // An investigation or evidence item is about its incident: it shares part of how well that matched.
@@ -86,6 +120,8 @@ function boostCandidates(
     if (fact.service && mentioned.includes(fact.service)) total += SERVICE_BOOST;
     if (anchorIncidentId && fact.incidentId === anchorIncidentId) total += ANCHOR_BOOST;
     if (focusKeys.has(factKey(fact)) || (fact.incidentId && focus.includes(fact.incidentId))) total += FOCUS_BOOST;
+    // Incidents and what belongs to them age; patterns and runbooks stay as relevant as they are.
+    if (fact.incidentId) total += recencyBoost(fact.at, now);
     return { fact, matched, score: total };
   });
   boosted.sort((a, b) => b.score - a.score || (b.fact.at ?? '').localeCompare(a.fact.at ?? ''));
@@ -102,14 +138,15 @@ export async function retrieve(db: Db, req: RetrievalRequest): Promise<Retrieval
   for (const turn of req.history) {
     if (turn.role === 'user') previous = withConversation(analyzeQuestion(turn.content, req.now), previous);
   }
-  const analysis = withConversation(analyzeQuestion(req.question, req.now), previous);
+  const read = withConversation(analyzeQuestion(req.question, req.now), previous);
   const lastAnswer = [...req.history].reverse().find((t) => t.role === 'assistant');
-  const focusSources = analysis.inheritsSubject && lastAnswer ? lastAnswer.sources : [];
+  const focusSources = read.inheritsSubject && lastAnswer ? lastAnswer.sources : [];
 
   const [services, focus] = await Promise.all([
     knownServices(db, req.tenantId),
     focusIncidents(db, req.tenantId, focusSources),
   ]);
+  const analysis = { ...read, terms: correctTerms(read.terms, services) };
   const mentioned = mentionedServices(analysis.terms, services);
   const result = (intent: ChatIntent, facts: ChatFact[]): Retrieval => ({
     intent,
@@ -118,20 +155,27 @@ export async function retrieve(db: Db, req: RetrievalRequest): Promise<Retrieval
   });
 
   if (analysis.kind === 'count' || analysis.kind === 'list') {
-    // Service names filter; without one, the keywords describe the incidents ("database incidents").
-    const subject = mentioned.length > 0 ? [] : analysis.terms;
-    const { total, facts } = await countIncidents(db, req.tenantId, {
-      services: mentioned,
-      terms: subject,
-      period: analysis.period,
-      severity: analysis.severity,
-      // "Which incidents were caused by …" lists the best matches first; a count lists the newest.
-      byRelevance: analysis.kind === 'list',
-    });
+    // A service named exactly filters; otherwise the keywords describe the incidents ("database
+    // incidents"), every incident matching them as well as the best one does, newest first.
+    const exact = mentioned.length > 0 && mentioned.every((m) => analysis.terms.includes(m.toLowerCase()));
+    const subject = exact ? [] : analysis.terms;
+    const { total, facts } = exact
+      ? await countIncidents(db, req.tenantId, {
+          services: mentioned,
+          terms: [],
+          period: analysis.period,
+          severity: analysis.severity,
+          byRelevance: false,
+        })
+      : await matchingIncidents(db, req.tenantId, {
+          terms: subject,
+          period: analysis.period,
+          severity: analysis.severity,
+        });
     const period = analysis.period
       ? { label: analysis.period.label, from: analysis.period.from.toISOString(), to: analysis.period.to.toISOString() }
       : null;
-    const service = mentioned.length > 0 ? mentioned.join(', ') : null;
+    const service = exact ? mentioned.join(', ') : null;
     return result({ kind: analysis.kind, service, severity: analysis.severity, subject, period, total }, facts);
   }
 
@@ -142,6 +186,7 @@ export async function retrieve(db: Db, req: RetrievalRequest): Promise<Retrieval
     anchorIncidentId: req.anchorIncidentId,
     focus,
     focusSources,
+    now: req.now,
   });
   const best = boosted[0]?.score ?? 0;
   const ranked = boosted.filter((c) => c.score >= best * RELATIVE_FLOOR).map((c) => c.fact);
@@ -170,6 +215,17 @@ export async function retrieve(db: Db, req: RetrievalRequest): Promise<Retrieval
     }
   } else if (req.anchorIncidentId && !namesOwnSubject) {
     subjectIncidentId = req.anchorIncidentId;
+  } else if (analysis.kind === 'search' && namesOwnSubject && boosted[0]?.fact.incidentId) {
+    // A question about an incident's records answers with the incident first; "the latest X" with
+    // the newest incident among the good matches.
+    subjectIncidentId = boosted[0].fact.incidentId;
+    if (analysis.latest) {
+      const top = Math.max(0, ...boosted.map((c) => c.matched));
+      const near = boosted.filter((c) => c.fact.incidentId && c.matched >= top * 0.75);
+      const newest = await incidentsByIds(db, req.tenantId, [...new Set(near.map((c) => c.fact.incidentId!))]);
+      newest.sort((a, b) => (b.at ?? '').localeCompare(a.at ?? ''));
+      subjectIncidentId = newest[0]?.id ?? subjectIncidentId;
+    }
   }
   if (
     !subjectIncidentId &&
@@ -192,6 +248,8 @@ export async function retrieve(db: Db, req: RetrievalRequest): Promise<Retrieval
         : [];
     if (analysis.kind === 'fix') lead.push(...investigation, ...incident);
     else if (analysis.kind === 'evidence') lead.push(...evidence, ...incident);
+    // A search leads with the incident; its investigation keeps its rank among the other records.
+    else if (analysis.kind === 'search' && namesOwnSubject) lead.push(...incident);
     else lead.push(...incident, ...investigation, ...evidence);
   }
   const seen = new Set(lead.map(factKey));

@@ -14,6 +14,7 @@ import { evidenceItems, investigations, runbooks } from '../db/schema/investigat
 import { patterns, type ChatSource } from '../db/schema/knowledge.js';
 import { parseRunbookSteps } from '../domain/runbooks.js';
 import type { Period } from './intents.js';
+import { expandTerm } from './synonyms.js';
 
 /** Incidents listed with a count. */
 export const MAX_COUNTED_LISTED = 10;
@@ -31,8 +32,18 @@ export interface Candidate {
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 const clip = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1).trimEnd()}…`);
 
-/** One tsquery per keyword; a question's query is their OR (plainto_tsquery would AND them all). */
-const termQuery = (term: string) => sql`plainto_tsquery('english', ${term})`;
+/**
+ * One tsquery per keyword, the OR of its alternatives (./synonyms.ts: "db" also finds "database");
+ * a question's query is the OR of its keywords (plainto_tsquery would AND them all).
+ */
+const termQuery = (term: string) => {
+  const { words, phrases } = expandTerm(term);
+  const parts = [
+    ...words.map((w) => sql`plainto_tsquery('english', ${w})`),
+    ...phrases.map((p) => sql`phraseto_tsquery('english', ${p})`),
+  ];
+  return sql`(${sql.join(parts, sql` || `)})`;
+};
 const anyTermQuery = (terms: string[]) => sql`(${sql.join(terms.map(termQuery), sql` || `)})`;
 
 /**
@@ -380,6 +391,51 @@ export async function countIncidents(
         desc(incidents.createdAt),
         desc(incidents.id),
       )
+      .limit(MAX_COUNTED_LISTED),
+    db.select({ total: count() }).from(incidents).where(where),
+  ]);
+  return { total: totals[0]?.total ?? 0, facts: rows.map(incidentFact) };
+}
+
+/** How many of the keywords an incident matches anywhere (each keyword once, with its alternatives). */
+const coveredTerms = (terms: string[]) => {
+  const search = searchColumn('incidents');
+  return sql<number>`(${sql.join(
+    terms.map((t) => sql`(case when ${search} @@ ${termQuery(t)} then 1 else 0 end)`),
+    sql` + `,
+  )})`.mapWith(Number);
+};
+
+/**
+ * The incidents a broad question is about, newest first: those matching as many of its keywords
+ * as the best match does ("payments database" → every incident about both, not every incident
+ * about payments), of a period and a severity when named. The total counts them all.
+ */
+export async function matchingIncidents(
+  db: Db,
+  tenantId: string,
+  args: { terms: string[]; period: Period | null; severity: Severity | null },
+): Promise<{ total: number; facts: ChatFact[] }> {
+  if (args.terms.length === 0) return countIncidents(db, tenantId, { ...args, services: [], byRelevance: false });
+  const filters: SQL[] = [
+    eq(incidents.tenantId, tenantId),
+    ...inPeriod(incidents.createdAt, args.period),
+    sql`${searchColumn('incidents')} @@ ${anyTermQuery(args.terms)}`,
+  ];
+  if (args.severity) filters.push(eq(incidents.severity, args.severity));
+  const covered = coveredTerms(args.terms);
+  const [best] = await db
+    .select({ covered: sql<number>`max(${covered})`.mapWith(Number) })
+    .from(incidents)
+    .where(and(...filters));
+  if (!best?.covered) return { total: 0, facts: [] };
+  const where = and(...filters, sql`${covered} >= ${best.covered}`);
+  const [rows, totals] = await Promise.all([
+    db
+      .select(incidentColumns)
+      .from(incidents)
+      .where(where)
+      .orderBy(desc(incidents.createdAt), desc(incidents.id))
       .limit(MAX_COUNTED_LISTED),
     db.select({ total: count() }).from(incidents).where(where),
   ]);

@@ -64,7 +64,7 @@ describe('reading a chat question', () => {
     const fixed = withConversation(analyzeQuestion('And how was it fixed?', now), cause);
     expect(fixed).toMatchObject({
       kind: 'fix',
-      terms: ['payments-db', 'connection', 'pool', 'exhaustion'],
+      terms: ['payments-db', 'maxconn'],
       inheritsSubject: true,
     });
 
