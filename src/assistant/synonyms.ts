@@ -37,8 +37,20 @@ export const TERM_GROUPS: TermGroup[] = [
   { key: 'message', words: ['message', 'messages', 'msg', 'msgs'] },
   {
     key: '5xx',
-    words: ['5xx', '500', '502', '503', '504'],
-    phrases: ['server error', 'bad gateway', 'service unavailable'],
+    // A bare 500 is as often a count ("max_connections 500") as a status, so only beside a verb.
+    words: ['5xx', '502', '503', '504'],
+    phrases: [
+      'server error',
+      'bad gateway',
+      'service unavailable',
+      '500 error',
+      'http 500',
+      'status 500',
+      'return 500',
+      'returned 500',
+      'returning 500',
+      'answered 500',
+    ],
     // "server errors", "5xx responses", "bad gateway" (a bare "server" is not an error).
     collapse:
       /\b(?:(?:http )?5xx|(?:internal )?server|bad gateway|service unavailable)(?: errors?| responses?| status(?:es)?| codes?)\b|\b(?:http )?5xx\b|\bbad gateway\b|\bservice unavailable\b/g,
