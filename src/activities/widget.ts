@@ -20,7 +20,7 @@ import {
 import type { WidgetPushEventType } from '../db/schema/widget.js';
 import type { SkillRuntime } from '../skills/invoke.js';
 import { OutboundError } from '../skills/ssrf.js';
-import { widgetId } from '../widget/credentials.js';
+import { secretContext, widgetId } from '../widget/credentials.js';
 import { sendPush } from '../widget/push.js';
 import type { WidgetPushTarget } from '../widget/session-messages.js';
 
@@ -30,13 +30,6 @@ export interface WidgetActivitySettings {
   /** Extra trusted certificate authorities (PEM) for receivers with a private CA. */
   ca?: string;
 }
-
-/** Pushes carry the subscription's secret decrypted with this context (see widget/subscriptions). */
-export const secretContext = (tenantId: string, subscriptionId: string) => ({
-  tenantId,
-  skillId: subscriptionId,
-  header: 'x-widget-signature',
-});
 
 const pushable = (type: string): type is WidgetPushEventType =>
   type === 'message.complete' || type === 'session.expiry_warning';

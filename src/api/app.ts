@@ -56,6 +56,11 @@ import { registerMemberRoutes } from './routes/members.js';
 import { registerSignInRoutes } from './routes/sign-in.js';
 import { registerIntegrationRoutes } from './routes/integrations.js';
 import { registerAuthTokenRoutes } from './routes/auth-tokens.js';
+import { registerWidgetRoutes } from './routes/widget.js';
+import { registerWidgetKeyRoutes } from './routes/widget-keys.js';
+import { registerWidgetAssetRoutes } from './routes/widget-assets.js';
+import { widgetCredentials } from './routes/widget-auth.js';
+import { defaultWidgetApiSettings, type WidgetApiDeps } from '../widget/sessions.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
 import {
   DEPENDENCY_UNAVAILABLE_MESSAGE,
@@ -151,8 +156,11 @@ function toErrorResponse(err: unknown): { status: number; body: ErrorBody; logAs
   return { status: 500, body: { error: 'internal_error', message: 'Internal server error' }, logAs: 'unhandled error' };
 }
 
-/** `tracing`: a span per request (OTEL_*; absent when off, and then no middleware at all). */
-export function createApp(deps: AppDeps, tracing?: Tracing): OpenAPIHono<AppEnv> {
+/**
+ * `tracing`: a span per request (OTEL_*; absent when off, and then no middleware at all).
+ * `widget`: the widget sessions' workflows and settings (its session endpoints answer 503 when absent).
+ */
+export function createApp(deps: AppDeps & { widget?: WidgetApiDeps }, tracing?: Tracing): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
       if (!result.success) {
@@ -195,6 +203,7 @@ export function createApp(deps: AppDeps, tracing?: Tracing): OpenAPIHono<AppEnv>
   app.use('*', behind('probe', probeRateLimit(deps)));
   app.use('*', behind('address', addressRateLimit(deps)));
   const refusedCredential = countAddress(deps);
+  app.use('*', behind('principal', widgetCredentials(deps, refusedCredential)));
   app.use('*', behind('principal', streamToken(deps, refusedCredential)));
   app.use('*', behind('principal', bearerAuth(deps, refusedCredential)));
   app.use('*', behind('principal', tenantRateLimit(deps)));
@@ -238,6 +247,9 @@ export function createApp(deps: AppDeps, tracing?: Tracing): OpenAPIHono<AppEnv>
   registerSignInRoutes(app, deps);
   registerAuthTokenRoutes(app, deps);
   registerIntegrationRoutes(app, deps);
+  registerWidgetRoutes(app, deps, deps.widget);
+  registerWidgetKeyRoutes(app, deps, deps.widget?.settings ?? defaultWidgetApiSettings);
+  registerWidgetAssetRoutes(app);
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

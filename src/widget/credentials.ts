@@ -42,3 +42,10 @@ export function canonicalOrigin(value: string): string | undefined {
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && local)) return undefined;
   return url.origin;
 }
+
+/** A push subscription's signing secret is sealed by the skills' cipher, bound to its tenant and subscription. */
+export const secretContext = (tenantId: string, subscriptionId: string) => ({
+  tenantId,
+  skillId: subscriptionId,
+  header: 'x-widget-signature',
+});

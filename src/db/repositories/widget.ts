@@ -33,14 +33,14 @@ export async function widgetTiming(db: Db, tenantId: string): Promise<WidgetTimi
     : DEFAULT_WIDGET_TIMING;
 }
 
-export async function saveWidgetTiming(db: Db, tenantId: string, timing: WidgetTiming, now: Date): Promise<void> {
+export async function saveWidgetTiming(db: Tx, tenantId: string, timing: WidgetTiming, now: Date): Promise<void> {
   await db
     .insert(widgetSettings)
     .values({ tenantId, ...timing, updatedAt: now })
     .onConflictDoUpdate({ target: widgetSettings.tenantId, set: { ...timing, updatedAt: now } });
 }
 
-export async function insertWidgetKey(db: Db, row: typeof widgetKeys.$inferInsert): Promise<WidgetKeyRow> {
+export async function insertWidgetKey(db: Tx, row: typeof widgetKeys.$inferInsert): Promise<WidgetKeyRow> {
   const [created] = await db.insert(widgetKeys).values(row).returning();
   return created!;
 }
@@ -60,7 +60,7 @@ export async function listWidgetKeys(db: Db, tenantId: string, limit: number, af
 
 /** 'revoked' now, 'already' when it was, 'missing' when the tenant has no such key. */
 export async function revokeWidgetKey(
-  db: Db,
+  db: Tx,
   tenantId: string,
   keyId: string,
   now: Date,
@@ -91,22 +91,9 @@ export async function insertWidgetSession(db: Db, row: typeof widgetSessions.$in
   return created!;
 }
 
-/** The open, unexpired session a token names (the token stops working at close or expiry). */
-export async function liveSessionByTokenHash(
-  db: Db,
-  tokenHash: string,
-  now: Date,
-): Promise<WidgetSessionRow | undefined> {
-  const [row] = await db
-    .select()
-    .from(widgetSessions)
-    .where(
-      and(
-        eq(widgetSessions.tokenHash, tokenHash),
-        eq(widgetSessions.status, 'open'),
-        gt(widgetSessions.expiresAt, now),
-      ),
-    );
+/** The session a token names, whatever its state (the caller judges open and unexpired). */
+export async function sessionByTokenHash(db: Db, tokenHash: string): Promise<WidgetSessionRow | undefined> {
+  const [row] = await db.select().from(widgetSessions).where(eq(widgetSessions.tokenHash, tokenHash));
   return row;
 }
 
