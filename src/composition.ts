@@ -19,6 +19,8 @@ import { createModelProvider } from './analysis/providers.js';
 import { createIncidentWorker } from './temporal/incident-worker.js';
 import { nativeConnectionOptions, securedConnectionOptions } from './temporal/connection.js';
 import { createTemporalWorkflowPort } from './temporal/port.js';
+import { defaultWidgetApiSettings } from './widget/sessions.js';
+import { createWidgetSessionPort } from './widget/workflow-port.js';
 import { tracedClientInterceptors } from './tracing/temporal.js';
 import { createTracing } from './tracing/tracing.js';
 import { startDispatcher } from './temporal/reconciler.js';
@@ -124,6 +126,10 @@ export async function startApi(
       config,
       skills: skillRuntime(config, settings),
       realtime: { hub },
+      widget: {
+        sessions: createWidgetSessionPort(client, config.temporal.taskQueue),
+        settings: defaultWidgetApiSettings,
+      },
       webhookParse: { threads: config.webhookParseThreads },
       model: createModelProvider(config.llm, (reason) =>
         logger.warn({ reason, model: config.llm.model }, 'the model failed; the built-in responder answered'),
