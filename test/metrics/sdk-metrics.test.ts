@@ -1,18 +1,23 @@
 /**
  * The Temporal SDK's own metrics on the worker's metrics endpoint: core serves them on a loopback
- * port, the worker's /metrics appends them (ADR 0282). This file's process installs the runtime
- * with them before its service's worker starts, as `startWorker` does.
+ * port, the worker's /metrics appends them (ADR 0282). The worker is the service's own
+ * (`startWorker`, as `npm start` and `npm run worker` run it) on the test service's task queue;
+ * this file's process installs the runtime with the SDK's metrics first, as `startWorker` does
+ * (the test service installs it without them otherwise).
  */
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../../src/config.js';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startWorker, type Stoppable } from '../../src/composition.js';
+import { loadConfig, projectRoot } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { loopbackMetricsAddress } from '../../src/metrics/sdk-metrics.js';
-import { createWorkerMetrics, serveWorkerMetrics } from '../../src/metrics/worker-metrics.js';
+import { createWorkerMetrics } from '../../src/metrics/worker-metrics.js';
 import { installTemporalRuntimeLogger } from '../../src/temporal/runtime-logger.js';
+import { freePort } from '../helpers/ports.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from '../helpers/webhooks.js';
 import { familiesOf, parseExposition, valueOf, type Sample } from './scrape.js';
@@ -21,34 +26,48 @@ const TOKEN = 'worker-metrics-token-sdk-0123';
 const FAILURES = 'incident_service_worker_sdk_metrics_failures_total';
 let svc: TestService;
 let sdkMetricsUrl: string | undefined;
-let served: { url: string; stop: () => Promise<void> };
+let worker: Stoppable;
+let metricsUrl: string;
 
 async function scrape(): Promise<{ text: string; samples: Sample[] }> {
-  const res = await fetch(served.url, { headers: { authorization: `Bearer ${TOKEN}` } });
+  const res = await fetch(metricsUrl, { headers: { authorization: `Bearer ${TOKEN}` } });
   expect(res.status).toBe(200);
   const text = await res.text();
   return { text, samples: parseExposition(text) };
 }
 
 beforeAll(async () => {
-  sdkMetricsUrl = installTemporalRuntimeLogger(createLogger('silent'), 'WARN', await loopbackMetricsAddress());
-  svc = await startTestService();
-  served = await serveWorkerMetrics({
-    metrics: createWorkerMetrics(svc.database.sql, { sdkMetricsUrl }).metrics,
-    host: '127.0.0.1',
-    port: 0,
-    token: TOKEN,
+  const logger = createLogger('silent');
+  sdkMetricsUrl = installTemporalRuntimeLogger(logger, 'WARN', await loopbackMetricsAddress());
+  svc = await startTestService({ withoutWorker: true });
+  const port = await freePort();
+  const config = loadConfig({
+    TEMPORAL_TASK_QUEUE: svc.taskQueue,
+    WORKER_METRICS_PORT: String(port),
+    METRICS_TOKEN: TOKEN,
+    WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
   });
+  worker = await startWorker(
+    config,
+    {
+      databaseUrl: svc.databaseUrl,
+      temporalAddress: inject('temporalAddress'),
+      jwtSecret: undefined,
+      skillEncryptionKey: randomBytes(32),
+    },
+    logger,
+  );
+  metricsUrl = `http://127.0.0.1:${port}/metrics`;
 }, 120_000);
 afterAll(async () => {
-  await served?.stop();
+  await worker?.stop();
   await svc?.stop();
 });
 
 describe("the Temporal SDK's metrics on the worker's endpoint", () => {
   it('are served with the service metrics, behind the same token, and move as a workflow runs', async () => {
     expect(sdkMetricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
-    expect((await fetch(served.url)).status).toBe(401);
+    expect((await fetch(metricsUrl)).status).toBe(401);
     const mine = { task_queue: svc.taskQueue };
     // Core registers a family when it first records it: the worker's slots are there at once.
     const before = await eventually(async () => {
