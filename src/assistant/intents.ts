@@ -206,6 +206,8 @@ const has = (text: string, pattern: RegExp) => pattern.test(text);
  * issues?", "anything on the notification worker?"): its answer is every matching incident.
  */
 export function isBroad(text: string): boolean {
+  // "known issues", "runbooks for …" ask for patterns and runbooks, not incidents.
+  if (has(text, /\b(runbooks?|playbooks?|patterns?|known|recurring)\b/)) return false;
   return (
     has(
       text,
@@ -247,7 +249,7 @@ export function analyzeQuestion(message: string, now: Date): QuestionAnalysis {
     has(text, /\b(runbooks?|playbooks?|procedures?)\b/) ||
     has(
       text,
-      /\bhow (do|should|can|would|to) (?:(we|i|you|one) )?(fix|handle|resolve|mitigate|deal with|recover|remediate|fail ?over|roll ?back|restart|renew|rotate|drain|promote|rebuild|purge)\b/,
+      /\bhow (do|should|can|would) (we|i|you|one) (fix|handle|resolve|mitigate|deal with|recover|remediate|fail ?over|roll ?back|restart|renew|rotate|drain|promote|rebuild|purge)\b/,
     )
   ) {
     kind = 'runbook';
