@@ -1,3 +1,5 @@
+import { defaultWidgetApiSettings, type WidgetApiSettings } from '../../src/widget/sessions.js';
+import { createWidgetSessionPort } from '../../src/widget/workflow-port.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -164,6 +166,8 @@ export interface TestServiceOptions {
   identity?: Partial<IdentitySettings> & { accessTtlSeconds?: number };
   /** The api's public base URL (redirect URIs are made from it); `http://api.test` by default. */
   publicBaseUrl?: string;
+  /** Widget sessions: the shortest inactivity a tenant may set, push retries, stream polling. */
+  widget?: Partial<WidgetApiSettings>;
 }
 
 /** The real api over real HTTP, a real worker on its own task queue, a database of its own. */
@@ -287,7 +291,11 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     worker && !options.withoutDispatcher
       ? startTriggerDispatcher({ db: database.db, sql: database.sql, logger, skills, workflows }, { intervalMs: 1000 })
       : undefined;
-  const app = createApp(deps, options.tracing?.tracing);
+  const widget = {
+    sessions: createWidgetSessionPort(client, taskQueue),
+    settings: { ...defaultWidgetApiSettings, ...options.widget },
+  };
+  const app = createApp({ ...deps, widget }, options.tracing?.tracing);
   const server: ServerType = await listen(app, { host: '127.0.0.1', port: 0, http, logger });
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
