@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { loadBillingSettings, type BillingSettings } from './billing/settings.js';
 import { isNetwork } from './skills/networks.js';
 import { loadIdentitySettings, type IdentitySettings } from './auth/settings.js';
 import type { TemporalSecurity } from './temporal/connection.js';
@@ -241,6 +242,8 @@ export interface Config {
     timeoutMs: number;
     costPer1kTokens: number;
   };
+  /** The payment provider (issue 40, docs/billing.md); undefined when self-hosted (no STRIPE_SECRET_KEY). */
+  billing: BillingSettings | undefined;
   exports: {
     /** Where export files are written (shared by the worker that writes and the api that serves them). */
     dir: string;
@@ -290,6 +293,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   }
   const identity = loadIdentitySettings(cleaned);
   if ('problems' in identity) throw new ConfigError(identity.problems);
+  const billing = loadBillingSettings(cleaned);
+  if ('problems' in billing) throw new ConfigError(billing.problems);
   const dataDir = path.resolve(e.DATA_DIR ?? path.join(projectRoot, '.data'));
   const publicHost = e.HOST === '0.0.0.0' || e.HOST === '::' ? 'localhost' : e.HOST;
   return {
@@ -353,6 +358,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       timeoutMs: e.LLM_TIMEOUT_MS,
       costPer1kTokens: e.LLM_COST_PER_1K_TOKENS,
     },
+    billing: billing.settings,
     exports: {
       dir: path.resolve(e.EXPORT_DIR ?? path.join(dataDir, 'exports')),
       urlSecret: e.EXPORT_URL_SECRET,

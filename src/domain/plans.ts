@@ -164,3 +164,44 @@ export function quotaWarningsCrossed(before: number, after: number, limit: numbe
 /** The idempotency key of a quota warning: one per tenant, month, metric and percent. */
 export const quotaWarningKey = (tenantId: string, period: string, metric: QuotaMetric, percent: number) =>
   `${tenantId}:${period}:${metric}:quota:${percent}`;
+
+/** Credit packs: extra units of one metric for the current usage period, at a fixed price. */
+export const creditPackIds = ['investigations_10', 'investigations_50', 'events_1000', 'events_10000'] as const;
+export type CreditPackId = (typeof creditPackIds)[number];
+export type CreditMetric = 'investigations' | 'events';
+export interface CreditPack {
+  pack: CreditPackId;
+  metric: CreditMetric;
+  units: number;
+  priceUsd: number;
+}
+/** Below the per-unit price of the plans they top up, so buying a pack never beats upgrading by much. */
+export const creditPacks: Readonly<Record<CreditPackId, CreditPack>> = {
+  investigations_10: { pack: 'investigations_10', metric: 'investigations', units: 10, priceUsd: 49 },
+  investigations_50: { pack: 'investigations_50', metric: 'investigations', units: 50, priceUsd: 199 },
+  events_1000: { pack: 'events_1000', metric: 'events', units: 1000, priceUsd: 29 },
+  events_10000: { pack: 'events_10000', metric: 'events', units: 10000, priceUsd: 199 },
+};
+
+/** The subscription period a moment falls in: the usage period's calendar month, UTC. */
+export function subscriptionPeriod(at: Date): { start: Date; end: Date } {
+  const start = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
+  const end = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + 1, 1));
+  return { start, end };
+}
+
+/** The ordering of self-service plans by price; enterprise is by arrangement and has none. */
+export function planRank(planId: PlanId): number {
+  return getPlan(planId).priceMonthlyUsd ?? Number.POSITIVE_INFINITY;
+}
+
+/**
+ * The charge, in cents, of moving from one plan to a dearer one at `at`: the price difference for
+ * the share of the period left, rounded to the cent.
+ */
+export function proratedUpgradeCents(from: PlanId, to: PlanId, at: Date): number {
+  const { start, end } = subscriptionPeriod(at);
+  const left = (end.getTime() - at.getTime()) / (end.getTime() - start.getTime());
+  const difference = (getPlan(to).priceMonthlyUsd ?? 0) - (getPlan(from).priceMonthlyUsd ?? 0);
+  return Math.max(0, Math.round(difference * 100 * left));
+}

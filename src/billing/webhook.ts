@@ -1,0 +1,148 @@
+import type Stripe from 'stripe';
+import { claimWebhookEvent, lockAccount, lockPayment, settlePayment } from '../db/repositories/billing.js';
+import { findTenant } from '../db/repositories/tenants.js';
+import { tenantPeople } from '../db/repositories/users.js';
+import { notifications } from '../db/schema/remediation.js';
+import { usagePeriod, type CreditPackId, type PlanId } from '../domain/plans.js';
+import { newId } from '../ids.js';
+import { applyPlan, grantCredits, recordPaymentFailed } from './ledger.js';
+import type { ProviderEvent } from './provider.js';
+import { BillingRefusal, notConfigured, usd, type BillingDeps } from './types.js';
+
+/** The payment events billing acts on; any other type is acknowledged and recorded as ignored. */
+const SETTLING = new Set(['payment_intent.succeeded', 'payment_intent.payment_failed', 'payment_intent.canceled']);
+
+export interface WebhookOutcome {
+  received: true;
+  eventId: string;
+  /** applied, failed (the payment failed: nothing changed), ignored (not ours, or settled), duplicate. */
+  outcome: 'applied' | 'failed' | 'ignored' | 'duplicate';
+}
+
+/** Verifies the signature (and its timestamp, the replay window) and returns the event. */
+function verified(deps: BillingDeps, rawBody: string, signature: string | undefined): ProviderEvent {
+  const provider = deps.provider;
+  if (!provider) throw notConfigured();
+  if (!provider.webhookConfigured) {
+    throw new BillingRefusal(
+      409,
+      'billing_not_configured',
+      'STRIPE_WEBHOOK_SECRET is unset: webhooks cannot be verified',
+    );
+  }
+  if (!signature) throw new BillingRefusal(400, 'invalid_signature', 'The Stripe-Signature header is missing');
+  try {
+    return provider.verifyWebhook(rawBody, signature);
+  } catch (err) {
+    throw new BillingRefusal(
+      400,
+      'invalid_signature',
+      `The webhook signature does not hold: ${(err as Error).message}`,
+    );
+  }
+}
+
+/**
+ * The provider's webhook: confirms (or fails) a payment, once per event id. Credits and upgrades
+ * apply only here; a failed payment changes nothing and tells the tenant's admins.
+ */
+export async function handleProviderWebhook(
+  deps: BillingDeps,
+  rawBody: string,
+  signature: string | undefined,
+): Promise<WebhookOutcome> {
+  const event = verified(deps, rawBody, signature);
+  const base = { received: true as const, eventId: event.id };
+  const intent = SETTLING.has(event.type) ? (event.data.object as Stripe.PaymentIntent) : null;
+  const tenantId = intent?.metadata?.tenantId ?? null;
+  const paymentId = intent?.metadata?.paymentId ?? null;
+  const tenant = tenantId ? await findTenant(deps.db, tenantId) : undefined;
+
+  return deps.db.transaction(async (tx) => {
+    const claim = (outcome: string) =>
+      claimWebhookEvent(tx, { eventId: event.id, type: event.type, tenantId, paymentId, outcome });
+    const payment = intent && tenant && paymentId ? await lockPayment(tx, tenant.id, paymentId) : undefined;
+    if (!intent || !payment) {
+      return { ...base, outcome: (await claim('ignored: not a payment of this service')) ? 'ignored' : 'duplicate' };
+    }
+    if (payment.providerPaymentId === null) {
+      // The webhook raced the request that made the payment: the provider redelivers.
+      throw new BillingRefusal(409, 'conflict', 'The payment is not recorded yet; deliver again');
+    }
+    if (
+      payment.providerPaymentId !== intent.id ||
+      payment.amountCents !== intent.amount ||
+      payment.currency !== intent.currency
+    ) {
+      deps.logger.warn({ eventId: event.id, paymentId }, 'a payment webhook does not match its payment; ignored');
+      return { ...base, outcome: (await claim('ignored: does not match the payment')) ? 'ignored' : 'duplicate' };
+    }
+    if (payment.status !== 'pending') {
+      return { ...base, outcome: (await claim(`ignored: already ${payment.status}`)) ? 'ignored' : 'duplicate' };
+    }
+    const succeeded = event.type === 'payment_intent.succeeded';
+    if (!(await claim(succeeded ? 'applied' : 'failed'))) return { ...base, outcome: 'duplicate' };
+    const actor = { type: 'system' as const, id: 'payment_provider' };
+    if (!succeeded) {
+      const reason =
+        intent.last_payment_error?.message ??
+        (event.type === 'payment_intent.canceled' ? 'canceled' : 'payment failed');
+      await settlePayment(tx, {
+        tenantId: tenant!.id,
+        paymentId: payment.id,
+        status: 'failed',
+        failureMessage: reason,
+      });
+      const notice = {
+        paymentId: payment.id,
+        kind: payment.kind,
+        item: payment.item,
+        amountUsd: usd(payment.amountCents),
+        reason,
+      };
+      await recordPaymentFailed(tx, { tenantId: tenant!.id, ...notice });
+      const admins = (await tenantPeople(tx, [tenant!.id])).filter((p) => p.roles.includes('admin'));
+      if (admins.length > 0) {
+        await tx
+          .insert(notifications)
+          .values(
+            admins.map((a) => ({
+              id: newId('ntf'),
+              tenantId: tenant!.id,
+              userId: a.userId,
+              type: 'billing.payment_failed',
+              incidentId: null,
+              payload: notice,
+              idempotencyKey: `${payment.id}:failed:${a.userId}`,
+            })),
+          )
+          .onConflictDoNothing({ target: notifications.idempotencyKey });
+      }
+      return { ...base, outcome: 'failed' };
+    }
+    await settlePayment(tx, { tenantId: tenant!.id, paymentId: payment.id, status: 'succeeded' });
+    if (payment.kind === 'credits') {
+      await grantCredits(tx, {
+        tenantId: tenant!.id,
+        pack: payment.item as CreditPackId,
+        period: usagePeriod(deps.clock()),
+        actor,
+        paymentId: payment.id,
+        amountUsd: usd(payment.amountCents),
+        key: `${payment.id}:credits`,
+      });
+    } else {
+      await lockAccount(tx, tenant!.id);
+      const current = (await findTenant(tx, tenant!.id))!;
+      await applyPlan(tx, {
+        tenantId: tenant!.id,
+        from: current.plan,
+        to: payment.item as PlanId,
+        actor,
+        paymentId: payment.id,
+        key: `${payment.id}:plan`,
+      });
+    }
+    return { ...base, outcome: 'applied' };
+  });
+}
