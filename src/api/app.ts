@@ -56,6 +56,7 @@ import { registerMemberRoutes } from './routes/members.js';
 import { registerSignInRoutes } from './routes/sign-in.js';
 import { registerIntegrationRoutes } from './routes/integrations.js';
 import { registerAuthTokenRoutes } from './routes/auth-tokens.js';
+import { registerBillingRoutes, registerBillingWebhookRoute, type BillingAppDeps } from './routes/billing.js';
 import { registerWidgetRoutes } from './routes/widget.js';
 import { registerWidgetKeyRoutes } from './routes/widget-keys.js';
 import { registerWidgetAssetRoutes } from './routes/widget-assets.js';
@@ -160,7 +161,10 @@ function toErrorResponse(err: unknown): { status: number; body: ErrorBody; logAs
  * `tracing`: a span per request (OTEL_*; absent when off, and then no middleware at all).
  * `widget`: the widget sessions' workflows and settings (its session endpoints answer 503 when absent).
  */
-export function createApp(deps: AppDeps & { widget?: WidgetApiDeps }, tracing?: Tracing): OpenAPIHono<AppEnv> {
+export function createApp(
+  deps: AppDeps & { widget?: WidgetApiDeps; billing?: BillingAppDeps['billing'] },
+  tracing?: Tracing,
+): OpenAPIHono<AppEnv> {
   const app = new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
       if (!result.success) {
@@ -190,6 +194,8 @@ export function createApp(deps: AppDeps & { widget?: WidgetApiDeps }, tracing?: 
       '*',
       watchDatabase(deps.databaseWatch, () => new AppError('service_unavailable', DEPENDENCY_UNAVAILABLE_MESSAGE)),
     );
+  // The payment provider's webhook: its signature is its credential, so it comes before the api's gates.
+  registerBillingWebhookRoute(app, deps);
   // Every answer carries the X-RateLimit headers (a webhook's refused ones its address's window,
   // an oversized body the caller's window): both come before the body limit.
   app.use(
@@ -247,6 +253,7 @@ export function createApp(deps: AppDeps & { widget?: WidgetApiDeps }, tracing?: 
   registerSignInRoutes(app, deps);
   registerAuthTokenRoutes(app, deps);
   registerIntegrationRoutes(app, deps);
+  registerBillingRoutes(app, deps);
   registerWidgetRoutes(app, deps, deps.widget);
   registerWidgetKeyRoutes(app, deps, deps.widget?.settings ?? defaultWidgetApiSettings);
   registerWidgetAssetRoutes(app);
