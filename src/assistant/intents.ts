@@ -48,7 +48,7 @@ const NOISE = new Set(
   what which who whom whose when where why how many much did does do done doing was were is are be been being am
   have has had having can could should would will shall may might must
   we our ours us you your yours i me my mine it its they them their theirs he she his her this that these those there here
-  whats thats theres hows wheres whos anything something everything going new
+  whats thats theres hows wheres whos anything something everything going new story
   tell show give list find explain describe know please thanks thank hi hello ok okay cover covers covered covering up help need needs want
   latest last recent recently previous previously first newest oldest current currently earlier
   happen happens happened happening occur occurs occurred occurring go went get got see saw
@@ -211,8 +211,10 @@ export function isBroad(text: string): boolean {
   return (
     has(
       text,
-      /\bwhats? (?:has |have )?(?:been )?(?:happened|happening|going on|went on|up|wrong) (?:with|to|on|at|in|for)\b/,
+      /\bwhats? (?:has |have )?(?:been )?(?:happened|happening|going on|went on|up|wrong|the story|the deal) (?:with|to|on|at|in|for)\b/,
     ) ||
+    has(text, /^(?:did|have|do) we (?:have|had|get|got|see|seen) any\b/) ||
+    has(text, /\b(?:everything|all) (?:about|on|for|with)\b/) ||
     has(text, /^(?:anything|any news|news|any updates?) (?:on|about|with|for|from|in)\b/) ||
     has(text, /^(?:incidents|outages|issues|problems) (?:on|for|with|in|about|involving|of)\b/) ||
     has(text, /^(?:[\w.-]+ ){1,5}(?:incidents|outages|issues|problems)\s*\??$/) ||

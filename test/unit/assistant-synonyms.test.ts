@@ -70,6 +70,9 @@ describe('the synonym table of the assistant', () => {
       'anything on the notification worker?',
       'incidents on the payments api',
       'kafka problems we had',
+      'did we have any db outages this month?',
+      'show me everything about redis',
+      'whats the story with the orders database',
     ]) {
       expect(isBroad(normalizeQuestion(q)), q).toBe(true);
       expect(analyzeQuestion(q, now).kind, q).toBe('list');
