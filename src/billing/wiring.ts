@@ -1,10 +1,7 @@
 import type { Config } from '../config.js';
-import { createStripeProvider } from './provider.js';
+import { createStripeProvider, type PaymentProvider } from './provider.js';
 
-/**
- * The app dependencies billing adds (`billing.provider`, see api/routes/billing.ts), typed as a
- * plain object so the composition spreads them beside the shared ones.
- */
-export function billingAppDeps(config: Pick<Config, 'billing'>): object {
-  return { billing: { provider: config.billing ? createStripeProvider(config.billing) : undefined } };
+/** The api's billing dependency: the payment provider, none when self-hosted (no STRIPE_SECRET_KEY). */
+export function billingOf(config: Pick<Config, 'billing'>): { provider: PaymentProvider | undefined } {
+  return { provider: config.billing ? createStripeProvider(config.billing) : undefined };
 }
