@@ -14,7 +14,7 @@ import { evidenceItems, investigations, runbooks } from '../db/schema/investigat
 import { patterns, type ChatSource } from '../db/schema/knowledge.js';
 import { parseRunbookSteps } from '../domain/runbooks.js';
 import type { Period } from './intents.js';
-import { expandTerm } from './synonyms.js';
+import { expandTerm, hasBroader } from './synonyms.js';
 
 /** Incidents listed with a count. */
 export const MAX_COUNTED_LISTED = 10;
@@ -36,15 +36,19 @@ const clip = (text: string, max: number) => (text.length <= max ? text : `${text
  * One tsquery per keyword, the OR of its alternatives (./synonyms.ts: "db" also finds "database");
  * a question's query is the OR of its keywords (plainto_tsquery would AND them all).
  */
-const termQuery = (term: string) => {
-  const { words, phrases } = expandTerm(term);
+const termQuery = (term: string, options: { broader?: boolean } = {}) => {
+  const { words, phrases } = expandTerm(term, options);
   const parts = [
     ...words.map((w) => sql`plainto_tsquery('english', ${w})`),
     ...phrases.map((p) => sql`phraseto_tsquery('english', ${p})`),
   ];
   return sql`(${sql.join(parts, sql` || `)})`;
 };
-const anyTermQuery = (terms: string[]) => sql`(${sql.join(terms.map(termQuery), sql` || `)})`;
+const anyTermQuery = (terms: string[]) =>
+  sql`(${sql.join(
+    terms.map((t) => termQuery(t)),
+    sql` || `,
+  )})`;
 
 /**
  * How many of the keywords a document matches, each counted by where it matched: 1 in the
@@ -52,10 +56,15 @@ const anyTermQuery = (terms: string[]) => sql`(${sql.join(terms.map(termQuery), 
  * B, 0.4 anywhere else. This rewards covering the question over repeating one word.
  */
 function matchedTerms(search: SQL, terms: string[]): SQL<number> {
-  const parts = terms.map(
-    (term) => sql`(case when ts_filter(${search}, '{a}') @@ ${termQuery(term)} then 1.0
-      when ts_filter(${search}, '{a,b}') @@ ${termQuery(term)} then 0.7
-      when ${search} @@ ${termQuery(term)} then 0.4 else 0 end)`,
+  const weighed = (query: SQL, factor: number) =>
+    sql`when ts_filter(${search}, '{a}') @@ ${query} then ${sql.raw(String(1.0 * factor))}
+      when ts_filter(${search}, '{a,b}') @@ ${query} then ${sql.raw(String(0.7 * factor))}
+      when ${search} @@ ${query} then ${sql.raw(String(0.4 * factor))}`;
+  // A match through a broader group only (pgbouncer found as "db") counts half.
+  const parts = terms.map((term) =>
+    hasBroader(term)
+      ? sql`(case ${weighed(termQuery(term, { broader: false }), 1)} ${weighed(termQuery(term), 0.5)} else 0 end)`
+      : sql`(case ${weighed(termQuery(term), 1)} else 0 end)`,
   );
   return sql<number>`(${sql.join(parts, sql` + `)})`.mapWith(Number);
 }

@@ -183,13 +183,16 @@ export function dedupeByGroup(terms: string[]): string[] {
 }
 
 /** What a keyword is searched as: itself, its group's words and phrases, and broader groups' words. */
-export function expandTerm(term: string): { words: string[]; phrases: string[] } {
+export function expandTerm(term: string, options: { broader?: boolean } = {}): { words: string[]; phrases: string[] } {
   const group = groupOf(term);
   if (!group) return { words: [term], phrases: [] };
-  const broader = (group.broader ?? []).flatMap((key) => byKey.get(key)?.words ?? []);
+  const broader = options.broader === false ? [] : (group.broader ?? []).flatMap((key) => byKey.get(key)?.words ?? []);
   const words = [...new Set([term, ...group.words, ...broader])];
   return { words, phrases: group.phrases ?? [] };
 }
+
+/** Whether a keyword's group reaches broader groups (pgbouncer → any database). */
+export const hasBroader = (term: string): boolean => (groupOf(term)?.broader?.length ?? 0) > 0;
 
 /** Optimal string alignment distance (an adjacent transposition counts as one edit), capped at 2. */
 export function editDistance(a: string, b: string): number {
