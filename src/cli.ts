@@ -8,7 +8,16 @@ import { addMemberByOperator, listAllMembers } from './db/repositories/members.j
 import { createTenant, findTenant, setCustomQuotas } from './db/repositories/tenants.js';
 import { memberRoles, type MemberRole } from './db/schema/identity.js';
 import type { TenantSettings } from './db/schema/tenants.js';
-import { enterpriseQuotaDefaults, MAX_CUSTOM_QUOTA, monthlyQuotas, planIds, type PlanId } from './domain/plans.js';
+import {
+  creditPackIds,
+  enterpriseQuotaDefaults,
+  MAX_CUSTOM_QUOTA,
+  monthlyQuotas,
+  planIds,
+  type CreditPackId,
+  type PlanId,
+} from './domain/plans.js';
+import { operatorGrantCredits, operatorSetPlan } from './billing/operator.js';
 import { configOrExit } from './process-exit.js';
 import { resolveDatabaseUrl, resolveJwtSecret } from './runtime-settings.js';
 
@@ -19,6 +28,12 @@ const usage = `Usage:
       quota flags are for plan_enterprise only; unset, they are ${enterpriseQuotaDefaults.investigationsPerMonth}, ${enterpriseQuotaDefaults.eventsPerMonth} and ${enterpriseQuotaDefaults.chatMessagesPerMonth} a month.
   npm run --silent cli -- tenant quotas --tenant TENANT_ID [--investigations N] [--events N] [--chat-messages N]
       Sets an enterprise tenant's monthly quotas (those named; 0 to ${MAX_CUSTOM_QUOTA}); prints them all.
+  npm run --silent cli -- tenant plan --tenant TENANT_ID --plan ${planIds.join('|')}
+      Moves the tenant to the plan at once (quotas and rate limit follow); audited. For a service
+      without a payment provider (no STRIPE_SECRET_KEY); prints tenantId, from, plan and quotas.
+  npm run --silent cli -- tenant credits --tenant TENANT_ID --pack ${creditPackIds.join('|')}
+      Adds a credit pack to the tenant's current month (used after the plan's quota); audited.
+      Prints tenantId, period and the credits left.
   npm run --silent cli -- token --tenant TENANT_ID --role admin|member [--sub USER_ID] [--email EMAIL] [--ttl SECONDS]
       Prints a signed access token (HS256 with JWT_SECRET or the secret npm start generated).
   npm run --silent cli -- member add --tenant TENANT_ID --email EMAIL --role admin|member [--name NAME]
@@ -127,6 +142,41 @@ async function tenantQuotas(args: string[]): Promise<void> {
   );
 }
 
+async function tenantPlan(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: { tenant: { type: 'string' }, plan: { type: 'string' } },
+    strict: true,
+  });
+  if (!values.tenant) fail('--tenant is required');
+  const plan = values.plan ?? '';
+  if (!(planIds as readonly string[]).includes(plan)) fail(`--plan must be one of ${planIds.join(', ')}`);
+  const tenantId = values.tenant;
+  const changed = await withDatabase(async (db) => {
+    const moved = await operatorSetPlan(db, tenantId, plan as PlanId);
+    return moved && { ...moved, tenant: (await findTenant(db, tenantId))! };
+  });
+  if (!changed) fail(`no tenant ${tenantId}`);
+  process.stdout.write(
+    `${JSON.stringify({ tenantId, from: changed.from, plan: changed.tenant.plan, quotas: monthlyQuotas(changed.tenant) })}\n`,
+  );
+}
+
+async function tenantCredits(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: { tenant: { type: 'string' }, pack: { type: 'string' } },
+    strict: true,
+  });
+  if (!values.tenant) fail('--tenant is required');
+  const pack = values.pack ?? '';
+  if (!(creditPackIds as readonly string[]).includes(pack)) fail(`--pack must be one of ${creditPackIds.join(', ')}`);
+  const tenantId = values.tenant;
+  const granted = await withDatabase((db) => operatorGrantCredits(db, tenantId, pack as CreditPackId, new Date()));
+  if (!granted) fail(`no tenant ${tenantId}`);
+  process.stdout.write(`${JSON.stringify({ tenantId, ...granted })}\n`);
+}
+
 async function token(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
@@ -214,6 +264,8 @@ async function main(argv: string[]): Promise<void> {
   const [command, sub, ...rest] = argv;
   if (command === 'tenant' && sub === 'create') return tenantCreate(rest);
   if (command === 'tenant' && sub === 'quotas') return tenantQuotas(rest);
+  if (command === 'tenant' && sub === 'plan') return tenantPlan(rest);
+  if (command === 'tenant' && sub === 'credits') return tenantCredits(rest);
   if (command === 'token') return token(argv.slice(1));
   if (command === 'member' && sub === 'add') return memberAdd(rest);
   if (command === 'member' && sub === 'list') return memberList(rest);
