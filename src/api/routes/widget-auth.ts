@@ -17,10 +17,11 @@ const SESSION_PATH = /^\/v1\/widget\/sessions\/([^/]+)(?:\/(messages|stream|push
 export type WidgetCaller =
   { kind: 'key'; keyId: string; origin: string } | { kind: 'session'; session: WidgetSessionRow };
 
-// Keyed by the request: AppEnv's variables are the api's, and this is the widget routes' own.
-const callers = new WeakMap<Request, WidgetCaller>();
+// A context variable of the widget routes' own: AppEnv's variables are the api's (context.ts).
+const CALLER = 'widgetCaller' as never;
 
-export const widgetCallerOf = (c: Context): WidgetCaller | undefined => callers.get(c.req.raw);
+export const widgetCallerOf = (c: Context): WidgetCaller | undefined => c.get(CALLER) as WidgetCaller | undefined;
+const setCaller = (c: Context, caller: WidgetCaller) => c.set(CALLER, caller as never);
 
 function bearer(c: Context): string | undefined {
   return c.req.header('authorization')?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
@@ -60,7 +61,7 @@ export function widgetCredentials(
         );
       const principal = { userId: row.id, email: undefined, tenantId: row.tenantId, roles: [] };
       c.set('identified', { principal, tenant: await tenantOf(deps, c, onRefused, principal), by: 'stream-token' });
-      callers.set(c.req.raw, { kind: 'key', keyId: row.id, origin });
+      setCaller(c, { kind: 'key', keyId: row.id, origin });
       return next();
     }
     const match = SESSION_PATH.exec(path);
@@ -82,7 +83,7 @@ export function widgetCredentials(
       expiresAt: session.expiresAt,
     };
     c.set('identified', { principal, tenant: await tenantOf(deps, c, onRefused, principal), by: 'stream-token' });
-    callers.set(c.req.raw, { kind: 'session', session });
+    setCaller(c, { kind: 'session', session });
     return next();
   };
 }
