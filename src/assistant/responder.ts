@@ -79,7 +79,10 @@ function answerCount(
     out.say(`${head}.`);
     return;
   }
-  const list = incidents.map((f) => `${cite(f)} on ${day(f.at)}`).join('; ');
+  // A list says what happened to each incident; a count only names them.
+  const what = (f: ChatFact) =>
+    intent.kind === 'list' && f.rootCause ? ` (${clip(f.rootCause.replace(/\s+/g, ' '), 140)})` : '';
+  const list = incidents.map((f) => `${cite(f)} on ${day(f.at)}${what(f)}`).join('; ');
   out.say(`${head}${incidents.length < n ? `; the ${incidents.length} most recent` : ''}: ${list}.`, ...incidents);
 }
 
