@@ -50,7 +50,7 @@ const NOISE = new Set(
   we our ours us you your yours i me my mine it its they them their theirs he she his her this that these those there here
   whats thats theres hows wheres whos anything something everything going new story
   tell show give list find explain describe know please thanks thank hi hello ok okay cover covers covered covering up help need needs want
-  latest last recent recently previous previously first newest oldest current currently earlier
+  latest last recent recently lately previous previously first newest oldest current currently earlier
   happen happens happened happening occur occurs occurred occurring go went get got see saw
   time times day days week weeks month months year years today yesterday ago past ever
   incident incidents issue issues problem problems
