@@ -62,7 +62,7 @@ export const IdempotencyHeader = z.object({
     .string()
     .optional()
     .openapi({
-      param: { name: 'Idempotency-Key', in: 'header', required: true },
+      param: { in: 'header', required: true },
       description: 'Required: a retry with the same key is the same purchase (1 to 255 visible ASCII characters)',
     }),
 });
@@ -71,7 +71,7 @@ export const WebhookHeaders = z.object({
   'stripe-signature': z
     .string()
     .optional()
-    .openapi({ param: { name: 'Stripe-Signature', in: 'header', required: true }, description: 't=…,v1=…' }),
+    .openapi({ param: { in: 'header', required: true }, description: 't=…,v1=…' }),
 });
 
 export const WebhookReceipt = z
