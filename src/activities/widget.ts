@@ -153,8 +153,13 @@ export function createWidgetActivities(deps: {
       const now = clock();
       if (session && session.status === 'open' && session.expiresAt > now)
         return { ended: false, expiresAt: session.expiresAt.toISOString() };
-      if (session?.status === 'open')
-        await endWidgetSession(db, { ...args, status: 'expired', reason: 'inactivity', now });
+      if (
+        session?.status === 'open' &&
+        !(await endWidgetSession(db, { ...args, status: 'expired', reason: 'inactivity', now }))
+      ) {
+        const moved = await findWidgetSession(db, args.tenantId, args.sessionId);
+        if (moved?.status === 'open') return { ended: false, expiresAt: moved.expiresAt.toISOString() };
+      }
       return { ended: true, expiresAt: (session?.expiresAt ?? now).toISOString() };
     },
   };

@@ -1,5 +1,5 @@
 /** Widget keys, settings, sessions, their event log and push subscriptions; every query names its tenant. */
-import { and, asc, desc, eq, gt, isNull, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, isNull, lte, sql } from 'drizzle-orm';
 import type { Db } from '../client.js';
 import { olderThan } from '../keyset.js';
 import {
@@ -137,6 +137,8 @@ export async function endWidgetSession(
   db: Db,
   args: { tenantId: string; sessionId: string; status: 'closed' | 'expired'; reason: string; now: Date },
 ): Promise<boolean> {
+  // An expiry ends only a session whose deadline has passed: a message may have moved it since it was read.
+  const due = args.status === 'expired' ? lte(widgetSessions.expiresAt, args.now) : undefined;
   return db.transaction(async (tx) => {
     const updated = await tx
       .update(widgetSessions)
@@ -146,6 +148,7 @@ export async function endWidgetSession(
           eq(widgetSessions.tenantId, args.tenantId),
           eq(widgetSessions.id, args.sessionId),
           eq(widgetSessions.status, 'open'),
+          due,
         ),
       )
       .returning({ id: widgetSessions.id });
