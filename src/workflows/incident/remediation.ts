@@ -26,11 +26,15 @@ const orphans = proxyActivities<OrphanedApprovalActivities>({
 /**
  * A run started afresh on an incident that has moved before (not a continue-as-new, which ends
  * only with no approval waiting) follows a run that ended unfinished, terminated from the UI say:
- * the approvals it left pending have no timer any more (ADR 0284). A first run has none.
+ * the approvals it left pending have no timer any more (ADR 0284). A first run has none, and
+ * neither has a reopen of a `closed` incident: the run that closed it expired them then.
  */
 function followsAnEndedRun(record: IncidentRecord): boolean {
   return (
-    !workflowInfo().continuedFromExecutionRunId && record.state.version > 1 && patched('orphaned-approvals-expire')
+    !workflowInfo().continuedFromExecutionRunId &&
+    record.state.version > 1 &&
+    record.state.status !== 'closed' &&
+    patched('orphaned-approvals-expire')
   );
 }
 
