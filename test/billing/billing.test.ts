@@ -419,12 +419,11 @@ describe('plan changes', () => {
     );
     try {
       const deadline = Date.now() + 5_000;
-      let plan = 'plan_pro';
+      let plan: string = 'plan_pro';
       while (plan !== 'plan_starter' && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 50));
-        [{ plan }] = (await svc.database.db.select().from(tenants).where(eq(tenants.id, t.tenantId))) as [
-          { plan: string },
-        ];
+        const [row] = await svc.database.db.select().from(tenants).where(eq(tenants.id, t.tenantId));
+        plan = row!.plan;
       }
       expect(plan).toBe('plan_starter');
     } finally {
