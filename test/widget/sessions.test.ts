@@ -425,3 +425,24 @@ describe('widget session timing', () => {
     await svc.client.workflow.getHandle(s.sessionId).result();
   });
 });
+
+describe('the widget assets', () => {
+  it('serves widget.js without external assets or eval, and the demo page under a strict policy', async () => {
+    const script = await fetch(`${svc.baseUrl}/widget.js`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toContain('text/javascript');
+    const code = await script.text();
+    expect(code).not.toMatch(/https?:\/\//);
+    expect(code).not.toMatch(/\beval\(|new Function|innerHTML|setAttribute\('style'/);
+    const etag = script.headers.get('etag')!;
+    expect((await fetch(`${svc.baseUrl}/widget.js`, { headers: { 'if-none-match': etag } })).status).toBe(304);
+    const demo = await fetch(`${svc.baseUrl}/widget/demo`);
+    expect(demo.status).toBe(200);
+    const csp = demo.headers.get('content-security-policy')!;
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("script-src 'self'");
+    const html = await demo.text();
+    expect(html).toContain('<script src="/widget.js"');
+    expect(html).not.toMatch(/<script>|<style|style="/);
+  });
+});
