@@ -24,7 +24,8 @@ import { projectRoot } from '../src/config.js';
 import { connectDatabase, runMigrations } from '../src/db/client.js';
 import { startEmbeddedPostgres } from '../src/db/embedded.js';
 import { createTenant } from '../src/db/repositories/tenants.js';
-import { resolveTemporalCli, startDevServer } from '../src/temporal/dev-server.js';
+import { startDevServer } from '../src/temporal/dev-server.js';
+import { findTemporalCli } from '../src/launcher/temporal-cli.js';
 import { freePort } from '../test/helpers/ports.js';
 
 const rowsArg = process.argv.indexOf('--rows');
@@ -146,9 +147,9 @@ async function main() {
     freePort().then((port) =>
       startEmbeddedPostgres({ dataDir: path.join(root, 'pg'), port, databases: ['bench'], log: quiet }),
     ),
-    freePort().then((port) =>
+    freePort().then(async (port) =>
       startDevServer({
-        cliPath: resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: quiet }),
+        cliPath: (await findTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH, log: quiet })).path,
         port,
         namespace: 'default',
         log: quiet,

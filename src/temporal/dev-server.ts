@@ -1,5 +1,5 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdirSync, openSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { restartDelays, type Supervision } from '../launcher/supervision.js';
@@ -10,45 +10,6 @@ export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal@v1.5.
 export const temporalCacheDir = path.join(projectRoot, '.cache', 'temporal');
 
 type Log = (message: string) => void;
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Finds the Temporal CLI (DESIGN §2): TEMPORAL_CLI_PATH; the binary built before into the
- * project's ignored cache; `go install` into that cache when Go is present. Returns null when
- * none applies: the caller then falls back to the SDK's own download.
- */
-export function resolveTemporalCli(options: { cliPath?: string | undefined; log: Log }): string | null {
-  if (options.cliPath) {
-    if (!isExecutable(options.cliPath)) {
-      throw new Error(`TEMPORAL_CLI_PATH: ${options.cliPath} is not an executable file`);
-    }
-    return options.cliPath;
-  }
-  const cached = path.join(temporalCacheDir, 'temporal');
-  if (isExecutable(cached)) return cached;
-  const go = spawnSync('go', ['version'], { encoding: 'utf8' });
-  if (go.status !== 0) return null;
-  mkdirSync(temporalCacheDir, { recursive: true });
-  options.log(
-    `Building the Temporal CLI with Go (${TEMPORAL_CLI_MODULE}) into ${temporalCacheDir}; first run only, this takes a few minutes...`,
-  );
-  const built = spawnSync('go', ['install', TEMPORAL_CLI_MODULE], {
-    env: { ...process.env, GOBIN: temporalCacheDir, CGO_ENABLED: process.env.CGO_ENABLED ?? '0' },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  if (built.status !== 0 || !isExecutable(cached)) {
-    throw new Error(`go install ${TEMPORAL_CLI_MODULE} failed (exit ${built.status ?? built.signal})`);
-  }
-  return cached;
-}
 
 export interface DevServerOptions {
   cliPath: string | null;
