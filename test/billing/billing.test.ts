@@ -14,6 +14,7 @@ import { usageCounters } from '../../src/db/schema/limits.js';
 import { notifications } from '../../src/db/schema/remediation.js';
 import { tenants } from '../../src/db/schema/tenants.js';
 import { proratedUpgradeCents, subscriptionPeriod, usagePeriod } from '../../src/domain/plans.js';
+import { expectConformsToDocument } from '../helpers/openapi-conformance.js';
 import { startTestService, type ApiResponse, type TestService } from '../helpers/service.js';
 import { startStripeMock, type StripeMock } from '../helpers/stripe-mock.js';
 
@@ -437,5 +438,44 @@ describe('plan changes', () => {
     const res = await api('POST', '/v1/billing/subscription', { token: t.admin, body: { planId: 'plan_enterprise' } });
     expect([res.status, res.body.error]).toEqual([409, 'plan_by_arrangement']);
     expect(res.body.message).toMatch(/contact sales/);
+  });
+});
+
+describe('the OpenAPI document', () => {
+  it('describes every billing answer as it is sent', async () => {
+    const t = await svc.newTenant({ plan: 'plan_starter' });
+    const conforms = (path: string, method: string, res: ApiResponse) =>
+      expectConformsToDocument(svc, path, method, res.status, res.body);
+    await conforms(
+      '/v1/billing/subscription',
+      'get',
+      await api('GET', '/v1/billing/subscription', { token: t.member }),
+    );
+    const bought = await buy(t.admin, 'events_10000', 'doc-1');
+    await conforms('/v1/billing/credits', 'post', bought);
+    await conforms('/v1/billing/credits', 'post', await buy(t.admin, 'events_10000', 'doc-1'));
+    const upgrade = await api('POST', '/v1/billing/subscription', {
+      token: t.admin,
+      body: { planId: 'plan_business' },
+    });
+    expect(upgrade.status).toBe(202);
+    await conforms('/v1/billing/subscription', 'post', upgrade);
+    const hook = await deliver(
+      await paymentEvent('payment_intent.succeeded', { ...bought.body, tenantId: t.tenantId }),
+    );
+    await conforms('/v1/billing/webhook', 'post', hook);
+    await conforms('/v1/billing/webhook', 'post', await deliver({}, { signature: 't=1,v1=00' }));
+    const down = await svc.newTenant({ plan: 'plan_pro' });
+    const scheduled = await api('POST', '/v1/billing/subscription', {
+      token: down.admin,
+      body: { planId: 'plan_starter' },
+    });
+    expect(scheduled.status).toBe(200);
+    await conforms('/v1/billing/subscription', 'post', scheduled);
+    const enterprise = await api('POST', '/v1/billing/subscription', {
+      token: down.admin,
+      body: { planId: 'plan_enterprise' },
+    });
+    await conforms('/v1/billing/subscription', 'post', enterprise);
   });
 });
