@@ -441,6 +441,16 @@ describe('plan changes', () => {
   });
 });
 
+describe('the webhook bounds', () => {
+  it('refuses a body larger than any provider event with 413, before verifying it', async () => {
+    const res = await api('POST', '/v1/billing/webhook', {
+      raw: JSON.stringify({ id: 'evt_big', padding: 'x'.repeat(300 * 1024) }),
+      headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=00' },
+    });
+    expect([res.status, res.body.error]).toEqual([413, 'payload_too_large']);
+  });
+});
+
 describe('the OpenAPI document', () => {
   it('describes every billing answer as it is sent', async () => {
     const t = await svc.newTenant({ plan: 'plan_starter' });
