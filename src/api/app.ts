@@ -60,7 +60,7 @@ import { registerBillingRoutes, registerBillingWebhookRoute, type BillingAppDeps
 import { registerWidgetRoutes } from './routes/widget.js';
 import { registerWidgetKeyRoutes } from './routes/widget-keys.js';
 import { registerWidgetAssetRoutes } from './routes/widget-assets.js';
-import { widgetCredentials } from './routes/widget-auth.js';
+import { widgetCredentials } from './middleware/widget-auth.js';
 import { defaultWidgetApiSettings, type WidgetApiDeps } from '../widget/sessions.js';
 import { authFailureOf, createAuthFailureAuditor } from './auth-audit.js';
 import {

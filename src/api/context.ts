@@ -8,6 +8,7 @@ import type { Config, HttpSettings, S3Config } from '../config.js';
 import type { IncidentCommands, Requester } from '../incidents/commands.js';
 import type { Db } from '../db/client.js';
 import type { TenantRow } from '../db/schema/tenants.js';
+import type { WidgetSessionRow } from '../db/repositories/widget.js';
 import type { SkillRuntime } from '../skills/invoke.js';
 import type { WorkflowPort } from '../temporal/port.js';
 import type { RealtimeHub } from '../realtime/hub.js';
@@ -100,8 +101,13 @@ export interface AppEnv {
     identified?: Identified;
     /** The 503 the database watch answered the request with while its handler ran on. */
     givenUp?: Error;
+    /** A widget's publishable key or session token, once widget-auth admitted it. */
+    widgetCaller?: WidgetCaller;
   };
 }
+
+export type WidgetCaller =
+  { kind: 'key'; keyId: string; origin: string } | { kind: 'session'; session: WidgetSessionRow };
 
 /** The admitted caller of a JWT route, as the commands take it. */
 export function requesterOf(c: { var: { auth: AuthContext; requestId: string; logger: Logger } }): Requester {

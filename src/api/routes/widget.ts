@@ -24,7 +24,7 @@ import {
   WidgetSessionParam,
   WidgetStreamQuery,
 } from '../schemas/widget.js';
-import { widgetCallerOf } from './widget-auth.js';
+import { widgetCallerOf } from '../middleware/widget-auth.js';
 
 const tags = ['widget'];
 const sessionSecurity = [{ widgetSession: [] }];

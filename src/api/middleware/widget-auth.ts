@@ -5,23 +5,18 @@
  * is left to bearer-auth, which refuses it as no JWT (401). Not recorded as a user.
  */
 import type { Context, MiddlewareHandler } from 'hono';
-import { activeKeyByHash, sessionByTokenHash, type WidgetSessionRow } from '../../db/repositories/widget.js';
+import { activeKeyByHash, sessionByTokenHash } from '../../db/repositories/widget.js';
 import { AppError } from '../../errors.js';
 import { hashSecret, PUBLISHABLE_KEY_PREFIX, SESSION_TOKEN_PREFIX } from '../../widget/credentials.js';
-import type { AppDeps, AppEnv } from '../context.js';
-import { refuse, tenantOf, type OnRefused } from '../middleware/bearer-auth.js';
+import type { AppDeps, AppEnv, WidgetCaller } from '../context.js';
+import { refuse, tenantOf, type OnRefused } from './bearer-auth.js';
 
 export const WIDGET_SESSIONS_PATH = '/v1/widget/sessions';
 const SESSION_PATH = /^\/v1\/widget\/sessions\/([^/]+)(?:\/(messages|stream|push))?$/;
 
-export type WidgetCaller =
-  { kind: 'key'; keyId: string; origin: string } | { kind: 'session'; session: WidgetSessionRow };
 
-// A context variable of the widget routes' own: AppEnv's variables are the api's (context.ts).
-const CALLER = 'widgetCaller' as never;
-
-export const widgetCallerOf = (c: Context): WidgetCaller | undefined => c.get(CALLER) as WidgetCaller | undefined;
-const setCaller = (c: Context, caller: WidgetCaller) => c.set(CALLER, caller as never);
+export const widgetCallerOf = (c: Context<AppEnv>): WidgetCaller | undefined => c.get('widgetCaller');
+const setCaller = (c: Context<AppEnv>, caller: WidgetCaller) => c.set('widgetCaller', caller);
 
 function bearer(c: Context): string | undefined {
   return c.req.header('authorization')?.match(/^Bearer\s+(\S+)\s*$/i)?.[1];
