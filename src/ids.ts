@@ -78,7 +78,11 @@ export type IdPrefix =
   | 'usr'
   | 'inv'
   | 'rtk'
-  | 'int';
+  | 'int'
+  | 'wsess'
+  | 'wsub'
+  | 'wkey'
+  | 'wdel';
 
 export function newId(prefix: IdPrefix, now?: number): string {
   return `${prefix}_${ulid(now).toLowerCase()}`;

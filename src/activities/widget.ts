@@ -20,7 +20,8 @@ import {
 import type { WidgetPushEventType } from '../db/schema/widget.js';
 import type { SkillRuntime } from '../skills/invoke.js';
 import { OutboundError } from '../skills/ssrf.js';
-import { secretContext, widgetId } from '../widget/credentials.js';
+import { newId } from '../ids.js';
+import { secretContext } from '../widget/credentials.js';
 import { sendPush } from '../widget/push.js';
 import type { WidgetPushTarget } from '../widget/session-messages.js';
 
@@ -65,7 +66,7 @@ export function createWidgetActivities(deps: {
       ]);
       if (!sub || sub.status !== 'active' || !event || !pushable(event.type)) return { delivered: false };
       const delivery = await beginWidgetDelivery(db, {
-        id: widgetId('wdel'),
+        id: newId('wdel'),
         tenantId: args.tenantId,
         subscriptionId: sub.id,
         eventId: event.id,

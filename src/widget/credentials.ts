@@ -3,7 +3,6 @@
  * (`wst_…`, one session's). Only their SHA-256 is stored, so a database read discloses neither.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { ulid } from '../ids.js';
 
 export const PUBLISHABLE_KEY_PREFIX = 'wpk_';
 export const SESSION_TOKEN_PREFIX = 'wst_';
@@ -19,10 +18,6 @@ export function newSessionToken(): { token: string; hash: string } {
   const token = `${SESSION_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
   return { token, hash: hashSecret(token) };
 }
-
-/** The interface's id prefixes not in src/ids.ts's list: made the same way (prefix + lowercase ULID). */
-export const widgetId = (prefix: 'wsess' | 'wsub' | 'wkey' | 'wdel', now?: number): string =>
-  `${prefix}_${ulid(now).toLowerCase()}`;
 
 /**
  * A browser origin as the `Origin` header sends it (`scheme://host[:port]`, no path), or

@@ -21,7 +21,8 @@ import type { TenantRow } from '../db/schema/tenants.js';
 import { AppError } from '../errors.js';
 import type { SkillRuntime } from '../skills/invoke.js';
 import { OutboundError, outboundUrlRefusal, resolveTarget } from '../skills/ssrf.js';
-import { newSessionToken, secretContext, widgetId } from './credentials.js';
+import { newId } from '../ids.js';
+import { newSessionToken, secretContext } from './credentials.js';
 import type { WidgetPushPolicy } from './session-messages.js';
 import type { WidgetSessionPort } from './workflow-port.js';
 
@@ -66,7 +67,7 @@ export async function openWidgetSession(
   const expiresAt = new Date(now.getTime() + timing.inactivitySeconds * 1000);
   const { token, hash } = newSessionToken();
   const session = await insertWidgetSession(deps.db, {
-    id: widgetId('wsess', now.getTime()),
+    id: newId('wsess', now.getTime()),
     tenantId: args.tenant.id,
     tokenHash: hash,
     keyId: args.keyId,
@@ -189,7 +190,7 @@ export async function subscribeToWidgetSession(
   },
 ): Promise<WidgetSubscriptionRow> {
   await assertPushable(deps.skills, new URL(args.url));
-  const id = widgetId('wsub');
+  const id = newId('wsub');
   return insertWidgetSubscription(deps.db, {
     id,
     tenantId: args.tenantId,

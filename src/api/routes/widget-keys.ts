@@ -9,7 +9,8 @@ import {
   type WidgetKeyRow,
 } from '../../db/repositories/widget.js';
 import { AppError } from '../../errors.js';
-import { canonicalOrigin, newPublishableKey, widgetId } from '../../widget/credentials.js';
+import { newId } from '../../ids.js';
+import { canonicalOrigin, newPublishableKey } from '../../widget/credentials.js';
 import type { WidgetApiSettings } from '../../widget/sessions.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { decodeCursor, nextCursor } from '../cursor.js';
@@ -110,7 +111,7 @@ export function registerWidgetKeyRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps,
     const { key, hash, prefix } = newPublishableKey();
     const row = await deps.db.transaction(async (tx) => {
       const created = await insertWidgetKey(tx, {
-        id: widgetId('wkey'),
+        id: newId('wkey'),
         tenantId: auth.tenantId,
         name: body.name,
         keyHash: hash,
