@@ -12,6 +12,7 @@ import { purgeRateLimitWindows } from '../db/repositories/rate-limits.js';
 import { purgeSkillInvocations, SKILL_INVOCATION_RETENTION_MS } from '../db/repositories/skill-invocations.js';
 import { purgeTriggerFirings, TRIGGER_FIRING_RETENTION_MS } from '../db/repositories/trigger-firings.js';
 import { purgeWebhookDeliveries } from '../db/repositories/webhook-deliveries.js';
+import { purgeWidgetSessions, WIDGET_SESSION_KEPT_MS } from '../db/repositories/widget-retention.js';
 import { BODY_REPLAY_WINDOW_MS, DELIVERY_ID_RETENTION_MS } from '../ingest/ingest.js';
 import { purgeExpiredStreamTokens } from '../realtime/stream-tokens.js';
 import type { HousekeepingActivities, HousekeepingFamily, PurgedRows } from '../workflows/messages-housekeeping.js';
@@ -44,6 +45,9 @@ export const housekeepingPurges: Record<
     triggerFirings: await purgeTriggerFirings(sql, TRIGGER_FIRING_RETENTION_MS, { shouldStop }),
   }),
   identityRows: (sql, shouldStop) => purgeIdentityRows(sql, { shouldStop }),
+  widgetSessions: async (sql, shouldStop) => ({
+    widgetSessions: await purgeWidgetSessions(sql, WIDGET_SESSION_KEPT_MS, { shouldStop }),
+  }),
 };
 
 export function createHousekeepingActivities(deps: { sql: postgres.Sql; logger?: Logger }): HousekeepingActivities {

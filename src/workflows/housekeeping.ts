@@ -20,6 +20,7 @@ const summaries: Record<HousekeepingFamily, string> = {
   notifications: 'purge notifications past their retention',
   triggerFirings: 'purge settled trigger firings past their retention',
   identityRows: 'purge expired sign-in states and refresh tokens',
+  widgetSessions: 'purge widget sessions 30 days past their deadline, with their events and pushes',
 };
 
 // A purge deletes in chunks and resumes where it stopped, so a retry is harmless; the next

@@ -3,7 +3,10 @@
  * family, and the names the worker's schedule starts it by.
  */
 
-/** What one housekeeping run purges, in order; each family is one activity in its timeline. */
+/**
+ * What one housekeeping run purges, in order; each family is one activity in its timeline. A new
+ * family goes at the end: a run in flight across a deploy then replays its recorded activities.
+ */
 export const housekeepingFamilies = [
   'rateLimitWindows',
   'webhookDeliveries',
@@ -13,6 +16,7 @@ export const housekeepingFamilies = [
   'notifications',
   'triggerFirings',
   'identityRows',
+  'widgetSessions',
 ] as const;
 export type HousekeepingFamily = (typeof housekeepingFamilies)[number];
 

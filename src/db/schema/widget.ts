@@ -66,7 +66,11 @@ export const widgetSessions = pgTable(
     closeReason: text('close_reason'),
     createdAt: timestamp('created_at', { withTimezone: true, precision: 3 }).notNull().defaultNow(),
   },
-  (t) => [index('widget_sessions_tenant_created_idx').on(t.tenantId, t.createdAt, t.id)],
+  (t) => [
+    index('widget_sessions_tenant_created_idx').on(t.tenantId, t.createdAt, t.id),
+    // Housekeeping finds sessions long past their deadline by it (widget-retention.ts).
+    index('widget_sessions_expires_idx').on(t.expiresAt),
+  ],
 );
 
 /** The session's event log: the SSE stream reads it (`id` is the `Last-Event-ID`), pushes fan out from it. */

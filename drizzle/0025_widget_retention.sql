@@ -1,0 +1,1 @@
+CREATE INDEX "widget_sessions_expires_idx" ON "widget_sessions" USING btree ("expires_at");
