@@ -9,6 +9,8 @@ export const errorStatus = {
   tenant_choice_required: 400,
   // An integration's provider refused the credentials given to connect it.
   integration_rejected: 400,
+  // A payment provider's webhook whose Stripe-Signature is missing, wrong or outside the replay window.
+  invalid_signature: 400,
   unauthorized: 401,
   forbidden: 403,
   access_denied: 403,
@@ -31,6 +33,11 @@ export const errorStatus = {
   already_decided: 409,
   last_admin: 409,
   integration_not_configured: 409,
+  // Billing (docs/billing.md): no payment provider (self-hosted: the operator's CLI applies changes),
+  // a downgrade below this period's use, and a plan sold only by arrangement.
+  billing_not_configured: 409,
+  usage_exceeds_plan: 409,
+  plan_by_arrangement: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limit_exceeded: 429,

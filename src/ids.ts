@@ -82,7 +82,8 @@ export type IdPrefix =
   | 'wsess'
   | 'wsub'
   | 'wkey'
-  | 'wdel';
+  | 'wdel'
+  | 'pay';
 
 export function newId(prefix: IdPrefix, now?: number): string {
   return `${prefix}_${ulid(now).toLowerCase()}`;

@@ -1,8 +1,10 @@
 import { appendAudit } from '../db/repositories/audit.js';
 import { insertPayment } from '../db/repositories/billing.js';
 import { creditPacks, type CreditPackId } from '../domain/plans.js';
+import { AppError } from '../errors.js';
+import { newId } from '../ids.js';
 import { ensureProviderPayment, toPaymentView, type PaymentView } from './payments.js';
-import { BillingRefusal, notConfigured, paymentId, type BillingActor, type BillingDeps } from './types.js';
+import { notConfigured, type BillingActor, type BillingDeps } from './types.js';
 
 /**
  * Buys a credit pack: one payment per Idempotency-Key (a retry, or a concurrent request with the
@@ -20,7 +22,7 @@ export async function buyCredits(
   const price = creditPacks[pack];
   const { row, created } = await deps.db.transaction(async (tx) => {
     const inserted = await insertPayment(tx, {
-      id: paymentId(),
+      id: newId('pay'),
       tenantId: by.tenant.id,
       kind: 'credits',
       item: pack,
@@ -44,8 +46,7 @@ export async function buyCredits(
     return inserted;
   });
   if (row.item !== pack) {
-    throw new BillingRefusal(
-      409,
+    throw new AppError(
       'conflict',
       `This Idempotency-Key was used for another purchase (${row.item}, ${row.id}); use a new key for a new purchase`,
     );

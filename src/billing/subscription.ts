@@ -12,10 +12,11 @@ import {
   type PlanId,
   type QuotaMetric,
 } from '../domain/plans.js';
+import { AppError } from '../errors.js';
 import { newId, ulid } from '../ids.js';
 import { applyPlan, cancelPendingPlan, schedulePlan, type ChangeActor } from './ledger.js';
 import { ensureProviderPayment, toPaymentView, type PaymentView } from './payments.js';
-import { BillingRefusal, notConfigured, paymentId, type BillingActor, type BillingDeps } from './types.js';
+import { notConfigured, type BillingActor, type BillingDeps } from './types.js';
 
 /** Below the provider's smallest charge (Stripe: 0.50 USD), an upgrade applies at once, free. */
 export const MIN_CHARGE_CENTS = 50;
@@ -115,8 +116,7 @@ export type PlanChangeOutcome =
   | { outcome: 'payment_required'; payment: PaymentView; subscription: SubscriptionView };
 
 const enterpriseRefusal = () =>
-  new BillingRefusal(
-    409,
+  new AppError(
     'plan_by_arrangement',
     'plan_enterprise is priced by arrangement (from 2,000 USD a month): contact sales to agree its terms; the operator then moves the tenant to it',
   );
@@ -156,8 +156,7 @@ export async function changePlan(deps: BillingDeps, by: BillingActor, planId: Pl
   if (planRank(planId) < planRank(tenant.plan)) {
     const above = await usageAbove(deps, tenant, planId);
     if (above.length > 0) {
-      throw new BillingRefusal(
-        409,
+      throw new AppError(
         'usage_exceeds_plan',
         `This period's usage already exceeds ${getPlan(planId).name}'s quota (${above.map((a) => `${a.metric} ${a.used} of ${a.limit}`).join(', ')})`,
         { exceeded: above },
@@ -194,7 +193,7 @@ export async function changePlan(deps: BillingDeps, by: BillingActor, planId: Pl
     return { outcome: 'applied', subscription: await view() };
   }
   const { row, created } = await insertPayment(deps.db, {
-    id: paymentId(),
+    id: newId('pay'),
     tenantId: tenant.id,
     kind: 'upgrade',
     item: planId,
@@ -204,8 +203,7 @@ export async function changePlan(deps: BillingDeps, by: BillingActor, planId: Pl
     requestedBy: by.userId,
   });
   if (!created && row.item !== planId) {
-    throw new BillingRefusal(
-      409,
+    throw new AppError(
       'conflict',
       `An upgrade to ${row.item} (${row.id}) awaits its payment; it must succeed or fail before another upgrade`,
     );

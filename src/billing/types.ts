@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { ulid } from '../ids.js';
+import { AppError } from '../errors.js';
 import type { Db } from '../db/client.js';
 import type { TenantRow } from '../db/schema/tenants.js';
 import type { PaymentProvider } from './provider.js';
@@ -20,30 +20,10 @@ export interface BillingActor {
   requestId: string | null;
 }
 
-/**
- * A refusal with its own code (billing's codes are not in the shared table of src/errors.ts);
- * the routes answer it in the documented error shape.
- */
-export class BillingRefusal extends Error {
-  constructor(
-    readonly status: 400 | 409,
-    readonly code: string,
-    message: string,
-    readonly details?: unknown,
-  ) {
-    super(message);
-    this.name = 'BillingRefusal';
-  }
-}
-
 export const notConfigured = () =>
-  new BillingRefusal(
-    409,
+  new AppError(
     'billing_not_configured',
     'No payment provider is configured (STRIPE_SECRET_KEY is unset): on a self-hosted service an operator applies plan changes and credits with the CLI (tenant plan, tenant credits)',
   );
 
 export const usd = (cents: number) => Math.round(cents) / 100;
-
-/** A payment's id (`pay_…`, a ULID like every other id). */
-export const paymentId = () => `pay_${ulid().toLowerCase()}`;

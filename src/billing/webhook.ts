@@ -4,10 +4,11 @@ import { findTenant } from '../db/repositories/tenants.js';
 import { tenantPeople } from '../db/repositories/users.js';
 import { notifications } from '../db/schema/remediation.js';
 import { usagePeriod, type CreditPackId, type PlanId } from '../domain/plans.js';
+import { AppError } from '../errors.js';
 import { newId } from '../ids.js';
 import { applyPlan, grantCredits, recordPaymentFailed } from './ledger.js';
 import type { ProviderEvent } from './provider.js';
-import { BillingRefusal, notConfigured, usd, type BillingDeps } from './types.js';
+import { notConfigured, usd, type BillingDeps } from './types.js';
 
 /** The payment events billing acts on; any other type is acknowledged and recorded as ignored. */
 const SETTLING = new Set(['payment_intent.succeeded', 'payment_intent.payment_failed', 'payment_intent.canceled']);
@@ -24,21 +25,13 @@ function verified(deps: BillingDeps, rawBody: string, signature: string | undefi
   const provider = deps.provider;
   if (!provider) throw notConfigured();
   if (!provider.webhookConfigured) {
-    throw new BillingRefusal(
-      409,
-      'billing_not_configured',
-      'STRIPE_WEBHOOK_SECRET is unset: webhooks cannot be verified',
-    );
+    throw new AppError('billing_not_configured', 'STRIPE_WEBHOOK_SECRET is unset: webhooks cannot be verified');
   }
-  if (!signature) throw new BillingRefusal(400, 'invalid_signature', 'The Stripe-Signature header is missing');
+  if (!signature) throw new AppError('invalid_signature', 'The Stripe-Signature header is missing');
   try {
     return provider.verifyWebhook(rawBody, signature);
   } catch (err) {
-    throw new BillingRefusal(
-      400,
-      'invalid_signature',
-      `The webhook signature does not hold: ${(err as Error).message}`,
-    );
+    throw new AppError('invalid_signature', `The webhook signature does not hold: ${(err as Error).message}`);
   }
 }
 
@@ -67,7 +60,7 @@ export async function handleProviderWebhook(
     }
     if (payment.providerPaymentId === null) {
       // The webhook raced the request that made the payment: the provider redelivers.
-      throw new BillingRefusal(409, 'conflict', 'The payment is not recorded yet; deliver again');
+      throw new AppError('conflict', 'The payment is not recorded yet; deliver again');
     }
     if (
       payment.providerPaymentId !== intent.id ||

@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Logger } from 'pino';
 import { buyCredits } from '../../billing/credits.js';
 import { changePlan, subscriptionOf } from '../../billing/subscription.js';
-import { BillingRefusal, type BillingDeps } from '../../billing/types.js';
+import type { BillingDeps } from '../../billing/types.js';
 import { handleProviderWebhook } from '../../billing/webhook.js';
 import { AppError } from '../../errors.js';
 import type { AppDeps, AppEnv, AuthContext } from '../context.js';
@@ -86,13 +86,6 @@ function billingOf(deps: AppDeps, logger: Logger | undefined): BillingDeps {
   };
 }
 
-/** Billing's own codes (usage_exceeds_plan, billing_not_configured…) in the documented error shape. */
-function refused(err: unknown): Response {
-  if (!(err instanceof BillingRefusal)) throw err;
-  const body = { error: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
-  return new Response(JSON.stringify(body), { status: err.status, headers: { 'content-type': 'application/json' } });
-}
-
 const actorOf = (auth: AuthContext, requestId: string | undefined) => ({
   tenant: auth.tenant,
   userId: auth.userId,
@@ -106,12 +99,8 @@ export function registerBillingRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
 
   app.openapi(changePlanRoute, async (c) => {
     const { planId } = c.req.valid('json');
-    try {
-      const result = await changePlan(billingOf(deps, c.var.logger), actorOf(c.var.auth, c.var.requestId), planId);
-      return c.json(result, result.outcome === 'payment_required' ? 202 : 200);
-    } catch (err) {
-      return refused(err) as never;
-    }
+    const result = await changePlan(billingOf(deps, c.var.logger), actorOf(c.var.auth, c.var.requestId), planId);
+    return c.json(result, result.outcome === 'payment_required' ? 202 : 200);
   });
 
   app.openapi(buyCreditsRoute, async (c) => {
@@ -123,17 +112,13 @@ export function registerBillingRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): 
         'The Idempotency-Key header is required: 1 to 255 visible ASCII characters, new for each purchase',
       );
     }
-    try {
-      const { payment, created } = await buyCredits(
-        billingOf(deps, c.var.logger),
-        actorOf(c.var.auth, c.var.requestId),
-        pack,
-        key,
-      );
-      return c.json(payment, created ? 202 : 200);
-    } catch (err) {
-      return refused(err) as never;
-    }
+    const { payment, created } = await buyCredits(
+      billingOf(deps, c.var.logger),
+      actorOf(c.var.auth, c.var.requestId),
+      pack,
+      key,
+    );
+    return c.json(payment, created ? 202 : 200);
   });
 }
 
@@ -149,13 +134,9 @@ export function registerBillingWebhookRoute(app: OpenAPIHono<AppEnv>, deps: AppD
     const raw = await c.req.text();
     if (raw.length > MAX_WEBHOOK_BYTES)
       throw new AppError('payload_too_large', 'A provider webhook is at most 256 KiB');
-    try {
-      return c.json(
-        await handleProviderWebhook(billingOf(deps, c.var.logger), raw, c.req.valid('header')['stripe-signature']),
-        200,
-      );
-    } catch (err) {
-      return refused(err) as never;
-    }
+    return c.json(
+      await handleProviderWebhook(billingOf(deps, c.var.logger), raw, c.req.valid('header')['stripe-signature']),
+      200,
+    );
   });
 }
