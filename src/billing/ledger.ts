@@ -5,7 +5,8 @@ import { savePendingChange, setTenantPlan } from '../db/repositories/billing.js'
 import { addCredits } from '../db/repositories/usage.js';
 import type { ActorType } from '../db/schema/audit.js';
 import { creditPacks, type CreditPackId, type PlanId } from '../domain/plans.js';
-import { appendEventUnchecked } from '../outbox/append.js';
+import { appendEvent } from '../outbox/append.js';
+import type { BillingEventPayloads, BillingEventType, NewEvent } from '../outbox/events.js';
 
 type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 
@@ -16,47 +17,57 @@ export interface ChangeActor {
   requestId?: string | null;
 }
 
-/** Billing's event types (the documented list, docs/billing.md). */
-export const billingEventTypes = [
-  'billing.plan_changed',
-  'billing.plan_change_scheduled',
-  'billing.plan_change_canceled',
-  'billing.credits_purchased',
-  'billing.payment_failed',
-] as const;
-type BillingEventType = (typeof billingEventTypes)[number];
+/** One of billing's events, its payload without the actor (`record` adds who made it). */
+type BillingChange = {
+  [T in BillingEventType]: { type: T; payload: Omit<BillingEventPayloads[T], 'actorType' | 'actorId'> };
+}[BillingEventType];
 
+/** The event (checked against the catalogue, src/outbox/events.ts) and its audit entry. */
 async function record(
   tx: Tx,
   args: {
     tenantId: string;
     actor: ChangeActor;
-    type: BillingEventType;
+    change: BillingChange;
     targetType: string;
     targetId: string;
-    payload: Record<string, unknown>;
     key: string;
   },
 ): Promise<void> {
-  const { tenantId, actor } = args;
-  await appendEventUnchecked(tx, {
-    tenantId,
-    type: args.type,
-    incidentId: null,
-    payload: { ...args.payload, actorType: actor.type, actorId: actor.id },
-    idempotencyKey: args.key,
-  });
+  const { tenantId, actor, change } = args;
+  const by = { actorType: actor.type, actorId: actor.id };
+  await appendEvent(tx, withActor(change, by, { tenantId, incidentId: null, idempotencyKey: args.key }));
   await appendAudit(tx, {
     tenantId,
     actorType: actor.type,
     actorId: actor.id,
-    action: args.type,
+    action: change.type,
     targetType: args.targetType,
     targetId: args.targetId,
     requestId: actor.requestId ?? null,
-    details: args.payload,
+    details: change.payload,
     idempotencyKey: `${args.key}:audit`,
   });
+}
+
+/** The change as an event of the catalogue; each branch keeps its type and payload together. */
+function withActor(
+  change: BillingChange,
+  by: { actorType: string; actorId: string },
+  row: { tenantId: string; incidentId: null; idempotencyKey: string },
+): NewEvent {
+  switch (change.type) {
+    case 'billing.plan_changed':
+      return { ...row, type: change.type, payload: { ...change.payload, ...by } };
+    case 'billing.plan_change_scheduled':
+      return { ...row, type: change.type, payload: { ...change.payload, ...by } };
+    case 'billing.plan_change_canceled':
+      return { ...row, type: change.type, payload: { ...change.payload, ...by } };
+    case 'billing.credits_purchased':
+      return { ...row, type: change.type, payload: { ...change.payload, ...by } };
+    case 'billing.payment_failed':
+      return { ...row, type: change.type, payload: { ...change.payload, ...by } };
+  }
 }
 
 /** Moves the tenant to a plan now (quotas and rate limit follow its row) and drops any pending change. */
@@ -69,10 +80,9 @@ export async function applyPlan(
   await record(tx, {
     tenantId: args.tenantId,
     actor: args.actor,
-    type: 'billing.plan_changed',
+    change: { type: 'billing.plan_changed', payload: { from: args.from, to: args.to, paymentId: args.paymentId } },
     targetType: 'tenant',
     targetId: args.tenantId,
-    payload: { from: args.from, to: args.to, paymentId: args.paymentId },
     key: args.key,
   });
 }
@@ -85,10 +95,12 @@ export async function schedulePlan(
   await record(tx, {
     tenantId: args.tenantId,
     actor: args.actor,
-    type: 'billing.plan_change_scheduled',
+    change: {
+      type: 'billing.plan_change_scheduled',
+      payload: { from: args.from, to: args.to, effectiveAt: args.effectiveAt.toISOString() },
+    },
     targetType: 'tenant',
     targetId: args.tenantId,
-    payload: { from: args.from, to: args.to, effectiveAt: args.effectiveAt.toISOString() },
     key: args.key,
   });
 }
@@ -101,10 +113,9 @@ export async function cancelPendingPlan(
   await record(tx, {
     tenantId: args.tenantId,
     actor: args.actor,
-    type: 'billing.plan_change_canceled',
+    change: { type: 'billing.plan_change_canceled', payload: { planId: args.planId, canceled: args.canceled } },
     targetType: 'tenant',
     targetId: args.tenantId,
-    payload: { planId: args.planId, canceled: args.canceled },
     key: args.key,
   });
 }
@@ -127,17 +138,19 @@ export async function grantCredits(
   await record(tx, {
     tenantId: args.tenantId,
     actor: args.actor,
-    type: 'billing.credits_purchased',
+    change: {
+      type: 'billing.credits_purchased',
+      payload: {
+        pack: args.pack,
+        metric: pack.metric,
+        units: pack.units,
+        period: args.period,
+        paymentId: args.paymentId,
+        amountUsd: args.amountUsd,
+      },
+    },
     targetType: args.paymentId ? 'payment' : 'tenant',
     targetId: args.paymentId ?? args.tenantId,
-    payload: {
-      pack: args.pack,
-      metric: pack.metric,
-      units: pack.units,
-      period: args.period,
-      paymentId: args.paymentId,
-      amountUsd: args.amountUsd,
-    },
     key: args.key,
   });
 }
@@ -149,16 +162,18 @@ export async function recordPaymentFailed(
   await record(tx, {
     tenantId: args.tenantId,
     actor: { type: 'system', id: 'payment_provider' },
-    type: 'billing.payment_failed',
+    change: {
+      type: 'billing.payment_failed',
+      payload: {
+        paymentId: args.paymentId,
+        kind: args.kind,
+        item: args.item,
+        amountUsd: args.amountUsd,
+        reason: args.reason,
+      },
+    },
     targetType: 'payment',
     targetId: args.paymentId,
-    payload: {
-      paymentId: args.paymentId,
-      kind: args.kind,
-      item: args.item,
-      amountUsd: args.amountUsd,
-      reason: args.reason,
-    },
     key: `${args.paymentId}:failed`,
   });
 }

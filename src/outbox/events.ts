@@ -1,7 +1,8 @@
 /**
- * The event catalogue (DESIGN §5): the 21 event types and the payload each emitter writes. Every
- * append goes through `NewEvent`, so a misspelt type or a payload of another event does not
- * compile. The wire format is the `events` row: `type` as written here, `payload` as JSON.
+ * The event catalogue (DESIGN §5): the 21 event types and the payload each emitter writes, and
+ * billing's five (docs/billing.md). Every append goes through `NewEvent`, so a misspelt type or a
+ * payload of another event does not compile. The wire format is the `events` row: `type` as
+ * written here, `payload` as JSON.
  */
 
 /** Who caused a change (the actor fields several payloads carry). */
@@ -176,6 +177,48 @@ export interface EventPayloads {
 
 export type EventType = keyof EventPayloads;
 
+/** Billing's events (docs/billing.md): amounts and plans, so for admins only (ADMIN_ONLY_EVENTS). */
+export interface BillingEventPayloads {
+  /** `paymentId` null: a downgrade at period end, or an operator's `tenant plan`. */
+  'billing.plan_changed': ActorFields & { from: string; to: string; paymentId: string | null };
+  'billing.plan_change_scheduled': ActorFields & { from: string; to: string; effectiveAt: string };
+  'billing.plan_change_canceled': ActorFields & { planId: string; canceled: string };
+  /** `paymentId` null and `amountUsd` 0: granted by an operator. */
+  'billing.credits_purchased': ActorFields & {
+    pack: string;
+    metric: string;
+    units: number;
+    period: string;
+    paymentId: string | null;
+    amountUsd: number;
+  };
+  'billing.payment_failed': ActorFields & {
+    paymentId: string;
+    kind: string;
+    item: string;
+    amountUsd: number;
+    reason: string;
+  };
+}
+
+export type BillingEventType = keyof BillingEventPayloads;
+
+/**
+ * Billing's types, apart from EVENT_TYPES: those are the 21 the interface lists for notification
+ * preferences and triggers, and each has a notification text (notifications/describe.ts).
+ */
+export const BILLING_EVENT_TYPES = [
+  'billing.plan_changed',
+  'billing.plan_change_scheduled',
+  'billing.plan_change_canceled',
+  'billing.credits_purchased',
+  'billing.payment_failed',
+] as const satisfies readonly BillingEventType[];
+
+const _billingComplete: Exclude<BillingEventType, (typeof BILLING_EVENT_TYPES)[number]> extends never ? true : never =
+  true;
+void _billingComplete;
+
 /** Every event type, in the catalogue's order (the `satisfies` keeps it complete and exact). */
 export const EVENT_TYPES = [
   'incident.created',
@@ -212,20 +255,26 @@ export const isEventType = (type: string): type is EventType => eventTypes.has(t
 
 /**
  * Events only admins are told about, and only admins' event streams carry: an audit export is an
- * admin's (its download is an admin's alone). Everything else, quota warnings included (members'
- * alerts are refused past the quota), goes to every user of the tenant.
+ * admin's (its download is an admin's alone), and billing's carry prices and payments (billing is
+ * an admin's). Everything else, quota warnings included (members' alerts are refused past the
+ * quota), goes to every user of the tenant.
  */
-export const ADMIN_ONLY_EVENTS: ReadonlySet<string> = new Set<EventType>(['system.export_completed']);
+export const ADMIN_ONLY_EVENTS: ReadonlySet<string> = new Set<EventType | BillingEventType>([
+  'system.export_completed',
+  ...BILLING_EVENT_TYPES,
+]);
+
+type AllEventPayloads = EventPayloads & BillingEventPayloads;
 
 /** An event to append: one of the catalogue's types with that type's payload. */
 export type NewEvent = {
-  [T in EventType]: {
+  [T in keyof AllEventPayloads]: {
     tenantId: string;
     type: T;
     incidentId?: string | null;
-    payload: EventPayloads[T];
+    payload: AllEventPayloads[T];
     /** Unique per logical event, so a retried write appends it once. */
     idempotencyKey: string;
     occurredAt?: Date;
   };
-}[EventType];
+}[keyof AllEventPayloads];
