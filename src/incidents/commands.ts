@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { findIncident, findOwnership, markWorkflowStarted, toWorkflowInput } from '../db/repositories/incidents.js';
-import { consumeQuota, usageCount } from '../db/repositories/usage.js';
+import { consumeQuota, remainingOf } from '../db/repositories/usage.js';
 import { incidents, type IncidentRow } from '../db/schema/incidents.js';
 import { investigationContext, investigations } from '../db/schema/investigation.js';
 import { approvals } from '../db/schema/remediation.js';
@@ -95,7 +95,7 @@ async function createIncident(services: IncidentServices, by: Requester, input: 
 
   // Row, event, audit and quota count commit together; then the workflow starts. A crash
   // in between is repaired by the worker's reconciler, so an accepted incident is never lost.
-  const { row, eventsUsed } = await db.transaction(async (tx) => {
+  const row = await db.transaction(async (tx) => {
     const ownership = input.service ? await findOwnership(tx, tenantId, input.service) : undefined;
     const inserted = await tx
       .insert(incidents)
@@ -154,7 +154,7 @@ async function createIncident(services: IncidentServices, by: Requester, input: 
         idempotencyKey: quotaWarningKey(tenantId, period, 'events', percent),
       });
     }
-    return { row: incident, eventsUsed: used };
+    return incident;
   });
 
   try {
@@ -168,11 +168,13 @@ async function createIncident(services: IncidentServices, by: Requester, input: 
     );
   }
 
-  const investigationsUsed = await usageCount(db, { tenantId, period, metric: 'investigations' });
+  // What is left counts the credits bought once the quota is used (ADR 0289).
+  const left = (metric: 'investigations' | 'events', limit: number) =>
+    remainingOf(db, { tenantId, period, metric, limit }).then((r) => r.remaining);
   return {
     incident: row,
-    investigationsRemaining: Math.max(0, investigationsLimit - investigationsUsed),
-    eventsRemaining: Math.max(0, eventsLimit - eventsUsed),
+    investigationsRemaining: await left('investigations', investigationsLimit),
+    eventsRemaining: await left('events', eventsLimit),
   };
 }
 

@@ -65,7 +65,8 @@ export type PreviousDelivery = {
   response: IngestResult | null;
   fresh: boolean;
 };
-export type CounterRow = { tenant_id: string; count: number };
+/** A tenant's monthly event counter and the event credits bought for the period. */
+export type CounterRow = { tenant_id: string; count: number; credits: number };
 export type ServiceRow = { id: string; tenant_id: string; name: string; team: string | null; criticality: number };
 /** The live record of an alert: grouped in an open incident, held, suppressed or a test. */
 export type LiveAlertRow = {
@@ -184,7 +185,7 @@ export async function readAndLock(
       : none(),
     grouping
       ? tx<CounterRow[]>`
-            select tenant_id, count from usage_counters
+            select tenant_id, count, credits from usage_counters
             where tenant_id = any(${alertTenants}::text[]) and period = ${period} and metric = 'events'
             order by tenant_id for update`
       : none<CounterRow>(),

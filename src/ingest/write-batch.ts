@@ -112,14 +112,20 @@ interface KnownState {
   ownerships: Map<string, Ownership>;
   /** Each tenant's monthly event counter. */
   used: Map<string, QuotaCounter>;
+  /** Each tenant's event credits bought for the period, read under the counter's row lock. */
+  credits: Map<string, number>;
 }
 
 function knownState(reads: BatchReads): KnownState {
   const ownerships = new Map<string, Ownership>();
   for (const row of reads.serviceRows) ownerships.set(`${row.tenant_id}:${row.name}`, ownershipOf(row));
   const used = new Map<string, QuotaCounter>();
-  for (const row of reads.counters) used.set(row.tenant_id, { before: row.count, after: row.count, limit: null });
-  return { ownerships, used };
+  const credits = new Map<string, number>();
+  for (const row of reads.counters) {
+    used.set(row.tenant_id, { before: row.count, after: row.count, limit: null });
+    credits.set(row.tenant_id, row.credits);
+  }
+  return { ownerships, used, credits };
 }
 
 /**
@@ -189,14 +195,10 @@ function applyQuotas(
       const firing = alerts.some((e) => e.status === 'resolved')
         ? firingAlerts.filter((e) => !decider.isGrouped(request.tenantId, e.fingerprint)).length
         : firingAlerts.length;
-      if (counter.limit !== null && firing > 0 && counter.after + firing > counter.limit) {
-        const left = Math.max(0, counter.limit - counter.after);
-        outcomes[i] = new AppError(
-          'event_quota_exceeded',
-          left === 0
-            ? `The monthly event quota of ${counter.limit} is reached for ${period}`
-            : `The monthly event quota of ${counter.limit} leaves ${left} event(s) for ${period}; this delivery has ${firing} firing alerts`,
-        );
+      // Credits are used once the quota is (ADR 0289); `limit` stays the plan's for the warnings.
+      const credits = known.credits.get(request.tenantId) ?? 0;
+      if (counter.limit !== null && firing > 0 && counter.after + firing > counter.limit + credits) {
+        outcomes[i] = quotaRefusal(counter.limit, credits, counter.after, firing, period);
         continue;
       }
       counter.after += alerts.length;
@@ -204,6 +206,24 @@ function applyQuotas(
     accepted.push(i);
   }
   return accepted;
+}
+
+/** The refusal of a delivery whose firing alerts do not fit in what is left of quota and credits. */
+function quotaRefusal(limit: number, credits: number, used: number, firing: number, period: string): AppError {
+  const left = Math.max(0, limit + credits - used);
+  const allowance =
+    credits > 0
+      ? `The monthly event quota of ${limit} and the ${credits} credit(s) bought`
+      : `The monthly event quota of ${limit}`;
+  if (left === 0)
+    return new AppError(
+      'event_quota_exceeded',
+      `${allowance} ${credits > 0 ? 'are used up' : 'is reached'} for ${period}`,
+    );
+  return new AppError(
+    'event_quota_exceeded',
+    `${allowance} ${credits > 0 ? 'leave' : 'leaves'} ${left} event(s) for ${period}; this delivery has ${firing} firing alerts`,
+  );
 }
 
 /**

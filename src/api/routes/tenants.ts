@@ -1,7 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { appendAudit } from '../../db/repositories/audit.js';
 import { updateTenant } from '../../db/repositories/tenants.js';
-import { usageCount } from '../../db/repositories/usage.js';
+import { remainingOf } from '../../db/repositories/usage.js';
 import type { TenantRow } from '../../db/schema/tenants.js';
 import { monthlyQuota, usagePeriod, type QuotaMetric } from '../../domain/plans.js';
 import { AppError } from '../../errors.js';
@@ -84,8 +84,9 @@ export function registerTenantRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps): v
     const period = usagePeriod(deps.clock());
     const use = async (metric: QuotaMetric) => {
       const limit = monthlyQuota(auth.tenant, metric);
-      const used = await usageCount(deps.db, { tenantId: auth.tenantId, period, metric });
-      return { limit, used, remaining: Math.max(0, limit - used) };
+      // `remaining` counts the credits bought once the quota is used (ADR 0289).
+      const { used, remaining } = await remainingOf(deps.db, { tenantId: auth.tenantId, period, metric, limit });
+      return { limit, used, remaining };
     };
     const [investigations, events, chatMessages] = await Promise.all([
       use('investigations'),
