@@ -25,6 +25,8 @@ interface ComposeFile {
 
 const read = (file: string) => readFileSync(path.join(projectRoot, file), 'utf8');
 const composeText = read('docker-compose.yml');
+/** Settings files read beside src/config.ts (by its loadConfig): sign-in, the payment provider. */
+const settingsFiles = ['src/config.ts', 'src/auth/settings.ts', 'src/billing/settings.ts'];
 const compose = parse(composeText, { merge: true }) as ComposeFile;
 
 function service(name: string): Service {
@@ -93,21 +95,29 @@ describe('docker-compose.yml', () => {
   });
 
   it('passes the app only settings the service reads', () => {
-    const known = new Set([
-      ...settingNames(read('src/config.ts')),
-      ...settingNames(read('src/auth/settings.ts')),
-      'NODE_OPTIONS',
-      'MALLOC_ARENA_MAX',
-    ]);
+    const known = new Set([...settingsFiles.flatMap((f) => settingNames(read(f))), 'NODE_OPTIONS', 'MALLOC_ARENA_MAX']);
     for (const name of ['api', 'worker', 'migrate']) {
       const unknown = Object.keys(service(name).environment ?? {}).filter((k) => !known.has(k));
       expect(unknown, name).toEqual([]);
     }
   });
+
+  it('passes the api every payment provider setting src/billing/settings.ts reads', () => {
+    const stripe = settingNames(read('src/billing/settings.ts'));
+    expect(stripe).toEqual([
+      'STRIPE_SECRET_KEY',
+      'STRIPE_API_URL',
+      'STRIPE_WEBHOOK_SECRET',
+      'STRIPE_TIMEOUT_MS',
+      'STRIPE_WEBHOOK_TOLERANCE_SECONDS',
+    ]);
+    const api = service('api').environment ?? {};
+    for (const name of stripe) expect(api[name], name).toBe(`\${${name}:-}`);
+  });
 });
 
 describe('.env.example', () => {
-  it('lists every setting src/config.ts and src/auth/settings.ts read, and the OpenTelemetry ones, and nothing else', () => {
+  it('lists every setting src/config.ts, src/auth/settings.ts and src/billing/settings.ts read, and the OpenTelemetry ones, and nothing else', () => {
     // OpenTelemetry's standard variables: src/tracing/tracing.ts reads the first three, its OTLP
     // exporter and resource the rest.
     const otel = [
@@ -120,7 +130,7 @@ describe('.env.example', () => {
       'OTEL_RESOURCE_ATTRIBUTES',
     ];
     for (const name of otel.slice(0, 3)) expect(read('src/tracing/tracing.ts')).toContain(name);
-    const read_ = [...settingNames(read('src/config.ts')), ...settingNames(read('src/auth/settings.ts')), ...otel];
+    const read_ = [...settingsFiles.flatMap((f) => settingNames(read(f))), ...otel];
     expect(read_.length).toBeGreaterThan(50);
     const listed = [...read('.env.example').matchAll(/^#? ?([A-Z][A-Z0-9_]+)=/gm)].map((m) => m[1] ?? '');
     expect(new Set(listed).size).toBe(listed.length);
