@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 import { appendAudit } from '../db/repositories/audit.js';
 import { findIncident, findOwnership, markWorkflowStarted, toWorkflowInput } from '../db/repositories/incidents.js';
-import { consumeQuota, remainingOf } from '../db/repositories/usage.js';
+import { consumeQuota, remainingOf, usageOf } from '../db/repositories/usage.js';
 import { incidents, type IncidentRow } from '../db/schema/incidents.js';
 import { investigationContext, investigations } from '../db/schema/investigation.js';
 import { approvals } from '../db/schema/remediation.js';
@@ -142,7 +142,14 @@ async function createIncident(services: IncidentServices, by: Requester, input: 
     // Last, so the tenant's hot counter row stays locked only until commit.
     const used = await consumeQuota(tx, { tenantId, period, metric: 'events', limit: eventsLimit });
     if (used === null) {
-      throw new AppError('event_quota_exceeded', `The monthly event quota of ${eventsLimit} is reached for ${period}`);
+      // Worded as ingestion words it, so a tenant with credits sees they are used up too.
+      const { credits } = await usageOf(tx, { tenantId, period, metric: 'events' });
+      throw new AppError(
+        'event_quota_exceeded',
+        credits > 0
+          ? `The monthly event quota of ${eventsLimit} and the ${credits} credit(s) bought are used up for ${period}`
+          : `The monthly event quota of ${eventsLimit} is reached for ${period}`,
+      );
     }
     // Crossing 80 % or 100 % here warns as ingestion does, once a month whichever path crosses.
     for (const percent of quotaWarningsCrossed(used - 1, used, eventsLimit)) {

@@ -116,6 +116,18 @@ describe('what is left, reported with the credits', () => {
     expect(res.status).toBe(201);
     // Events: 501 used of 500 + 1,000 → 999 left. Investigations: 3 of the quota + 10 credits.
     expect(res.body).toMatchObject({ eventsRemaining: 999, investigationsRemaining: 13 });
+
+    // With quota and credits used up, the refusal names both, as ingestion's does.
+    await setEventsUsed(t.tenantId, period, 1500);
+    const refused = await svc.api('POST', '/v1/incidents/chat', {
+      token: t.member,
+      body: { title: 'Payments DB connection errors again', description: 'pg pool exhausted again' },
+    });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toEqual({
+      error: 'event_quota_exceeded',
+      message: `The monthly event quota of 500 and the 1000 credit(s) bought are used up for ${period}`,
+    });
   });
 
   it("the tenant usage route's remaining counts the credits left, the quota first", async () => {
