@@ -34,11 +34,15 @@ export const CreatedIncident = z
     investigationsRemaining: z
       .number()
       .int()
-      .openapi({ description: 'Investigations left this month (for an enterprise tenant, its custom quota)' }),
+      .openapi({
+        description: 'Investigations left this month, credits included (for an enterprise tenant, its custom quota)',
+      }),
     eventsRemaining: z
       .number()
       .int()
-      .openapi({ description: 'Events left this month (for an enterprise tenant, its custom quota)' }),
+      .openapi({
+        description: 'Events left this month, credits included (for an enterprise tenant, its custom quota)',
+      }),
   })
   .openapi('CreatedIncident');
 

@@ -39,7 +39,10 @@ const QuotaUse = z.object({
     .int()
     .openapi({ description: "The month's quota: the plan's, or an enterprise tenant's custom one" }),
   used: z.number().int(),
-  remaining: z.number().int().openapi({ description: 'limit − used, never below 0' }),
+  remaining: z
+    .number()
+    .int()
+    .openapi({ description: 'what is left: max(0, limit − used) plus the credits bought and not yet used (ADR 0289)' }),
 });
 
 export const TenantUsage = z
