@@ -105,7 +105,12 @@ export async function handleProviderWebhook(
               userId: a.userId,
               type: 'billing.payment_failed',
               incidentId: null,
-              payload: notice,
+              // Titled here: the notification texts (notifications/describe.ts) cover the stream's 21 types only.
+              payload: {
+                ...notice,
+                title: 'Payment failed',
+                body: `The payment of ${notice.amountUsd} USD for ${payment.item} failed (${reason}); nothing changed.`,
+              },
               idempotencyKey: `${payment.id}:failed:${a.userId}`,
             })),
           )

@@ -324,6 +324,14 @@ describe('credit purchase and the provider webhook', () => {
     expect((await subscription(t.admin)).credits.investigations).toBe(0);
     const told = await svc.database.db.select().from(notifications).where(eq(notifications.tenantId, t.tenantId));
     expect(told.map((n) => [n.userId, n.type])).toEqual([['user-admin', 'billing.payment_failed']]);
+    const listed = await api('GET', '/v1/notifications', { token: t.admin });
+    expect(listed.body.items).toMatchObject([
+      {
+        type: 'billing.payment_failed',
+        title: 'Payment failed',
+        body: 'The payment of 199 USD for investigations_50 failed (Your card was declined.); nothing changed.',
+      },
+    ]);
     // A success after the failure changes nothing.
     const late = await deliver(await paymentEvent('payment_intent.succeeded', payment));
     expect(late.body.outcome).toBe('ignored');
