@@ -14,7 +14,6 @@ import { refuse, tenantOf, type OnRefused } from './bearer-auth.js';
 export const WIDGET_SESSIONS_PATH = '/v1/widget/sessions';
 const SESSION_PATH = /^\/v1\/widget\/sessions\/([^/]+)(?:\/(messages|stream|push))?$/;
 
-
 export const widgetCallerOf = (c: Context<AppEnv>): WidgetCaller | undefined => c.get('widgetCaller');
 const setCaller = (c: Context<AppEnv>, caller: WidgetCaller) => c.set('widgetCaller', caller);
 

@@ -31,18 +31,12 @@ export const CreatedIncident = z
     status: IncidentStatusSchema,
     source: z.enum(incidentSources),
     createdAt: z.string(),
-    investigationsRemaining: z
-      .number()
-      .int()
-      .openapi({
-        description: 'Investigations left this month, credits included (for an enterprise tenant, its custom quota)',
-      }),
-    eventsRemaining: z
-      .number()
-      .int()
-      .openapi({
-        description: 'Events left this month, credits included (for an enterprise tenant, its custom quota)',
-      }),
+    investigationsRemaining: z.number().int().openapi({
+      description: 'Investigations left this month, credits included (for an enterprise tenant, its custom quota)',
+    }),
+    eventsRemaining: z.number().int().openapi({
+      description: 'Events left this month, credits included (for an enterprise tenant, its custom quota)',
+    }),
   })
   .openapi('CreatedIncident');
 
