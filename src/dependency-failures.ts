@@ -33,9 +33,11 @@ const CONNECTION_CODES = new Set([
  * SQLSTATEs of a server that cannot serve now: connection exceptions (class 08), insufficient
  * resources (class 53: too many connections, disk full, out of memory), and operator
  * intervention (57P01 admin shutdown, 57P02 crash shutdown, 57P03 cannot connect now, 57P05
- * idle session timeout). Query cancellation (57014) is told apart by `isStatementTimeout`.
+ * idle session timeout), and 25P03, a connection the server ended for idling in a transaction
+ * (a stalled network leaves one so; the next request on it meets the end). Query cancellation
+ * (57014) is told apart by `isStatementTimeout`.
  */
-const UNAVAILABLE_STATE = /^(08|53)|^57P0[1235]$/;
+const UNAVAILABLE_STATE = /^(08|53)|^57P0[1235]$|^25P03$/;
 
 /** gRPC statuses of a Temporal server that cannot be reached or did not answer in time. */
 const GRPC_DEADLINE_EXCEEDED = 4;
