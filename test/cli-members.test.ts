@@ -2,36 +2,20 @@
  * The operator CLI's `member add` and `member list`: a tenant's first admin, made without the
  * api (the account by lower-cased email, the membership, the audit entry), as an operator runs it.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { and, eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectDatabase, type Database } from '../src/db/client.js';
+import { describe, expect, it } from 'vitest';
 import { createTenant } from '../src/db/repositories/tenants.js';
 import { auditLog } from '../src/db/schema/audit.js';
 import { memberships, userAccounts } from '../src/db/schema/identity.js';
-import { runCli } from './helpers/cli.js';
-import { createTestDatabase } from './helpers/service.js';
+import { runCli, useCliDatabase } from './helpers/cli.js';
 
-let databaseUrl: string;
-let database: Database;
-const dataDir = mkdtempSync(path.join(tmpdir(), 'iis-cli-members-'));
+const cliEnv = useCliDatabase('iis-cli-members-');
 
-beforeAll(async () => {
-  databaseUrl = (await createTestDatabase()).url;
-  database = connectDatabase(databaseUrl, { max: 1 });
-});
-afterAll(async () => {
-  await database?.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-const cli = (args: string[]) => runCli(args, { DATA_DIR: dataDir, DATABASE_URL: databaseUrl });
-const newTenant = (name: string) => createTenant(database.db, { name, plan: 'plan_business' });
+const cli = (args: string[]) => runCli(args, { DATA_DIR: cliEnv.dataDir, DATABASE_URL: cliEnv.url });
+const newTenant = (name: string) => createTenant(cliEnv.database.db, { name, plan: 'plan_business' });
 
 async function membershipsOf(tenantId: string) {
-  return database.db.select().from(memberships).where(eq(memberships.tenantId, tenantId));
+  return cliEnv.database.db.select().from(memberships).where(eq(memberships.tenantId, tenantId));
 }
 
 describe('member add', () => {
@@ -60,12 +44,12 @@ describe('member add', () => {
       email: 'ada.lovelace@example.com',
       role: 'admin',
     });
-    const [account] = await database.db.select().from(userAccounts).where(eq(userAccounts.id, printed.userId));
+    const [account] = await cliEnv.database.db.select().from(userAccounts).where(eq(userAccounts.id, printed.userId));
     expect(account).toMatchObject({ email: 'ada.lovelace@example.com', name: 'Ada Lovelace' });
     expect(await membershipsOf(tenant.id)).toEqual([
       expect.objectContaining({ userId: printed.userId, role: 'admin', addedBy: 'operator' }),
     ]);
-    const audits = await database.db
+    const audits = await cliEnv.database.db
       .select()
       .from(auditLog)
       .where(and(eq(auditLog.tenantId, tenant.id), eq(auditLog.targetId, printed.userId)));
@@ -91,7 +75,7 @@ describe('member add', () => {
     );
     expect(two.userId).toBe(one.userId);
     expect(
-      await database.db.select().from(userAccounts).where(eq(userAccounts.email, 'grace@example.com')),
+      await cliEnv.database.db.select().from(userAccounts).where(eq(userAccounts.email, 'grace@example.com')),
     ).toHaveLength(1);
     expect((await membershipsOf(second.id)).map((m) => m.role)).toEqual(['member']);
 
@@ -109,7 +93,7 @@ describe('member add', () => {
     expect(promoted.code).toBe(0);
     expect(JSON.parse(promoted.stdout)).toMatchObject({ userId: one.userId, role: 'admin' });
     expect((await membershipsOf(second.id)).map((m) => m.role)).toEqual(['admin']);
-    const [changed] = await database.db
+    const [changed] = await cliEnv.database.db
       .select()
       .from(auditLog)
       .where(and(eq(auditLog.tenantId, second.id), eq(auditLog.action, 'member.role_changed')));

@@ -1,47 +1,32 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import jwt from 'jsonwebtoken';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectDatabase, type Database } from '../src/db/client.js';
+import { describe, expect, it } from 'vitest';
 import { auditLog } from '../src/db/schema/audit.js';
 import { tenants } from '../src/db/schema/tenants.js';
-import { runCli } from './helpers/cli.js';
-import { createTestDatabase, TEST_JWT_SECRET } from './helpers/service.js';
+import { runCli, useCliDatabase } from './helpers/cli.js';
+import { TEST_JWT_SECRET } from './helpers/service.js';
 
-let databaseUrl: string;
-let database: Database;
-const dataDir = mkdtempSync(path.join(tmpdir(), 'iis-cli-'));
+const cliEnv = useCliDatabase('iis-cli-');
 
-beforeAll(async () => {
-  databaseUrl = (await createTestDatabase()).url;
-  database = connectDatabase(databaseUrl, { max: 1 });
-});
-afterAll(async () => {
-  await database?.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { DATA_DIR: dataDir, ...env });
+const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { DATA_DIR: cliEnv.dataDir, ...env });
 
 describe('operator CLI', () => {
   it('creates a tenant and prints one JSON line', async () => {
     const res = await cli(['tenant', 'create', '--name', 'Night Shift SRE', '--plan', 'plan_enterprise'], {
-      DATABASE_URL: databaseUrl,
+      DATABASE_URL: cliEnv.url,
     });
     expect(res.code).toBe(0);
     const lines = res.stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
     const printed = JSON.parse(lines[0]!);
     expect(printed).toMatchObject({ name: 'Night Shift SRE', slug: 'night-shift-sre', plan: 'plan_enterprise' });
-    const [row] = await database.db.select().from(tenants).where(eq(tenants.id, printed.tenantId));
+    const [row] = await cliEnv.database.db.select().from(tenants).where(eq(tenants.id, printed.tenantId));
     expect(row).toMatchObject({ name: 'Night Shift SRE', plan: 'plan_enterprise', status: 'active' });
   });
 
   it('gives an enterprise tenant the documented default quotas, or the ones its flags name', async () => {
     const byDefault = await cli(['tenant', 'create', '--name', 'Default Quotas', '--plan', 'plan_enterprise'], {
-      DATABASE_URL: databaseUrl,
+      DATABASE_URL: cliEnv.url,
     });
     expect(byDefault.code).toBe(0);
     expect(JSON.parse(byDefault.stdout).quotas).toEqual({
@@ -65,18 +50,18 @@ describe('operator CLI', () => {
         '--chat-messages-per-month',
         '0',
       ],
-      { DATABASE_URL: databaseUrl },
+      { DATABASE_URL: cliEnv.url },
     );
     expect(res.code).toBe(0);
     const printed = JSON.parse(res.stdout);
     expect(printed.quotas).toEqual({ investigationsPerMonth: 5000, eventsPerMonth: 250_000, chatMessagesPerMonth: 0 });
-    const [row] = await database.db.select().from(tenants).where(eq(tenants.id, printed.tenantId));
+    const [row] = await cliEnv.database.db.select().from(tenants).where(eq(tenants.id, printed.tenantId));
     expect(row!.settings.quotas).toEqual({
       investigationsPerMonth: 5000,
       eventsPerMonth: 250_000,
       chatMessagesPerMonth: 0,
     });
-    const [audit] = await database.db.select().from(auditLog).where(eq(auditLog.tenantId, printed.tenantId));
+    const [audit] = await cliEnv.database.db.select().from(auditLog).where(eq(auditLog.tenantId, printed.tenantId));
     expect(audit).toMatchObject({
       action: 'tenant.created',
       actorId: 'cli',
@@ -89,12 +74,12 @@ describe('operator CLI', () => {
       (
         await cli(
           ['tenant', 'create', '--name', 'Growing Co', '--plan', 'plan_enterprise', '--events-per-month', '5000'],
-          { DATABASE_URL: databaseUrl },
+          { DATABASE_URL: cliEnv.url },
         )
       ).stdout,
     );
     const res = await cli(['tenant', 'quotas', '--tenant', created.tenantId, '--investigations', '3000'], {
-      DATABASE_URL: databaseUrl,
+      DATABASE_URL: cliEnv.url,
     });
     expect(res.code).toBe(0);
     expect(JSON.parse(res.stdout)).toEqual({
@@ -102,9 +87,9 @@ describe('operator CLI', () => {
       plan: 'plan_enterprise',
       quotas: { investigationsPerMonth: 3000, eventsPerMonth: 5000, chatMessagesPerMonth: 20_000 },
     });
-    const [row] = await database.db.select().from(tenants).where(eq(tenants.id, created.tenantId));
+    const [row] = await cliEnv.database.db.select().from(tenants).where(eq(tenants.id, created.tenantId));
     expect(row!.settings.quotas).toEqual({ investigationsPerMonth: 3000, eventsPerMonth: 5000 });
-    const audits = await database.db
+    const audits = await cliEnv.database.db
       .select()
       .from(auditLog)
       .where(eq(auditLog.tenantId, created.tenantId))
@@ -118,15 +103,15 @@ describe('operator CLI', () => {
 
     // Refused: another plan (its quotas are the published ones), an unknown tenant.
     const pro = JSON.parse(
-      (await cli(['tenant', 'create', '--name', 'Pro Co', '--plan', 'plan_pro'], { DATABASE_URL: databaseUrl })).stdout,
+      (await cli(['tenant', 'create', '--name', 'Pro Co', '--plan', 'plan_pro'], { DATABASE_URL: cliEnv.url })).stdout,
     );
     const onPro = await cli(['tenant', 'quotas', '--tenant', pro.tenantId, '--events', '9000'], {
-      DATABASE_URL: databaseUrl,
+      DATABASE_URL: cliEnv.url,
     });
     expect(onPro.code).toBe(1);
     expect(onPro.stderr).toContain('plan_enterprise');
     const unknown = await cli(['tenant', 'quotas', '--tenant', 'ten_missing', '--events', '9000'], {
-      DATABASE_URL: databaseUrl,
+      DATABASE_URL: cliEnv.url,
     });
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no tenant ten_missing');
@@ -179,7 +164,7 @@ describe('operator CLI', () => {
     [['launch']],
     [[]],
   ])('exits non-zero with usage for %j', async (args) => {
-    const res = await cli(args, { JWT_SECRET: TEST_JWT_SECRET, DATABASE_URL: databaseUrl });
+    const res = await cli(args, { JWT_SECRET: TEST_JWT_SECRET, DATABASE_URL: cliEnv.url });
     expect(res.code).toBe(2);
     expect(res.stderr).toContain('Usage:');
     expect(res.stdout).toBe('');

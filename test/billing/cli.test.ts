@@ -1,31 +1,15 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { and, eq, like } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectDatabase, type Database } from '../../src/db/client.js';
+import { describe, expect, it } from 'vitest';
 import { createTenant } from '../../src/db/repositories/tenants.js';
 import { auditLog } from '../../src/db/schema/audit.js';
 import { tenants } from '../../src/db/schema/tenants.js';
 import { usageCounters } from '../../src/db/schema/limits.js';
 import { usagePeriod } from '../../src/domain/plans.js';
-import { runCli } from '../helpers/cli.js';
-import { createTestDatabase } from '../helpers/service.js';
+import { runCli, useCliDatabase } from '../helpers/cli.js';
 
-let databaseUrl: string;
-let database: Database;
-const dataDir = mkdtempSync(path.join(tmpdir(), 'iis-billing-cli-'));
+const cliEnv = useCliDatabase('iis-billing-cli-');
 
-beforeAll(async () => {
-  databaseUrl = (await createTestDatabase()).url;
-  database = connectDatabase(databaseUrl, { max: 1 });
-});
-afterAll(async () => {
-  await database?.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
-
-const cli = (args: string[]) => runCli(args, { DATA_DIR: dataDir, DATABASE_URL: databaseUrl });
+const cli = (args: string[]) => runCli(args, { DATA_DIR: cliEnv.dataDir, DATABASE_URL: cliEnv.url });
 
 describe('operator billing CLI (self-hosted)', () => {
   it('moves a tenant to a plan at once and adds credit packs to the current month, audited', async () => {
@@ -33,7 +17,7 @@ describe('operator billing CLI (self-hosted)', () => {
     expect((await cli(['tenant', 'plan', '--tenant', 'ten_missing', '--plan', 'plan_pro'])).stderr).toMatch(
       /no tenant ten_missing/,
     );
-    const tenant = await createTenant(database.db, { name: 'Billing CLI', plan: 'plan_starter' });
+    const tenant = await createTenant(cliEnv.database.db, { name: 'Billing CLI', plan: 'plan_starter' });
 
     const plan = await cli(['tenant', 'plan', '--tenant', tenant.id, '--plan', 'plan_business']);
     expect(plan.code).toBe(0);
@@ -43,7 +27,7 @@ describe('operator billing CLI (self-hosted)', () => {
       plan: 'plan_business',
       quotas: { investigationsPerMonth: 200, eventsPerMonth: 10000, chatMessagesPerMonth: 5000 },
     });
-    const [row] = await database.db.select().from(tenants).where(eq(tenants.id, tenant.id));
+    const [row] = await cliEnv.database.db.select().from(tenants).where(eq(tenants.id, tenant.id));
     expect(row!.plan).toBe('plan_business');
 
     const credits = await cli(['tenant', 'credits', '--tenant', tenant.id, '--pack', 'investigations_50']);
@@ -55,12 +39,12 @@ describe('operator billing CLI (self-hosted)', () => {
       credits: { investigations: 50, events: 0 },
     });
     await cli(['tenant', 'credits', '--tenant', tenant.id, '--pack', 'events_1000']);
-    const counters = await database.db.select().from(usageCounters).where(eq(usageCounters.tenantId, tenant.id));
+    const counters = await cliEnv.database.db.select().from(usageCounters).where(eq(usageCounters.tenantId, tenant.id));
     expect(counters.map((c) => [c.metric, c.period, c.count, c.credits]).sort()).toEqual([
       ['events', period, 0, 1000],
       ['investigations', period, 0, 50],
     ]);
-    const audited = await database.db
+    const audited = await cliEnv.database.db
       .select()
       .from(auditLog)
       .where(and(eq(auditLog.tenantId, tenant.id), like(auditLog.action, 'billing.%')));
