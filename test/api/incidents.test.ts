@@ -540,15 +540,18 @@ describe('GET and PATCH /v1/incidents/{id}', () => {
       ),
     );
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
-    // Each PATCH moved the status once (create + 4); the investigation a PATCH started may move it
-    // on its own afterwards, so the projection is compared with the workflow once both settle.
+    // The workflow takes them one at a time: each answers the status it set.
+    expect(results.map((r) => r.body.status)).toEqual([...targets]);
+    // Each PATCH's move is recorded. The investigation a PATCH started moves the incident back to
+    // `investigating` on that person's behalf when a later PATCH moved it to `triaging`, so a
+    // status may be recorded twice; the projection is compared with the workflow once both settle.
     const statusEvents = await svc.database.db
       .select()
       .from(events)
       .where(and(eq(events.incidentId, incidentId), eq(events.type, 'incident.status_changed')));
     const byPerson = statusEvents.map((e) => e.payload as { to?: string; actorType?: string });
     for (const status of targets)
-      expect(byPerson.filter((p) => p.to === status && p.actorType !== 'system')).toHaveLength(1);
+      expect(byPerson.filter((p) => p.to === status && p.actorType !== 'system').length).toBeGreaterThanOrEqual(1);
     const settled = await eventually(async () => {
       const state = await svc.client.workflow.getHandle(incidentId).query(getStateQuery);
       const [row] = await svc.database.db.select().from(incidents).where(eq(incidents.id, incidentId));
