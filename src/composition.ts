@@ -29,7 +29,6 @@ import { startTriggerDispatcher } from './triggers/dispatcher.js';
 import { installTemporalRuntimeLogger } from './temporal/runtime-logger.js';
 import { ensureSearchAttributes } from './temporal/search-attributes.js';
 import { downloadUrlKey } from './audit-exports/signed-url.js';
-import { startPeriodEndApplier } from './billing/period-end.js';
 import { billingOf } from './billing/wiring.js';
 import { createWorkerMetrics, serveWorkerMetrics } from './metrics/worker-metrics.js';
 import { loopbackMetricsAddress } from './metrics/sdk-metrics.js';
@@ -293,7 +292,6 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
     { housekeepingSchedule: { client, taskQueue: config.temporal.taskQueue } },
   );
   const notifier = startNotifier({ db: database.db, sql: database.sql, logger });
-  const periodEnd = startPeriodEndApplier({ db: database.db, logger });
   const triggerDispatcher = startTriggerDispatcher({ db: database.db, sql: database.sql, logger, skills, workflows });
   const refresher = startIntegrationRefresher({
     db: database.db,
@@ -319,7 +317,6 @@ export async function startWorker(config: Config, settings: RuntimeSettings, log
       await refresher.stop();
       await triggerDispatcher.stop();
       await notifier.stop();
-      await periodEnd.stop();
       await dispatcher.stop();
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await running.catch(() => undefined);

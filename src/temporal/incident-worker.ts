@@ -93,7 +93,7 @@ export async function createIncidentWorker(options: IncidentWorkerOptions): Prom
     ...workflowSource,
     activities: {
       // The purges the housekeeping schedule's runs call (ADR 0279).
-      ...createHousekeepingActivities({ sql: poolOf(options.db), logger: options.logger }),
+      ...createHousekeepingActivities({ sql: poolOf(options.db), db: options.db, logger: options.logger }),
       ...createActivities({
         db: options.db,
         skills: options.skills,

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type postgres from 'postgres';
 import { releaseHeldAlerts } from '../ingest/release-held.js';
 import type { Client } from '@temporalio/client';
-import { housekeepingPurges } from '../activities/housekeeping.js';
+import { housekeepingPurges, type HousekeepingStore } from '../activities/housekeeping.js';
 import { housekeepingFamilies, type PurgedRows } from '../workflows/messages-housekeeping.js';
 import { startHousekeepingSchedule } from './housekeeping-schedule.js';
 import {
@@ -17,12 +17,11 @@ export type Dispatcher = WorkflowDispatcher;
 
 /**
  * The in-process fallback of the housekeeping schedule (src/temporal/housekeeping-schedule.ts).
- * Once at start and every `intervalMs` (default 60 s), deletes expired rate-limit windows, webhook
- * delivery records, stream tokens, audit entries past their plan's retention, and skill
- * invocation records, notifications and settled trigger firings past theirs.
+ * Once at start and every `intervalMs` (default 60 s), runs every housekeeping family in order:
+ * the purges of expired rows, then the plan downgrades whose billing period has ended.
  */
 export function startHousekeeping(
-  deps: { sql: postgres.Sql; logger: Logger },
+  deps: HousekeepingStore & { logger: Logger },
   options: { intervalMs?: number } = {},
 ): { stop(): Promise<void> } {
   let stopped = false;
@@ -36,7 +35,7 @@ export function startHousekeeping(
       const shouldStop = () => stopped;
       const purged: PurgedRows = {};
       for (const family of housekeepingFamilies) {
-        Object.assign(purged, await housekeepingPurges[family](deps.sql, shouldStop));
+        Object.assign(purged, await housekeepingPurges[family](deps, shouldStop));
       }
       if (Object.values(purged).some((n) => n > 0)) deps.logger.info(purged, 'housekeeping purged expired rows');
     })()

@@ -21,6 +21,7 @@ const summaries: Record<HousekeepingFamily, string> = {
   triggerFirings: 'purge settled trigger firings past their retention',
   identityRows: 'purge expired sign-in states and refresh tokens',
   widgetSessions: 'purge widget sessions 30 days past their deadline, with their events and pushes',
+  planChanges: 'apply the plan downgrades whose billing period has ended',
 };
 
 // A purge deletes in chunks and resumes where it stopped, so a retry is harmless; the next

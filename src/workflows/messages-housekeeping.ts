@@ -17,6 +17,7 @@ export const housekeepingFamilies = [
   'triggerFirings',
   'identityRows',
   'widgetSessions',
+  'planChanges',
 ] as const;
 export type HousekeepingFamily = (typeof housekeepingFamilies)[number];
 

@@ -5,7 +5,6 @@ import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/api/app.js';
 import { createStripeProvider } from '../../src/billing/provider.js';
-import { startPeriodEndApplier } from '../../src/billing/period-end.js';
 import { applyDueChanges } from '../../src/billing/subscription.js';
 import { auditLog } from '../../src/db/schema/audit.js';
 import { billingPayments } from '../../src/db/schema/billing.js';
@@ -416,29 +415,6 @@ describe('plan changes', () => {
       'billing.plan_change_scheduled',
       'billing.plan_changed',
     ]);
-  });
-
-  it("applies a due downgrade from the worker's period-end pass", async () => {
-    const t = await svc.newTenant({ plan: 'plan_pro' });
-    const asked = await api('POST', '/v1/billing/subscription', { token: t.admin, body: { planId: 'plan_starter' } });
-    const end = new Date(asked.body.subscription.pendingChange.effectiveAt);
-    const applier = startPeriodEndApplier(
-      { db: svc.database.db, logger: svc.appDeps.logger, clock: () => end },
-      { intervalMs: 50 },
-    );
-    try {
-      const deadline = Date.now() + 5_000;
-      let plan: string = 'plan_pro';
-      while (plan !== 'plan_starter' && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 50));
-        const [row] = await svc.database.db.select().from(tenants).where(eq(tenants.id, t.tenantId));
-        plan = row!.plan;
-      }
-      expect(plan).toBe('plan_starter');
-    } finally {
-      await applier.stop();
-    }
-    expect((await subscription(t.admin)).pendingChange).toBeNull();
   });
 
   it('refuses plan_enterprise with a contact message', async () => {

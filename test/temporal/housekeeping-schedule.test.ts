@@ -55,6 +55,15 @@ describe('housekeeping on a Temporal Schedule', () => {
       values (${bucket}, date_trunc('minute', now()) - interval '1 hour', 7),
              (${bucket}, date_trunc('minute', now()), 3)`;
 
+    // A downgrade whose period has ended, and one whose period has not.
+    const [due, notYet] = await Promise.all([
+      svc.newTenant({ plan: 'plan_pro' }),
+      svc.newTenant({ plan: 'plan_business' }),
+    ]);
+    await sql`insert into billing_accounts (tenant_id, pending_plan_id, pending_effective_at)
+      values (${due.tenantId}, 'plan_starter', now() - interval '1 second'),
+             (${notYet.tenantId}, 'plan_pro', now() + interval '1 day')`;
+
     const handle = svc.client.schedule.getHandle(scheduleId);
     await handle.unpause('resumed');
     const before = (await handle.describe()).info.recentActions.length;
@@ -72,6 +81,21 @@ describe('housekeeping on a Temporal Schedule', () => {
     const left = await sql<{ count: number }[]>`
       select count from rate_limit_windows where bucket = ${bucket} order by window_start`;
     expect(left.map((row) => row.count)).toEqual([3]);
+
+    // The last family applies the ended period's downgrade, once, as the system; the other waits.
+    expect(purged.planChanges).toBeGreaterThanOrEqual(1);
+    const plans = await sql<{ id: string; plan: string; pending_plan_id: string | null }[]>`
+      select t.id, t.plan, b.pending_plan_id from tenants t join billing_accounts b on b.tenant_id = t.id
+      where t.id in (${due.tenantId}, ${notYet.tenantId}) order by t.id = ${due.tenantId} desc`;
+    expect(plans.map((p) => [p.plan, p.pending_plan_id])).toEqual([
+      ['plan_starter', null],
+      ['plan_business', 'plan_pro'],
+    ]);
+    const changed = await sql<{ actor_type: string; details: unknown }[]>`
+      select actor_type, details from audit_log where tenant_id = ${due.tenantId} and action = 'billing.plan_changed'`;
+    expect(changed).toEqual([
+      { actor_type: 'system', details: { from: 'plan_pro', to: 'plan_starter', paymentId: null } },
+    ]);
 
     // The run's timeline names each purge.
     const history = await run.fetchHistory();
