@@ -134,17 +134,20 @@ export function createWidgetActivities(deps: {
       const session = await findWidgetSession(db, args.tenantId, args.sessionId);
       if (!session || session.status !== 'open' || session.expiresAt.toISOString() !== args.expiresAt) return null;
       const now = clock();
-      const event = await appendWidgetEvent(db, {
-        tenantId: args.tenantId,
-        sessionId: args.sessionId,
-        type: 'session.expiry_warning',
-        data: {
+      // A transaction: its open streams are notified at the commit that makes the event visible.
+      const event = await db.transaction((tx) =>
+        appendWidgetEvent(tx, {
+          tenantId: args.tenantId,
           sessionId: args.sessionId,
-          expiresAt: args.expiresAt,
-          secondsLeft: Math.max(0, Math.round((session.expiresAt.getTime() - now.getTime()) / 1000)),
-        },
-        now,
-      });
+          type: 'session.expiry_warning',
+          data: {
+            sessionId: args.sessionId,
+            expiresAt: args.expiresAt,
+            secondsLeft: Math.max(0, Math.round((session.expiresAt.getTime() - now.getTime()) / 1000)),
+          },
+          now,
+        }),
+      );
       return event.id;
     },
 

@@ -30,15 +30,16 @@ export interface WidgetApiSettings {
   /** The shortest inactivity a tenant may set (`WIDGET_MIN_INACTIVITY_SECONDS`, default 60). */
   minInactivitySeconds: number;
   push: WidgetPushPolicy;
-  /** How often an open stream looks for new events, and sends a heartbeat comment. */
-  streamPollMs: number;
+  /**
+   * The quiet an open stream ends with a heartbeat comment; also how often it reads when no
+   * notification wakes it (one lost while the LISTEN connection was down).
+   */
   streamHeartbeatMs: number;
 }
 
 export const defaultWidgetApiSettings: WidgetApiSettings = {
   minInactivitySeconds: 60,
   push: { maxAttempts: 5, initialIntervalMs: 1000, maximumIntervalMs: 60_000 },
-  streamPollMs: 500,
   streamHeartbeatMs: 15_000,
 };
 

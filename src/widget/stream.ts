@@ -1,10 +1,13 @@
 /**
  * A widget session's Server-Sent Events: its event log from after `Last-Event-ID` (each event's
  * `id` is its row's), then new events as they are written, a heartbeat comment between them,
- * and the end of the stream after `session.closed`.
+ * and the end of the stream after `session.closed`. Between reads the stream waits for a
+ * `widget_events` notification of its session (stream-wakeups.ts), or reads anyway at the
+ * heartbeat interval in case a notification was lost.
  */
 import type { Db } from '../db/client.js';
 import { findWidgetSession, widgetEventsAfter, type WidgetEventRow } from '../db/repositories/widget.js';
+import type { WidgetStreamWaiter, WidgetStreamWakeups } from './stream-wakeups.js';
 
 const PAGE = 100;
 /** What a disconnected EventSource waits before reconnecting (it then sends Last-Event-ID). */
@@ -15,23 +18,15 @@ export const formatWidgetEvent = (e: WidgetEventRow): string =>
 
 export function widgetEventStream(args: {
   db: Db;
+  wakeups: WidgetStreamWakeups;
   tenantId: string;
   sessionId: string;
   afterId: number;
-  pollMs: number;
   heartbeatMs: number;
 }): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let stopped = false;
-  let wake: (() => void) | undefined;
-  const pause = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
+  let waiter: WidgetStreamWaiter | undefined;
 
   return new ReadableStream<Uint8Array>({
     async start(controller) {
@@ -40,7 +35,10 @@ export function widgetEventStream(args: {
       let lastId = args.afterId;
       let lastSent = Date.now();
       try {
+        // Registered (and LISTEN active) before the first read: nothing committed after a read is missed.
+        waiter = await args.wakeups.watch(args.sessionId);
         while (!stopped) {
+          waiter.arm(); // a notification from here on ends the wait below at once
           const events = await widgetEventsAfter(args.db, { ...args, afterId: lastId, limit: PAGE });
           for (const event of events) {
             send(formatWidgetEvent(event));
@@ -59,16 +57,18 @@ export function widgetEventStream(args: {
             send(': heartbeat\n\n');
             lastSent = Date.now();
           }
-          await pause(args.pollMs);
+          if (!(await waiter.wait(args.heartbeatMs - (Date.now() - lastSent)))) break; // the api is stopping
         }
         controller.close();
       } catch (err) {
         if (!stopped) controller.error(err);
+      } finally {
+        waiter?.stop();
       }
     },
     cancel() {
       stopped = true;
-      wake?.();
+      waiter?.wake();
     },
   });
 }

@@ -45,7 +45,6 @@ beforeAll(async () => {
     widget: {
       minInactivitySeconds: 1,
       push: { maxAttempts: 3, initialIntervalMs: 100, maximumIntervalMs: 200 },
-      streamPollMs: 100,
     },
   });
   // The suite's worker, with the receiver's certificate trusted (a private CA, as an operator may have).

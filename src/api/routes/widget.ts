@@ -12,6 +12,7 @@ import {
   type WidgetServiceDeps,
 } from '../../widget/sessions.js';
 import { widgetEventStream } from '../../widget/stream.js';
+import { widgetStreamWakeups } from '../../widget/stream-wakeups.js';
 import type { AppDeps, AppEnv } from '../context.js';
 import { assertStorableInput } from '../middleware/unstorable-input.js';
 import { errorResponses, jsonResponse } from '../schemas/common.js';
@@ -192,10 +193,10 @@ export function registerWidgetRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, wi
     const resume = c.req.valid('header')['last-event-id'] ?? c.req.valid('query').lastEventId;
     const body = widgetEventStream({
       db: deps.db,
+      wakeups: widgetStreamWakeups(deps.sql, deps.logger),
       tenantId: session.tenantId,
       sessionId: session.id,
       afterId: resume ? Number(resume) : 0,
-      pollMs: settings.streamPollMs,
       heartbeatMs: settings.streamHeartbeatMs,
     });
     return c.body(body, 200, {

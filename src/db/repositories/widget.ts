@@ -164,10 +164,18 @@ export async function endWidgetSession(
   });
 }
 
+/** The channel an appended event is notified on (payload: its session id), for the open streams. */
+export const WIDGET_EVENTS_CHANNEL = 'widget_events';
+
+/**
+ * Appends a session's event and notifies its open streams. Called inside a transaction, so the
+ * notification is delivered at its commit, once the row is visible.
+ */
 export async function appendWidgetEvent(
-  tx: Tx,
+  tx: Pick<Db, 'insert' | 'execute'>,
   args: { tenantId: string; sessionId: string; type: WidgetEventType; data: Record<string, unknown>; now: Date },
 ): Promise<WidgetEventRow> {
+  await tx.execute(sql`select pg_notify(${WIDGET_EVENTS_CHANNEL}, ${args.sessionId})`);
   const [row] = await tx
     .insert(widgetSessionEvents)
     .values({
