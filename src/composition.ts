@@ -21,6 +21,7 @@ import { nativeConnectionOptions, securedConnectionOptions } from './temporal/co
 import { createTemporalWorkflowPort } from './temporal/port.js';
 import { defaultWidgetApiSettings } from './widget/sessions.js';
 import { createWidgetSessionPort } from './widget/workflow-port.js';
+import { closeWidgetStreamWakeups } from './widget/stream-wakeups.js';
 import { tracedClientInterceptors } from './tracing/temporal.js';
 import { createTracing } from './tracing/tracing.js';
 import { startDispatcher } from './temporal/reconciler.js';
@@ -176,6 +177,7 @@ export async function startApi(
     async stop() {
       // Open streams would keep server.close() waiting: end them first.
       await hub.close();
+      await closeWidgetStreamWakeups(database.sql); // ends the widget streams too
       await drain(server, API_DRAIN_MS);
       await connection.close();
       await database.close();
