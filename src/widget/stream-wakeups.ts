@@ -46,19 +46,22 @@ export function createWidgetStreamWakeups(deps: { sql: postgres.Sql; logger: Log
   };
 
   function ensureListening(): Promise<postgres.ListenMeta> {
+    if (listening) return listening;
     // onListen runs again after postgres.js reconnects: what was written while it was down is read then.
-    listening ??= deps.sql.listen(
+    const started = deps.sql.listen(
       WIDGET_EVENTS_CHANNEL,
+      // After a reconnect postgres.js's unlisten is a no-op (it re-registers its listeners), hence `closed`.
       (sessionId) => {
-        for (const w of sessions.get(sessionId) ?? []) w.notify();
+        if (!closed) for (const w of sessions.get(sessionId) ?? []) w.notify();
       },
       wakeAll,
     );
-    listening.catch((err: unknown) => {
+    listening = started;
+    started.catch((err: unknown) => {
       deps.logger.warn({ err }, 'LISTEN widget_events failed; widget streams read at their heartbeat until it works');
-      listening = undefined;
+      if (listening === started) listening = undefined; // the next wait tries again
     });
-    return listening;
+    return started;
   }
 
   function newWaiter(sessionId: string): Waiter {

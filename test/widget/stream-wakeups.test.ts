@@ -7,7 +7,7 @@ import postgres from 'postgres';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { widgetSessionEvents } from '../../src/db/schema/widget.js';
 import { createLogger } from '../../src/logger.js';
-import { widgetStreamWakeups } from '../../src/widget/stream-wakeups.js';
+import { closeWidgetStreamWakeups, widgetStreamWakeups } from '../../src/widget/stream-wakeups.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { eventually } from './receiver.js';
 
@@ -210,5 +210,17 @@ describe('the widget session stream, woken by NOTIFY widget_events', () => {
     expect(stream.events).toHaveLength(1);
     await stream.close();
     await registered(0);
+  });
+
+  // Last: it closes this api's listener, as the api's shutdown does (src/composition.ts).
+  it('ends its open streams when the api shuts down', async () => {
+    const s = await openSession();
+    const stream = openStream(s);
+    await registered(1);
+    await closeWidgetStreamWakeups(svc.appDeps.sql);
+    // Only the close can end it this soon: the session is open and the heartbeat is a minute away.
+    await eventually(() => stream.ended(), PROMPT_MS);
+    expect(stream.events).toEqual([]);
+    expect(stream.comments).toEqual([]);
   });
 });
