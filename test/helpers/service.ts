@@ -166,7 +166,7 @@ export interface TestServiceOptions {
   identity?: Partial<IdentitySettings> & { accessTtlSeconds?: number };
   /** The api's public base URL (redirect URIs are made from it); `http://api.test` by default. */
   publicBaseUrl?: string;
-  /** Widget sessions: the shortest inactivity a tenant may set, push retries, stream polling. */
+  /** Widget sessions: the shortest inactivity a tenant may set, push retries, stream heartbeat. */
   widget?: Partial<WidgetApiSettings>;
 }
 

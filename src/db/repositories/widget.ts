@@ -18,6 +18,8 @@ export type WidgetSessionRow = typeof widgetSessions.$inferSelect;
 export type WidgetEventRow = typeof widgetSessionEvents.$inferSelect;
 export type WidgetSubscriptionRow = typeof widgetPushSubscriptions.$inferSelect;
 type Tx = Pick<Db, 'select' | 'insert' | 'update'>;
+/** A real transaction, not the pool: a NOTIFY sent in it is delivered only at its commit. */
+type Transaction = Parameters<Parameters<Db['transaction']>[0]>[0];
 
 export interface WidgetTiming {
   inactivitySeconds: number;
@@ -168,11 +170,11 @@ export async function endWidgetSession(
 export const WIDGET_EVENTS_CHANNEL = 'widget_events';
 
 /**
- * Appends a session's event and notifies its open streams. Called inside a transaction, so the
- * notification is delivered at its commit, once the row is visible.
+ * Appends a session's event and notifies its open streams. Only inside a transaction (its type):
+ * the notification is delivered at its commit, once the row is visible.
  */
 export async function appendWidgetEvent(
-  tx: Pick<Db, 'insert' | 'execute'>,
+  tx: Transaction,
   args: { tenantId: string; sessionId: string; type: WidgetEventType; data: Record<string, unknown>; now: Date },
 ): Promise<WidgetEventRow> {
   await tx.execute(sql`select pg_notify(${WIDGET_EVENTS_CHANNEL}, ${args.sessionId})`);
