@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { bigint, bigserial, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { tenants } from './tenants.js';
 
@@ -70,6 +71,10 @@ export const widgetSessions = pgTable(
     index('widget_sessions_tenant_created_idx').on(t.tenantId, t.createdAt, t.id),
     // Housekeeping finds sessions long past their deadline by it (widget-retention.ts).
     index('widget_sessions_expires_idx').on(t.expiresAt),
+    // A publishable key's open sessions are counted at each opening (its bound, ADR 0293).
+    index('widget_sessions_key_open_idx')
+      .on(t.keyId, t.expiresAt)
+      .where(sql`${t.status} = 'open'`),
   ],
 );
 

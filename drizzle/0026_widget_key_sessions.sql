@@ -1,0 +1,1 @@
+CREATE INDEX "widget_sessions_key_open_idx" ON "widget_sessions" USING btree ("key_id","expires_at") WHERE "widget_sessions"."status" = 'open';
