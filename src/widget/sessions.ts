@@ -27,8 +27,13 @@ import type { WidgetPushPolicy } from './session-messages.js';
 import type { WidgetSessionPort } from './workflow-port.js';
 
 export interface WidgetApiSettings {
-  /** The shortest inactivity a tenant may set (`WIDGET_MIN_INACTIVITY_SECONDS`, default 60). */
+  /** The shortest inactivity a tenant may set (60 s; the tests lower it to run the timers in seconds). */
   minInactivitySeconds: number;
+  /**
+   * How many sessions one publishable key may have open at once (default 1000): the key is public,
+   * so this bounds the workflows and the tenant's rate limit one copied key can hold (ADR 0293).
+   */
+  maxOpenSessionsPerKey: number;
   push: WidgetPushPolicy;
   /**
    * The quiet an open stream ends with a heartbeat comment; also how often it reads when no
@@ -39,6 +44,7 @@ export interface WidgetApiSettings {
 
 export const defaultWidgetApiSettings: WidgetApiSettings = {
   minInactivitySeconds: 60,
+  maxOpenSessionsPerKey: 1000,
   push: { maxAttempts: 5, initialIntervalMs: 1000, maximumIntervalMs: 60_000 },
   streamHeartbeatMs: 15_000,
 };
@@ -57,6 +63,9 @@ export interface WidgetServiceDeps {
   widget: WidgetApiDeps;
 }
 
+/** Each subscription is one more outbound request per event: a session's are bounded (ADR 0293). */
+export const MAX_PUSH_SUBSCRIPTIONS_PER_SESSION = 5;
+
 const notFound = () => new AppError('session_not_found', 'No open widget session has that identifier');
 
 export async function openWidgetSession(
@@ -67,19 +76,29 @@ export async function openWidgetSession(
   const timing = await widgetTiming(deps.db, args.tenant.id);
   const expiresAt = new Date(now.getTime() + timing.inactivitySeconds * 1000);
   const { token, hash } = newSessionToken();
-  const session = await insertWidgetSession(deps.db, {
-    id: newId('wsess', now.getTime()),
-    tenantId: args.tenant.id,
-    tokenHash: hash,
-    keyId: args.keyId,
-    userId: args.userId,
-    origin: args.origin,
-    inactivitySeconds: timing.inactivitySeconds,
-    expiryWarningSeconds: timing.expiryWarningSeconds,
-    lastActivityAt: now,
-    expiresAt,
-    createdAt: now,
-  });
+  const maxOpen = deps.widget.settings.maxOpenSessionsPerKey;
+  const session = await insertWidgetSession(
+    deps.db,
+    {
+      id: newId('wsess', now.getTime()),
+      tenantId: args.tenant.id,
+      tokenHash: hash,
+      keyId: args.keyId,
+      userId: args.userId,
+      origin: args.origin,
+      inactivitySeconds: timing.inactivitySeconds,
+      expiryWarningSeconds: timing.expiryWarningSeconds,
+      lastActivityAt: now,
+      expiresAt,
+      createdAt: now,
+    },
+    maxOpen,
+  );
+  if (!session)
+    throw new AppError(
+      'rate_limit_exceeded',
+      `This widget key has ${maxOpen} open sessions, its most at once; retry when one is closed or has expired`,
+    );
   try {
     await deps.widget.sessions.start({
       tenantId: args.tenant.id,
@@ -192,15 +211,25 @@ export async function subscribeToWidgetSession(
 ): Promise<WidgetSubscriptionRow> {
   await assertPushable(deps.skills, new URL(args.url));
   const id = newId('wsub');
-  return insertWidgetSubscription(deps.db, {
-    id,
-    tenantId: args.tenantId,
-    sessionId: args.sessionId,
-    url: args.url,
-    events: args.events,
-    secretCiphertext: args.secret ? deps.skills.cipher.encrypt(args.secret, secretContext(args.tenantId, id)) : null,
-    createdAt: deps.clock(),
-  });
+  const row = await insertWidgetSubscription(
+    deps.db,
+    {
+      id,
+      tenantId: args.tenantId,
+      sessionId: args.sessionId,
+      url: args.url,
+      events: args.events,
+      secretCiphertext: args.secret ? deps.skills.cipher.encrypt(args.secret, secretContext(args.tenantId, id)) : null,
+      createdAt: deps.clock(),
+    },
+    MAX_PUSH_SUBSCRIPTIONS_PER_SESSION,
+  );
+  if (!row)
+    throw new AppError(
+      'validation_error',
+      `A widget session takes at most ${MAX_PUSH_SUBSCRIPTIONS_PER_SESSION} push subscriptions; open another session for more`,
+    );
+  return row;
 }
 
 export const toSubscriptionView = (row: WidgetSubscriptionRow) => ({

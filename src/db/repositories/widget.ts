@@ -1,5 +1,5 @@
 /** Widget keys, settings, sessions, their event log and push subscriptions; every query names its tenant. */
-import { and, asc, desc, eq, gt, isNull, lte, sql } from 'drizzle-orm';
+import { and, asc, count, desc, eq, gt, isNull, lte, sql } from 'drizzle-orm';
 import type { Db } from '../client.js';
 import { olderThan } from '../keyset.js';
 import {
@@ -88,9 +88,35 @@ export async function activeKeyByHash(db: Db, keyHash: string): Promise<WidgetKe
   return row;
 }
 
-export async function insertWidgetSession(db: Db, row: typeof widgetSessions.$inferInsert): Promise<WidgetSessionRow> {
-  const [created] = await db.insert(widgetSessions).values(row).returning();
-  return created!;
+/**
+ * Inserts a session; one opened with a key only while that key has fewer than `maxOpenPerKey`
+ * open sessions before their deadline (undefined otherwise). The count and the insert hold the
+ * key's advisory lock, so concurrent openings cannot pass the bound together.
+ */
+export async function insertWidgetSession(
+  db: Db,
+  row: typeof widgetSessions.$inferInsert & { createdAt: Date },
+  maxOpenPerKey: number,
+): Promise<WidgetSessionRow | undefined> {
+  return db.transaction(async (tx) => {
+    if (row.keyId) {
+      await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`widget_key:${row.keyId}`}, 0))`);
+      const [open] = await tx
+        .select({ n: count() })
+        .from(widgetSessions)
+        .where(
+          and(
+            eq(widgetSessions.tenantId, row.tenantId),
+            eq(widgetSessions.keyId, row.keyId),
+            eq(widgetSessions.status, 'open'),
+            gt(widgetSessions.expiresAt, row.createdAt),
+          ),
+        );
+      if (open!.n >= maxOpenPerKey) return undefined;
+    }
+    const [created] = await tx.insert(widgetSessions).values(row).returning();
+    return created!;
+  });
 }
 
 /** The session a token names, whatever its state (the caller judges open and unexpired). */
@@ -217,12 +243,31 @@ export async function findWidgetEvent(db: Db, tenantId: string, eventId: number)
   return row;
 }
 
+/**
+ * Inserts a subscription while its session has fewer than `max` (of any status; undefined
+ * otherwise). The session's row is locked meanwhile, so concurrent subscriptions cannot pass the bound together.
+ */
 export async function insertWidgetSubscription(
   db: Db,
   row: typeof widgetPushSubscriptions.$inferInsert,
-): Promise<WidgetSubscriptionRow> {
-  const [created] = await db.insert(widgetPushSubscriptions).values(row).returning();
-  return created!;
+  max: number,
+): Promise<WidgetSubscriptionRow | undefined> {
+  return db.transaction(async (tx) => {
+    await tx
+      .select({ id: widgetSessions.id })
+      .from(widgetSessions)
+      .where(and(eq(widgetSessions.tenantId, row.tenantId), eq(widgetSessions.id, row.sessionId)))
+      .for('update');
+    const [existing] = await tx
+      .select({ n: count() })
+      .from(widgetPushSubscriptions)
+      .where(
+        and(eq(widgetPushSubscriptions.tenantId, row.tenantId), eq(widgetPushSubscriptions.sessionId, row.sessionId)),
+      );
+    if (existing!.n >= max) return undefined;
+    const [created] = await tx.insert(widgetPushSubscriptions).values(row).returning();
+    return created!;
+  });
 }
 
 /** The session's active subscriptions that asked for this event type. */
