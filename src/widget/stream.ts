@@ -6,7 +6,12 @@
  * heartbeat interval in case a notification was lost.
  */
 import type { Db } from '../db/client.js';
-import { findWidgetSession, widgetEventsAfter, type WidgetEventRow } from '../db/repositories/widget.js';
+import {
+  endWidgetSession,
+  findWidgetSession,
+  widgetEventsAfter,
+  type WidgetEventRow,
+} from '../db/repositories/widget.js';
 import type { WidgetStreamWaiter, WidgetStreamWakeups } from './stream-wakeups.js';
 
 const PAGE = 100;
@@ -23,6 +28,7 @@ export function widgetEventStream(args: {
   sessionId: string;
   afterId: number;
   heartbeatMs: number;
+  clock: () => Date;
 }): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let stopped = false;
@@ -52,6 +58,14 @@ export function widgetEventStream(args: {
             // Ended without its closing event in reach (written before this stream's Last-Event-ID).
             const session = await findWidgetSession(args.db, args.tenantId, args.sessionId);
             if (!session || session.status !== 'open') break;
+            // Past its deadline while its workflow is late (the worker down or busy): the stream
+            // ends it as the workflow would, and reads the `session.closed` it appended (or theirs).
+            const now = args.clock();
+            if (session.expiresAt <= now) {
+              const { tenantId, sessionId } = args;
+              await endWidgetSession(args.db, { tenantId, sessionId, status: 'expired', reason: 'inactivity', now });
+              continue;
+            }
           }
           if (Date.now() - lastSent >= args.heartbeatMs) {
             send(': heartbeat\n\n');

@@ -198,6 +198,7 @@ export function registerWidgetRoutes(app: OpenAPIHono<AppEnv>, deps: AppDeps, wi
       sessionId: session.id,
       afterId: resume ? Number(resume) : 0,
       heartbeatMs: settings.streamHeartbeatMs,
+      clock: deps.clock,
     });
     return c.body(body, 200, {
       'content-type': 'text/event-stream; charset=utf-8',
