@@ -1,0 +1,121 @@
+/**
+ * Defects found reviewing the widget, each shown failing before its fix: unbounded push
+ * subscriptions per session, unbounded open sessions per publishable key, a 500 on a malformed
+ * session path, and an open stream outliving its session's deadline. No worker runs here: the
+ * sessions' workflows never start, so only the api's own checks act on them.
+ */
+import { and, eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { widgetPushSubscriptions, widgetSessions } from '../../src/db/schema/widget.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+import { readEvents } from './receiver.js';
+
+const PORTAL = 'https://portal.example.com';
+
+let svc: TestService;
+let tenant: { tenantId: string; admin: string; member: string };
+
+const newKey = async () => {
+  const res = await svc.api('POST', '/v1/widget/keys', {
+    token: tenant.admin,
+    body: { name: 'portal', allowedOrigins: [PORTAL] },
+  });
+  expect(res.status).toBe(201);
+  return res.body.key as string;
+};
+const open = (key: string) => svc.api('POST', '/v1/widget/sessions', { token: key, headers: { origin: PORTAL } });
+const subscribe = (s: { sessionId: string; token: string }, url: string) =>
+  svc.api('POST', `/v1/widget/sessions/${s.sessionId}/push`, {
+    token: s.token,
+    body: { url, events: ['message.complete'] },
+  });
+
+beforeAll(async () => {
+  svc = await startTestService({
+    withoutWorker: true,
+    skills: { allowedNetworks: ['127.0.0.1/32'] },
+    widget: { minInactivitySeconds: 1, streamHeartbeatMs: 200, maxOpenSessionsPerKey: 2 },
+  });
+  tenant = await svc.newTenant();
+});
+
+afterAll(async () => {
+  await svc?.stop();
+});
+
+describe('widget review', () => {
+  it('bounds the push subscriptions of a session, and refuses private, mapped and credentialed push URLs', async () => {
+    const s = (await svc.api('POST', '/v1/widget/sessions', { token: tenant.member })).body;
+    for (let i = 0; i < 5; i++) expect((await subscribe(s, `https://127.0.0.1:9/hook-${i}`)).status).toBe(201);
+    const sixth = await subscribe(s, 'https://127.0.0.1:9/hook-5');
+    expect([sixth.status, sixth.body.error]).toEqual([400, 'validation_error']);
+    expect(sixth.body.message).toContain('5 push subscriptions');
+    const rows = await svc.database.db
+      .select()
+      .from(widgetPushSubscriptions)
+      .where(
+        and(eq(widgetPushSubscriptions.tenantId, tenant.tenantId), eq(widgetPushSubscriptions.sessionId, s.sessionId)),
+      );
+    expect(rows).toHaveLength(5);
+
+    const t = (await svc.api('POST', '/v1/widget/sessions', { token: tenant.member })).body;
+    for (const url of [
+      'https://[::1]/hook',
+      'https://[::ffff:10.0.0.1]/hook',
+      'https://[::ffff:a00:1]/hook',
+      'https://0xa000001/hook',
+      'https://169.254.169.254/latest/meta-data',
+      'https://[fd00::1]/hook',
+      'https://user:pass@127.0.0.1:9/hook',
+      `https://example.com/${'a'.repeat(2100)}`,
+      'HTTP://127.0.0.1:9/hook',
+    ]) {
+      const res = await subscribe(t, url);
+      expect([res.status, res.body.error], url).toEqual([400, 'validation_error']);
+    }
+  });
+
+  it('bounds the open sessions of one publishable key (429), not its tenant’s members nor its other keys', async () => {
+    const key = await newKey();
+    const first = await open(key);
+    const second = await open(key);
+    expect([first.status, second.status]).toEqual([201, 201]);
+    const third = await open(key);
+    expect([third.status, third.body.error]).toEqual([429, 'rate_limit_exceeded']);
+    expect(third.body.message).toContain('2 open sessions');
+    expect((await open(await newKey())).status).toBe(201);
+    expect((await svc.api('POST', '/v1/widget/sessions', { token: tenant.member })).status).toBe(201);
+    const closed = await svc.api('DELETE', `/v1/widget/sessions/${first.body.sessionId}`, { token: first.body.token });
+    expect(closed.status).toBe(204);
+    expect((await open(key)).status).toBe(201);
+  });
+
+  it('answers a malformed session path with a token as an unknown session, not a 500', async () => {
+    const s = (await svc.api('POST', '/v1/widget/sessions', { token: tenant.member })).body;
+    const res = await svc.api('POST', '/v1/widget/sessions/%E0%A4%A/messages', {
+      token: s.token,
+      body: { message: 'hello' },
+    });
+    expect([res.status, res.body.error]).toEqual([401, 'unauthorized']);
+  });
+
+  it('ends an open stream at its session’s deadline with session.closed even when no workflow has expired it', async () => {
+    const put = await svc.api('PUT', '/v1/widget/settings', {
+      token: tenant.admin,
+      body: { sessionInactivitySeconds: 1, expiryWarningSeconds: 0 },
+    });
+    expect(put.status).toBe(200);
+    const s = (await svc.api('POST', '/v1/widget/sessions', { token: tenant.member })).body;
+    const url = `${svc.baseUrl}/v1/widget/sessions/${s.sessionId}/stream?token=${s.token}`;
+    const started = Date.now();
+    const read = await readEvents(url, {}, () => false, 6000);
+    expect(read.status).toBe(200);
+    expect(read.ended).toBe(true);
+    expect(Date.now() - started).toBeLessThan(3000);
+    // The stream expired it as its workflow would have, and said so before it ended.
+    expect(read.events.map((e) => [e.event, e.data.reason])).toEqual([['session.closed', 'inactivity']]);
+    const [row] = await svc.database.db.select().from(widgetSessions).where(eq(widgetSessions.id, s.sessionId));
+    expect([row!.status, row!.closeReason]).toEqual(['expired', 'inactivity']);
+    expect((await fetch(url)).status).toBe(404);
+  });
+});
