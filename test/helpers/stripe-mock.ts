@@ -49,7 +49,11 @@ async function listening(port: number, child: ChildProcess): Promise<void> {
 
 export async function startStripeMock(): Promise<StripeMock> {
   const port = await freePort();
-  const child = spawn(binary(), ['-http-addr', `127.0.0.1:${port}`], { stdio: 'ignore' });
+  // Its HTTPS listener would take the fixed port 12112 and fail a second stripe-mock (test files
+  // run in parallel): the system picks that port too.
+  const child = spawn(binary(), ['-http-addr', `127.0.0.1:${port}`, '-https-addr', '127.0.0.1:'], {
+    stdio: 'ignore',
+  });
   await listening(port, child);
   const mock: StripeMock = {
     url: '',
