@@ -1,4 +1,11 @@
-import { dueChanges, findAccount, insertPayment, lockAccount } from '../db/repositories/billing.js';
+import {
+  dueChanges,
+  findAccount,
+  findPendingUpgrade,
+  insertPayment,
+  lockAccount,
+  type PaymentRow,
+} from '../db/repositories/billing.js';
 import { findTenant } from '../db/repositories/tenants.js';
 import { remainingOf } from '../db/repositories/usage.js';
 import type { TenantRow } from '../db/schema/tenants.js';
@@ -115,6 +122,13 @@ export type PlanChangeOutcome =
   | { outcome: 'unchanged' | 'applied' | 'scheduled' | 'canceled'; subscription: SubscriptionView }
   | { outcome: 'payment_required'; payment: PaymentView; subscription: SubscriptionView };
 
+/** Another plan while an upgrade awaits its payment: once paid, the upgrade would undo it. */
+const awaitingPayment = (row: PaymentRow) =>
+  new AppError(
+    'conflict',
+    `An upgrade to ${row.item} (${row.id}) awaits its payment; it must succeed or fail before another plan change`,
+  );
+
 const enterpriseRefusal = () =>
   new AppError(
     'plan_by_arrangement',
@@ -152,6 +166,8 @@ export async function changePlan(deps: BillingDeps, by: BillingActor, planId: Pl
     });
     return { outcome: canceled ? 'canceled' : 'unchanged', subscription: await view() };
   }
+  const pending = await findPendingUpgrade(deps.db, tenant.id);
+  if (pending && pending.item !== planId) throw awaitingPayment(pending);
 
   if (planRank(planId) < planRank(tenant.plan)) {
     const above = await usageAbove(deps, tenant, planId);
@@ -165,6 +181,8 @@ export async function changePlan(deps: BillingDeps, by: BillingActor, planId: Pl
     const { end } = subscriptionPeriod(now);
     await deps.db.transaction(async (tx) => {
       await lockAccount(tx, tenant.id);
+      const raced = await findPendingUpgrade(tx, tenant.id);
+      if (raced) throw awaitingPayment(raced);
       await schedulePlan(tx, {
         tenantId: tenant.id,
         from: tenant.plan,
@@ -178,7 +196,8 @@ export async function changePlan(deps: BillingDeps, by: BillingActor, planId: Pl
   }
 
   const cents = proratedUpgradeCents(tenant.plan, planId, now);
-  if (cents < MIN_CHARGE_CENTS) {
+  // A pending upgrade to this plan stays the one charge, even once the rest of the month is free.
+  if (cents < MIN_CHARGE_CENTS && !pending) {
     await deps.db.transaction(async (tx) => {
       await lockAccount(tx, tenant.id);
       await applyPlan(tx, {
@@ -202,12 +221,7 @@ export async function changePlan(deps: BillingDeps, by: BillingActor, planId: Pl
     idempotencyKey: `upgrade:${ulid()}`,
     requestedBy: by.userId,
   });
-  if (!created && row.item !== planId) {
-    throw new AppError(
-      'conflict',
-      `An upgrade to ${row.item} (${row.id}) awaits its payment; it must succeed or fail before another upgrade`,
-    );
-  }
+  if (!created && row.item !== planId) throw awaitingPayment(row);
   const payment = await ensureProviderPayment(
     deps,
     provider,

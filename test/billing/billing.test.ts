@@ -331,10 +331,14 @@ describe('credit purchase and the provider webhook', () => {
         body: 'The payment of 199 USD for investigations_50 failed (Your card was declined.); nothing changed.',
       },
     ]);
-    // A success after the failure changes nothing.
-    const late = await deliver(await paymentEvent('payment_intent.succeeded', payment));
-    expect(late.body.outcome).toBe('ignored');
+    // Another declined attempt changes nothing and tells no one again (a later success applies:
+    // test/billing/review.test.ts).
+    const again = await deliver(await paymentEvent('payment_intent.payment_failed', payment));
+    expect(again.body.outcome).toBe('ignored');
     expect((await subscription(t.admin)).credits.investigations).toBe(0);
+    expect(
+      await svc.database.db.select().from(notifications).where(eq(notifications.tenantId, t.tenantId)),
+    ).toHaveLength(1);
   });
 });
 

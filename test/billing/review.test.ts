@@ -1,0 +1,214 @@
+/**
+ * Defects found reviewing the payments path: plan changes while an upgrade awaits its payment, a
+ * payment confirmed after the plan moved past it, and a payment that succeeds after a declined
+ * attempt (Stripe's PaymentIntent goes back to requires_payment_method and can be paid again).
+ */
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { and, eq } from 'drizzle-orm';
+import Stripe from 'stripe';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/api/app.js';
+import { operatorSetPlan } from '../../src/billing/operator.js';
+import { createStripeProvider } from '../../src/billing/provider.js';
+import { billingPayments, billingWebhookEvents } from '../../src/db/schema/billing.js';
+import { events } from '../../src/db/schema/events.js';
+import { tenants } from '../../src/db/schema/tenants.js';
+import { subscriptionPeriod } from '../../src/domain/plans.js';
+import { startTestService, type ApiResponse, type TestService } from '../helpers/service.js';
+import { startStripeMock, type StripeMock } from '../helpers/stripe-mock.js';
+
+const WEBHOOK_SECRET = 'whsec_test_billing_review_0123456789';
+const stripe = new Stripe('sk_test_123');
+
+let svc: TestService;
+let mock: StripeMock;
+let server: ServerType;
+let baseUrl: string;
+/** The api's clock: real time unless a test moves it (to the last seconds of a month). */
+let frozen: Date | null = null;
+
+beforeAll(async () => {
+  [svc, mock] = await Promise.all([startTestService({ withoutWorker: true }), startStripeMock()]);
+  const provider = createStripeProvider({
+    secretKey: 'sk_test_123',
+    apiUrl: new URL(mock.url),
+    webhookSecret: WEBHOOK_SECRET,
+    timeoutMs: 5_000,
+    webhookToleranceSeconds: 300,
+  });
+  const app = createApp({ ...svc.appDeps, clock: () => frozen ?? new Date(), billing: { provider } });
+  server = await new Promise<ServerType>((resolve) => {
+    const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
+  });
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await new Promise<void>((resolve) => server?.close(() => resolve()));
+  await mock?.stop();
+  await svc?.stop();
+});
+
+async function api(
+  method: string,
+  path: string,
+  opts: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+): Promise<ApiResponse> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  let body = opts.raw;
+  if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers['content-type'] = 'application/json';
+  }
+  const res = await fetch(`${baseUrl}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : text };
+}
+
+const askPlan = (token: string, planId: string) => api('POST', '/v1/billing/subscription', { token, body: { planId } });
+
+interface PaymentRef {
+  providerPaymentId: string;
+  amountUsd: number;
+  tenantId: string;
+  paymentId: string;
+}
+
+/** A Stripe event around the PaymentIntent stripe-mock serves, adjusted to our payment (as billing.test.ts). */
+async function paymentEvent(type: 'payment_intent.succeeded' | 'payment_intent.payment_failed', payment: PaymentRef) {
+  const served = (await (
+    await fetch(`${mock.url}/v1/payment_intents/${payment.providerPaymentId}`, {
+      headers: { authorization: 'Bearer sk_test_123' },
+    })
+  ).json()) as Stripe.PaymentIntent;
+  const failed = type === 'payment_intent.payment_failed';
+  const cents = Math.round(payment.amountUsd * 100);
+  const intent = {
+    ...served,
+    id: payment.providerPaymentId,
+    amount: cents,
+    amount_received: failed ? 0 : cents,
+    currency: 'usd',
+    status: failed ? 'requires_payment_method' : 'succeeded',
+    metadata: { tenantId: payment.tenantId, paymentId: payment.paymentId },
+    last_payment_error: failed
+      ? { type: 'card_error', code: 'card_declined', message: 'Your card was declined.' }
+      : null,
+  };
+  return {
+    id: `evt_${Math.random().toString(36).slice(2, 16)}`,
+    object: 'event',
+    api_version: '2025-10-29.clover',
+    created: Math.floor(Date.now() / 1000),
+    data: { object: intent },
+    livemode: false,
+    pending_webhooks: 1,
+    request: { id: null, idempotency_key: null },
+    type,
+  };
+}
+
+function deliver(event: unknown) {
+  const payload = JSON.stringify(event);
+  const header = stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
+  return api('POST', '/v1/billing/webhook', {
+    raw: payload,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': header },
+  });
+}
+
+const planOf = async (tenantId: string) =>
+  (await svc.database.db.select().from(tenants).where(eq(tenants.id, tenantId)))[0]!.plan;
+
+const paymentRow = async (paymentId: string) =>
+  (await svc.database.db.select().from(billingPayments).where(eq(billingPayments.id, paymentId)))[0]!;
+
+describe('a plan change while an upgrade awaits its payment', () => {
+  it('refuses a downgrade with 409 conflict, so the paid upgrade does not silently drop it', async () => {
+    const t = await svc.newTenant({ plan: 'plan_pro' });
+    const up = await askPlan(t.admin, 'plan_business');
+    expect([up.status, up.body.outcome]).toEqual([202, 'payment_required']);
+    const down = await askPlan(t.admin, 'plan_starter');
+    expect([down.status, down.body.error]).toEqual([409, 'conflict']);
+    expect(down.body.message).toContain(up.body.payment.paymentId);
+    expect((await api('GET', '/v1/billing/subscription', { token: t.admin })).body.pendingChange).toBeNull();
+    const scheduled = await svc.database.db
+      .select()
+      .from(events)
+      .where(and(eq(events.tenantId, t.tenantId), eq(events.type, 'billing.plan_change_scheduled')));
+    expect(scheduled).toHaveLength(0);
+  });
+
+  it('refuses a free end-of-month upgrade to another plan with 409, and the pending payment still applies alone', async () => {
+    const t = await svc.newTenant({ plan: 'plan_starter' });
+    const up = await askPlan(t.admin, 'plan_pro');
+    expect(up.status).toBe(202);
+    // 30 seconds before the period ends, starter to business costs less than the 0.50 USD minimum.
+    frozen = new Date(subscriptionPeriod(new Date()).end.getTime() - 30_000);
+    try {
+      const other = await askPlan(t.admin, 'plan_business');
+      expect([other.status, other.body.error]).toEqual([409, 'conflict']);
+    } finally {
+      frozen = null;
+    }
+    expect(await planOf(t.tenantId)).toBe('plan_starter');
+    const paid = await deliver(
+      await paymentEvent('payment_intent.succeeded', { ...up.body.payment, tenantId: t.tenantId }),
+    );
+    expect(paid.body.outcome).toBe('applied');
+    expect(await planOf(t.tenantId)).toBe('plan_pro');
+  });
+});
+
+describe('an upgrade confirmed after the plan moved past it', () => {
+  it('does not move the tenant back down to the older, cheaper plan', async () => {
+    const t = await svc.newTenant({ plan: 'plan_starter' });
+    const up = await askPlan(t.admin, 'plan_pro');
+    expect(up.status).toBe(202);
+    // Terms agreed by hand meanwhile: the operator moves the tenant to business.
+    expect(await operatorSetPlan(svc.database.db, t.tenantId, 'plan_business')).toEqual({ from: 'plan_starter' });
+
+    const event = await paymentEvent('payment_intent.succeeded', { ...up.body.payment, tenantId: t.tenantId });
+    const late = await deliver(event);
+    expect([late.status, late.body.outcome]).toEqual([200, 'ignored']);
+    expect(await planOf(t.tenantId)).toBe('plan_business');
+    // The money was taken: the row says so, and the claimed event says why nothing applied.
+    expect((await paymentRow(up.body.payment.paymentId)).status).toBe('succeeded');
+    const [claimed] = await svc.database.db
+      .select()
+      .from(billingWebhookEvents)
+      .where(eq(billingWebhookEvents.eventId, event.id));
+    expect(claimed!.outcome).toMatch(/already on plan_business/);
+    const changed = await svc.database.db
+      .select()
+      .from(events)
+      .where(and(eq(events.tenantId, t.tenantId), eq(events.type, 'billing.plan_changed')));
+    expect(changed.map((e) => (e.payload as { to: string }).to)).toEqual(['plan_business']);
+  });
+});
+
+describe('a payment that succeeds after a declined attempt', () => {
+  it('applies the credits: a declined card leaves the PaymentIntent payable with another one', async () => {
+    const t = await svc.newTenant({ plan: 'plan_starter' });
+    const bought = await api('POST', '/v1/billing/credits', {
+      token: t.admin,
+      body: { pack: 'events_1000' },
+      headers: { 'idempotency-key': 'declined-then-paid' },
+    });
+    expect(bought.status).toBe(202);
+    const payment = { ...bought.body, tenantId: t.tenantId };
+    const declined = await deliver(await paymentEvent('payment_intent.payment_failed', payment));
+    expect(declined.body.outcome).toBe('failed');
+    expect((await api('GET', '/v1/billing/subscription', { token: t.admin })).body.credits.events).toBe(0);
+
+    const paid = await deliver(await paymentEvent('payment_intent.succeeded', payment));
+    expect([paid.status, paid.body.outcome]).toEqual([200, 'applied']);
+    expect((await api('GET', '/v1/billing/subscription', { token: t.admin })).body.credits.events).toBe(1000);
+    expect(await paymentRow(payment.paymentId)).toMatchObject({ status: 'succeeded', failureMessage: null });
+    // Once paid, a late decline of an earlier attempt changes nothing.
+    const lateDecline = await deliver(await paymentEvent('payment_intent.payment_failed', payment));
+    expect(lateDecline.body.outcome).toBe('ignored');
+    expect((await paymentRow(payment.paymentId)).status).toBe('succeeded');
+  });
+});
