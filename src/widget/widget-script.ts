@@ -10,8 +10,11 @@ export const WIDGET_SCRIPT = String.raw`(function () {
   var script = document.currentScript;
   if (!script) return;
   var api = script.getAttribute('data-api') || new URL(script.src).origin;
+  // The page's query string names the key only when the tag asks (the demo): otherwise a link to
+  // the portal could carry a key of anyone's tenant that allows the portal's origin.
+  var keyQuery = script.getAttribute('data-key-query');
   var key = script.getAttribute('data-key') ||
-    new URLSearchParams(location.search).get(script.getAttribute('data-key-query') || 'key') || '';
+    (keyQuery ? new URLSearchParams(location.search).get(keyQuery) : '') || '';
   var session = null;
   var stream = null;
   var shown = {};

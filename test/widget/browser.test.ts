@@ -8,6 +8,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { createActivities } from '../../src/activities/index.js';
+import { WIDGET_SCRIPT } from '../../src/widget/widget-script.js';
 import { incidentWorkerInterceptors } from '../../src/temporal/incident-worker.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { seedHistory } from '../memory/fixtures/history.js';
@@ -78,4 +79,31 @@ it('opens a session from the demo page, asks a question and shows the reply with
   await expect.poll(() => page.locator('.iw-status').textContent(), { timeout: 10_000 }).not.toBe('Reconnecting…');
   expect(await page.locator('.iw-assistant').count()).toBe(1);
   expect(problems).toEqual([]);
+});
+
+it('reads a key from the page’s query string only when the script tag asks for it (data-key-query)', async () => {
+  const tenant = await svc.newTenant();
+  // Plain http, so the api's http script is no mixed content; the origin plays no part here.
+  const portal = 'http://portal.test';
+  // Anyone can make a key of their own tenant for the portal's origin and link to the portal with it.
+  const foreign = await svc.api('POST', '/v1/widget/keys', {
+    token: tenant.admin,
+    body: { name: 'foreign', allowedOrigins: ['https://portal.example.com'] },
+  });
+  expect(foreign.status).toBe(201);
+  const page = await browser.newPage();
+  // The portal and its copy of widget.js, served by the browser itself (no page of ours is involved).
+  await page.route(`${portal}/**`, (route) =>
+    route.request().url().endsWith('/widget.js')
+      ? route.fulfill({ contentType: 'text/javascript', body: WIDGET_SCRIPT })
+      : route.fulfill({
+          contentType: 'text/html',
+          body: '<!doctype html><title>Help</title><div id="incident-widget"></div><script src="/widget.js" defer></script>',
+        }),
+  );
+  await page.goto(`${portal}/help?key=${encodeURIComponent(foreign.body.key)}`);
+  await expect
+    .poll(() => page.locator('.iw-status').textContent({ timeout: 1000 }), { timeout: 10_000 })
+    .toBe('No widget key: add data-key to the script tag');
+  await page.close();
 });
