@@ -90,6 +90,15 @@ describe('widget review', () => {
     expect((await open(key)).status).toBe(201);
   });
 
+  it('refuses a wildcard in a key’s allowed origins, which no browser sends and so would never match', async () => {
+    const res = await svc.api('POST', '/v1/widget/keys', {
+      token: tenant.admin,
+      body: { name: 'wild', allowedOrigins: ['https://*.example.com'] },
+    });
+    expect([res.status, res.body.error]).toEqual([400, 'validation_error']);
+    expect(res.body.message).toContain('wildcard');
+  });
+
   it('answers a malformed session path with a token as an unknown session, not a 500', async () => {
     const s = (await svc.api('POST', '/v1/widget/sessions', { token: tenant.member })).body;
     const res = await svc.api('POST', '/v1/widget/sessions/%E0%A4%A/messages', {

@@ -91,6 +91,9 @@ const toKeyView = (row: WidgetKeyRow) => ({
 
 function origins(values: string[]): string[] {
   const canonical = values.map((v) => {
+    // A browser's Origin never holds `*`: such an entry would silently match nothing.
+    if (v.includes('*'))
+      throw new AppError('validation_error', `allowedOrigins: ${v} is a wildcard; list each origin the widget runs on`);
     const origin = canonicalOrigin(v);
     if (!origin)
       throw new AppError(
