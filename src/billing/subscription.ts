@@ -1,4 +1,5 @@
 import {
+  abandonUnreachedPayment,
   dueChanges,
   findAccount,
   findPendingUpgrade,
@@ -129,6 +130,18 @@ const awaitingPayment = (row: PaymentRow) =>
     `An upgrade to ${row.item} (${row.id}) awaits its payment; it must succeed or fail before another plan change`,
   );
 
+/**
+ * The upgrade awaiting its payment, if any. One to another plan that never reached the provider
+ * (it was down) is failed instead: nobody holds its client secret, and it would block every change.
+ */
+async function pendingUpgrade(deps: BillingDeps, tenantId: string, planId: PlanId): Promise<PaymentRow | undefined> {
+  const pending = await findPendingUpgrade(deps.db, tenantId);
+  if (!pending || pending.item === planId || pending.providerPaymentId !== null) return pending;
+  const reason = 'never reached the payment provider; abandoned for another plan change';
+  if (await abandonUnreachedPayment(deps.db, { tenantId, paymentId: pending.id, reason })) return undefined;
+  return findPendingUpgrade(deps.db, tenantId);
+}
+
 const enterpriseRefusal = () =>
   new AppError(
     'plan_by_arrangement',
@@ -166,7 +179,7 @@ export async function changePlan(deps: BillingDeps, by: BillingActor, planId: Pl
     });
     return { outcome: canceled ? 'canceled' : 'unchanged', subscription: await view() };
   }
-  const pending = await findPendingUpgrade(deps.db, tenant.id);
+  const pending = await pendingUpgrade(deps, tenant.id, planId);
   if (pending && pending.item !== planId) throw awaitingPayment(pending);
 
   if (planRank(planId) < planRank(tenant.plan)) {

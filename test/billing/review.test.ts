@@ -212,3 +212,48 @@ describe('a payment that succeeds after a declined attempt', () => {
     expect((await paymentRow(payment.paymentId)).status).toBe('succeeded');
   });
 });
+
+describe('an upgrade that never reached the provider', () => {
+  it('does not block another plan change: nobody holds a client secret to pay it', async () => {
+    const t = await svc.newTenant({ plan: 'plan_pro' });
+    mock.failing = true;
+    try {
+      const down = await askPlan(t.admin, 'plan_business');
+      expect([down.status, down.body.error]).toEqual([502, 'provider_unavailable']);
+    } finally {
+      mock.failing = false;
+    }
+    const [stuck] = await svc.database.db
+      .select()
+      .from(billingPayments)
+      .where(eq(billingPayments.tenantId, t.tenantId));
+    expect(stuck).toMatchObject({ kind: 'upgrade', status: 'pending', providerPaymentId: null });
+
+    const cheaper = await askPlan(t.admin, 'plan_starter');
+    expect([cheaper.status, cheaper.body.outcome]).toEqual([200, 'scheduled']);
+    expect(await paymentRow(stuck!.id)).toMatchObject({ status: 'failed', clientSecret: null });
+    expect((await paymentRow(stuck!.id)).failureMessage).toMatch(/never reached the payment provider/);
+    // The same upgrade asked again is a new charge, made at the provider this time.
+    const again = await askPlan(t.admin, 'plan_business');
+    expect([again.status, again.body.outcome]).toEqual([202, 'payment_required']);
+    expect(again.body.payment.paymentId).not.toBe(stuck!.id);
+    expect(again.body.payment.providerPaymentId).toMatch(/^pi_/);
+  });
+
+  it('still answers a retry of the same upgrade with the same payment', async () => {
+    const t = await svc.newTenant({ plan: 'plan_starter' });
+    mock.failing = true;
+    try {
+      expect((await askPlan(t.admin, 'plan_pro')).status).toBe(502);
+    } finally {
+      mock.failing = false;
+    }
+    const [first] = await svc.database.db
+      .select()
+      .from(billingPayments)
+      .where(eq(billingPayments.tenantId, t.tenantId));
+    const retry = await askPlan(t.admin, 'plan_pro');
+    expect([retry.status, retry.body.payment.paymentId]).toEqual([202, first!.id]);
+    expect(retry.body.payment.providerPaymentId).toMatch(/^pi_/);
+  });
+});

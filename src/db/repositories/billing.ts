@@ -145,6 +145,29 @@ export async function saveProviderPayment(
   return rows[0]!;
 }
 
+/**
+ * Fails a pending payment the provider never answered for (no provider id, so no client secret was
+ * handed out and nobody can pay it); false when it got one meanwhile or was settled.
+ */
+export async function abandonUnreachedPayment(
+  db: Pick<Db, 'update'>,
+  args: { tenantId: string; paymentId: string; reason: string },
+): Promise<boolean> {
+  const rows = await db
+    .update(billingPayments)
+    .set({ status: 'failed', failureMessage: args.reason, settledAt: sql`now()` })
+    .where(
+      and(
+        eq(billingPayments.tenantId, args.tenantId),
+        eq(billingPayments.id, args.paymentId),
+        eq(billingPayments.status, 'pending'),
+        sql`${billingPayments.providerPaymentId} is null`,
+      ),
+    )
+    .returning({ id: billingPayments.id });
+  return rows.length > 0;
+}
+
 export async function lockPayment(
   tx: Pick<Db, 'select'>,
   tenantId: string,
