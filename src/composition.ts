@@ -130,7 +130,7 @@ export async function startApi(
       realtime: { hub },
       widget: {
         sessions: createWidgetSessionPort(client, config.temporal.taskQueue),
-        settings: defaultWidgetApiSettings,
+        settings: { ...defaultWidgetApiSettings, maxOpenSessionsPerKey: config.widget.maxOpenSessionsPerKey },
       },
       webhookParse: { threads: config.webhookParseThreads },
       model: createModelProvider(config.llm, (reason) =>

@@ -100,6 +100,7 @@ const envSchema = z.object({
       message: 'must be 32 bytes in base64 (openssl rand -base64 32)',
     })
     .optional(),
+  WIDGET_MAX_OPEN_SESSIONS_PER_KEY: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   SKILL_ALLOWED_NETWORKS: z
     .string()
     .transform((v) =>
@@ -228,6 +229,8 @@ export interface Config {
   workerPollStaleMs: number;
   /** `/metrics`: the bearer token a scrape must send (none when unset); the worker's port (0: off). */
   metrics: { token: string | undefined; workerPort: number };
+  /** How many sessions one publishable widget key may have open at once (ADR 0293). */
+  widget: { maxOpenSessionsPerKey: number };
   skills: {
     /** AES-256-GCM key for skill header values; generated into DATA_DIR by `npm start` when unset. */
     encryptionKey: Buffer | undefined;
@@ -347,6 +350,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     workerPollStaleMs: e.WORKER_POLL_STALE_MS,
     metrics: { token: e.METRICS_TOKEN, workerPort: e.WORKER_METRICS_PORT },
+    widget: { maxOpenSessionsPerKey: e.WIDGET_MAX_OPEN_SESSIONS_PER_KEY },
     skills: {
       encryptionKey: e.SKILL_ENCRYPTION_KEY ? Buffer.from(e.SKILL_ENCRYPTION_KEY, 'base64') : undefined,
       allowedNetworks: e.SKILL_ALLOWED_NETWORKS,
