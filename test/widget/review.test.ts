@@ -6,7 +6,9 @@
  */
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { widgetPushSubscriptions, widgetSessions } from '../../src/db/schema/widget.js';
+import { usageCounters } from '../../src/db/schema/limits.js';
+import { widgetPushSubscriptions, widgetSessionEvents, widgetSessions } from '../../src/db/schema/widget.js';
+import { usagePeriod } from '../../src/domain/plans.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 import { readEvents } from './receiver.js';
 
@@ -97,6 +99,35 @@ describe('widget review', () => {
     });
     expect([res.status, res.body.error]).toEqual([400, 'validation_error']);
     expect(res.body.message).toContain('wildcard');
+  });
+
+  it('refuses a message past the monthly chat quota exactly as /v1/memory/chat does, and records nothing', async () => {
+    const spent = await svc.newTenant();
+    await svc.database.db.insert(usageCounters).values({
+      tenantId: spent.tenantId,
+      period: usagePeriod(new Date()),
+      metric: 'chat_messages',
+      count: 10_000_000,
+    });
+    const s = (await svc.api('POST', '/v1/widget/sessions', { token: spent.member })).body;
+    const before = (await svc.database.db.select().from(widgetSessions).where(eq(widgetSessions.id, s.sessionId)))[0]!;
+    const widget = await svc.api('POST', `/v1/widget/sessions/${s.sessionId}/messages`, {
+      token: s.token,
+      body: { message: 'What caused the last checkout outage?' },
+    });
+    const chat = await svc.api('POST', '/v1/memory/chat', {
+      token: spent.member,
+      body: { message: 'What caused the last checkout outage?' },
+    });
+    expect([widget.status, widget.body]).toEqual([chat.status, chat.body]);
+    expect([widget.status, widget.body.error]).toEqual([429, 'quota_exceeded']);
+    const after = (await svc.database.db.select().from(widgetSessions).where(eq(widgetSessions.id, s.sessionId)))[0]!;
+    expect(after.expiresAt).toEqual(before.expiresAt);
+    const events = await svc.database.db
+      .select()
+      .from(widgetSessionEvents)
+      .where(and(eq(widgetSessionEvents.tenantId, spent.tenantId), eq(widgetSessionEvents.sessionId, s.sessionId)));
+    expect(events).toEqual([]);
   });
 
   it('answers a malformed session path with a token as an unknown session, not a 500', async () => {
