@@ -7,6 +7,7 @@ import {
   lockAccount,
   type PaymentRow,
 } from '../db/repositories/billing.js';
+import { appendAudit } from '../db/repositories/audit.js';
 import { findTenant } from '../db/repositories/tenants.js';
 import { remainingOf } from '../db/repositories/usage.js';
 import type { TenantRow } from '../db/schema/tenants.js';
@@ -24,7 +25,7 @@ import { AppError } from '../errors.js';
 import { newId, ulid } from '../ids.js';
 import { applyPlan, cancelPendingPlan, schedulePlan, type ChangeActor } from './ledger.js';
 import { ensureProviderPayment, toPaymentView, type PaymentView } from './payments.js';
-import { notConfigured, type BillingActor, type BillingDeps } from './types.js';
+import { notConfigured, usd, type BillingActor, type BillingDeps } from './types.js';
 
 /** Below the provider's smallest charge (Stripe: 0.50 USD), an upgrade applies at once, free. */
 export const MIN_CHARGE_CENTS = 50;
@@ -224,15 +225,31 @@ export async function changePlan(deps: BillingDeps, by: BillingActor, planId: Pl
     });
     return { outcome: 'applied', subscription: await view() };
   }
-  const { row, created } = await insertPayment(deps.db, {
-    id: newId('pay'),
-    tenantId: tenant.id,
-    kind: 'upgrade',
-    item: planId,
-    amountCents: cents,
-    currency: 'usd',
-    idempotencyKey: `upgrade:${ulid()}`,
-    requestedBy: by.userId,
+  const { row, created } = await deps.db.transaction(async (tx) => {
+    const inserted = await insertPayment(tx, {
+      id: newId('pay'),
+      tenantId: tenant.id,
+      kind: 'upgrade',
+      item: planId,
+      amountCents: cents,
+      currency: 'usd',
+      idempotencyKey: `upgrade:${ulid()}`,
+      requestedBy: by.userId,
+    });
+    // Who asked for a charge, as billing.credits_requested records a credit purchase.
+    if (inserted.created) {
+      await appendAudit(tx, {
+        tenantId: tenant.id,
+        actorType: 'user',
+        actorId: by.userId,
+        action: 'billing.upgrade_requested',
+        targetType: 'payment',
+        targetId: inserted.row.id,
+        requestId: by.requestId,
+        details: { planId, from: tenant.plan, amountUsd: usd(cents) },
+      });
+    }
+    return inserted;
   });
   if (!created && row.item !== planId) throw awaitingPayment(row);
   const payment = await ensureProviderPayment(

@@ -5,12 +5,13 @@
  */
 import type { AddressInfo } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, like } from 'drizzle-orm';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/api/app.js';
 import { operatorSetPlan } from '../../src/billing/operator.js';
 import { createStripeProvider } from '../../src/billing/provider.js';
+import { auditLog } from '../../src/db/schema/audit.js';
 import { billingPayments, billingWebhookEvents } from '../../src/db/schema/billing.js';
 import { events } from '../../src/db/schema/events.js';
 import { tenants } from '../../src/db/schema/tenants.js';
@@ -255,5 +256,27 @@ describe('an upgrade that never reached the provider', () => {
     const retry = await askPlan(t.admin, 'plan_pro');
     expect([retry.status, retry.body.payment.paymentId]).toEqual([202, first!.id]);
     expect(retry.body.payment.providerPaymentId).toMatch(/^pi_/);
+  });
+});
+
+describe('an upgrade asked', () => {
+  it('is audited with who asked it and the charge, as a credit purchase is, once however often it is asked', async () => {
+    const t = await svc.newTenant({ plan: 'plan_starter' });
+    const up = await askPlan(t.admin, 'plan_pro');
+    expect(up.status).toBe(202);
+    expect((await askPlan(t.admin, 'plan_pro')).body.payment.paymentId).toBe(up.body.payment.paymentId);
+    const audited = await svc.database.db
+      .select()
+      .from(auditLog)
+      .where(and(eq(auditLog.tenantId, t.tenantId), like(auditLog.action, 'billing.%')));
+    expect(audited.map((a) => [a.action, a.actorType, a.actorId, a.targetId, a.details])).toEqual([
+      [
+        'billing.upgrade_requested',
+        'user',
+        'user-admin',
+        up.body.payment.paymentId,
+        { planId: 'plan_pro', from: 'plan_starter', amountUsd: up.body.payment.amountUsd },
+      ],
+    ]);
   });
 });
