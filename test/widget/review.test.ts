@@ -37,6 +37,7 @@ beforeAll(async () => {
     withoutWorker: true,
     skills: { allowedNetworks: ['127.0.0.1/32'] },
     widget: { minInactivitySeconds: 1, streamHeartbeatMs: 200, maxOpenSessionsPerKey: 2 },
+    publicRateLimitPerMinute: 30,
   });
   tenant = await svc.newTenant();
 });
@@ -157,5 +158,25 @@ describe('widget review', () => {
     const [row] = await svc.database.db.select().from(widgetSessions).where(eq(widgetSessions.id, s.sessionId));
     expect([row!.status, row!.closeReason]).toEqual(['expired', 'inactivity']);
     expect((await fetch(url)).status).toBe(404);
+  });
+
+  // Last: it spends the address's window, which the refusals above count in too.
+  it('counts a key sent from a refused origin in its address’s window, as a refused credential is', async () => {
+    const key = await newKey();
+    const statuses: number[] = [];
+    for (let i = 0; i < 61; i++) {
+      // Twice the window and one: a minute boundary crossed meanwhile cannot hide the bound.
+      const res = await svc.api('POST', '/v1/widget/sessions', {
+        token: key,
+        headers: { origin: 'https://evil.example.net' },
+      });
+      statuses.push(res.status);
+      if (res.status === 429) {
+        expect(res.body.error).toBe('rate_limit_exceeded');
+        break;
+      }
+    }
+    expect(statuses[0]).toBe(403);
+    expect(statuses.at(-1)).toBe(429);
   });
 });

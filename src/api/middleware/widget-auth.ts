@@ -48,11 +48,14 @@ export function widgetCredentials(
       const row = await activeKeyByHash(deps.db, hashSecret(key));
       if (!row) return refuse(c, onRefused, 'The widget key is unknown or revoked');
       const origin = c.req.header('origin');
-      if (!origin || !row.allowedOrigins.includes(origin))
+      if (!origin || !row.allowedOrigins.includes(origin)) {
+        // Counted per address like a refused credential, not in the key's tenant's window.
+        await onRefused(c);
         throw new AppError(
           'forbidden',
           `This widget key does not open sessions from ${origin ? `the origin ${origin}` : 'a request without an Origin header'}`,
         );
+      }
       const principal = { userId: row.id, email: undefined, tenantId: row.tenantId, roles: [] };
       c.set('identified', { principal, tenant: await tenantOf(deps, c, onRefused, principal), by: 'stream-token' });
       setCaller(c, { kind: 'key', keyId: row.id, origin });
