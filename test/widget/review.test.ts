@@ -93,6 +93,14 @@ describe('widget review', () => {
     expect((await open(key)).status).toBe(201);
   });
 
+  it('opens a key’s session only for its origin exactly as a browser sends it', async () => {
+    const key = await newKey();
+    for (const origin of ['null', 'https://PORTAL.example.com', 'https://portal.example.com:443', `${PORTAL}/`]) {
+      const res = await svc.api('POST', '/v1/widget/sessions', { token: key, headers: { origin } });
+      expect([res.status, res.body.error], origin).toEqual([403, 'forbidden']);
+    }
+  });
+
   it('refuses a wildcard in a key’s allowed origins, which no browser sends and so would never match', async () => {
     const res = await svc.api('POST', '/v1/widget/keys', {
       token: tenant.admin,
