@@ -43,7 +43,16 @@ const UNAVAILABLE_STATE = /^(08|53)|^57P0[1235]$|^25P03$/;
 const GRPC_DEADLINE_EXCEEDED = 4;
 const GRPC_UNAVAILABLE = 14;
 
-type Cause = { name?: unknown; code?: unknown; cause?: unknown };
+type Cause = { name?: unknown; code?: unknown; cause?: unknown; stack?: unknown };
+
+/**
+ * postgres.js's connection throwing on a server message it did not expect (a ParseComplete with no
+ * query waiting, met on a connection that came back from a stalled network): the driver destroys
+ * that socket and fails the query with the TypeError. The connection broke; it is no fault of ours.
+ */
+const DRIVER_CONNECTION_FRAME = /[\\/]postgres[\\/](?:cjs[\\/])?src[\\/]connection\.js:/;
+const isDriverProtocolFault = (e: Cause): boolean =>
+  e instanceof TypeError && typeof e.stack === 'string' && DRIVER_CONNECTION_FRAME.test(e.stack.split('\n')[1] ?? '');
 
 /**
  * Whether the error or one of its causes passes `test`. Drizzle wraps a failed query
@@ -74,6 +83,7 @@ export function isDependencyUnavailable(err: unknown): boolean {
       const status = ((e.cause ?? {}) as Cause).code;
       if (status === GRPC_UNAVAILABLE || status === GRPC_DEADLINE_EXCEEDED) return true;
     }
+    if (isDriverProtocolFault(e)) return true;
     if (typeof e.code !== 'string') return false;
     return CONNECTION_CODES.has(e.code) || (e.name === 'PostgresError' && UNAVAILABLE_STATE.test(e.code));
   });
