@@ -21,6 +21,8 @@ export interface WidgetSessionInput {
   /** How long before the deadline `session.expiry_warning` is sent (0: none). */
   expiryWarningMs: number;
   push: WidgetPushPolicy;
+  /** Carried by a run that continued as new: the deadline its expiry warning was already sent for. */
+  warnedFor?: number;
 }
 
 export interface WidgetActivity {

@@ -2,9 +2,10 @@
  * One workflow per widget session (workflow id = sessionId). Its inactivity deadline is a
  * durable timer moved by each message (`widgetActivity`); a warning timer fires
  * `session.expiry_warning` before it; at the deadline the session expires. Every event a
- * subscription asked for is pushed by its own activity, retried with backoff. Deterministic code only.
+ * subscription asked for is pushed by its own activity, retried with backoff. A long session
+ * continues as new when Temporal suggests it, carrying its deadline and warning. Deterministic code only.
  */
-import { condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, continueAsNew, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { WidgetActivities } from '../activities/widget.js';
 import { widgetActivitySignal, widgetCloseSignal, type WidgetSessionInput } from '../widget/session-messages.js';
 
@@ -51,9 +52,19 @@ export async function widgetSessionWorkflow(input: WidgetSessionInput): Promise<
     );
   };
 
-  let warnedFor = -1;
+  // Runs started before this release never continue as new (their replay has no such step).
+  const mayContinueAsNew = patched('widget-continue-as-new');
+  const historyFull = () => mayContinueAsNew && workflowInfo().continueAsNewSuggested;
+  let warnedFor = input.warnedFor ?? -1;
   while (!closed) {
     while (queued.length > 0) push(queued.shift()!);
+    if (historyFull()) {
+      // The pushes started here finish in this run; a message that arrives meanwhile is pushed first.
+      await Promise.allSettled(pushes);
+      if (closed || queued.length > 0) continue;
+      const next: WidgetSessionInput = { ...input, expiresAt: new Date(deadline).toISOString(), warnedFor };
+      await continueAsNew<typeof widgetSessionWorkflow>(next);
+    }
     const now = Date.now();
     if (now >= deadline) {
       const outcome = await bookkeeping.expireWidgetSession({ tenantId, sessionId });
@@ -74,7 +85,7 @@ export async function widgetSessionWorkflow(input: WidgetSessionInput): Promise<
     }
     const wakeAt = input.expiryWarningMs > 0 && warnedFor !== deadline ? warnAt : deadline;
     const seen = deadline;
-    await condition(() => closed || queued.length > 0 || deadline !== seen, Math.max(1, wakeAt - now));
+    await condition(() => closed || queued.length > 0 || deadline !== seen || historyFull(), Math.max(1, wakeAt - now));
   }
   while (queued.length > 0) push(queued.shift()!);
   await Promise.allSettled(pushes);

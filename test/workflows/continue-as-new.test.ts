@@ -2,6 +2,8 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approvals } from '../../src/db/schema/remediation.js';
 import { tenants } from '../../src/db/schema/tenants.js';
+import { widgetSessions } from '../../src/db/schema/widget.js';
+import type { WidgetSessionInput } from '../../src/widget/session-messages.js';
 import { alertsReceivedSignal, getStateQuery, type IncidentWorkflowInput } from '../../src/workflows/messages.js';
 import type { RunningDevServer } from '../../src/temporal/dev-server.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -135,4 +137,40 @@ describe('an incident workflow told to continue as new', () => {
     const history = await handle.fetchHistory();
     expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
   }, 150_000);
+});
+
+describe('a widget session workflow told to continue as new', () => {
+  it('carries its deadline into the new run, which takes the next message and the close', async () => {
+    const tenant = await svc.newTenant();
+    const opened = await svc.api('POST', '/v1/widget/sessions', { token: tenant.member });
+    expect(opened.status).toBe(201);
+    const { sessionId, token } = opened.body as { sessionId: string; token: string };
+    const ask = (message: string) =>
+      svc.api('POST', `/v1/widget/sessions/${sessionId}/messages`, { token, body: { message } });
+    const handle = svc.client.workflow.getHandle(sessionId);
+    const first = (await handle.describe()).runId;
+
+    // A message's signal and its bookkeeping take the history past the server's suggestion.
+    expect((await ask('What broke checkout last week?')).status).toBe(200);
+    const next = await eventually(async () => {
+      const { runId } = await handle.describe();
+      return runId !== first ? runId : undefined;
+    }, 30_000);
+    const [row] = await svc.database.db.select().from(widgetSessions).where(eq(widgetSessions.id, sessionId));
+    const [started] = (await svc.client.workflow.getHandle(sessionId, next).fetchHistory()).events ?? [];
+    const payload = started!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
+    const carried = JSON.parse(Buffer.from(payload.data!).toString('utf8')) as WidgetSessionInput;
+    expect(carried.expiresAt).toBe(row!.expiresAt.toISOString());
+
+    // The new run is the session: a message moves its deadline, a close ends it.
+    const asked = await ask('And the one before?');
+    expect(asked.status).toBe(200);
+    expect((await svc.api('DELETE', `/v1/widget/sessions/${sessionId}`, { token })).status).toBe(204);
+    await handle.result();
+    const history = await handle.fetchHistory();
+    expect((history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes)).toEqual([]);
+    const [closed] = await svc.database.db.select().from(widgetSessions).where(eq(widgetSessions.id, sessionId));
+    expect(closed!.status).toBe('closed');
+    expect(closed!.expiresAt.getTime()).toBeGreaterThanOrEqual(row!.expiresAt.getTime());
+  }, 60_000);
 });
