@@ -1,10 +1,5 @@
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
 import { and, eq, like } from 'drizzle-orm';
-import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../src/api/app.js';
-import { createStripeProvider } from '../../src/billing/provider.js';
 import { applyDueChanges } from '../../src/billing/subscription.js';
 import { auditLog } from '../../src/db/schema/audit.js';
 import { billingPayments } from '../../src/db/schema/billing.js';
@@ -14,55 +9,25 @@ import { notifications } from '../../src/db/schema/remediation.js';
 import { tenants } from '../../src/db/schema/tenants.js';
 import { proratedUpgradeCents, subscriptionPeriod, usagePeriod } from '../../src/domain/plans.js';
 import { expectConformsToDocument } from '../helpers/openapi-conformance.js';
-import { startTestService, type ApiResponse, type TestService } from '../helpers/service.js';
-import { startStripeMock, type StripeMock } from '../helpers/stripe-mock.js';
+import { startBillingApi, type BillingApi } from '../helpers/billing-api.js';
+import type { ApiResponse, TestService } from '../helpers/service.js';
+import type { StripeMock } from '../helpers/stripe-mock.js';
 
 const WEBHOOK_SECRET = 'whsec_test_billing_0123456789';
-const stripe = new Stripe('sk_test_123');
 
 let svc: TestService;
 let mock: StripeMock;
-let server: ServerType;
-let baseUrl: string;
+let billing: BillingApi;
 
 beforeAll(async () => {
-  [svc, mock] = await Promise.all([startTestService({ withoutWorker: true }), startStripeMock()]);
-  const provider = createStripeProvider({
-    secretKey: 'sk_test_123',
-    apiUrl: new URL(mock.url),
-    webhookSecret: WEBHOOK_SECRET,
-    timeoutMs: 5_000,
-    webhookToleranceSeconds: 300,
-  });
-  // The service as a provider-configured deployment runs it: the same deps, with the provider.
-  const app = createApp({ ...svc.appDeps, billing: { provider } });
-  server = await new Promise<ServerType>((resolve) => {
-    const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
-  });
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  billing = await startBillingApi({ webhookSecret: WEBHOOK_SECRET });
+  ({ svc, mock } = billing);
 });
-afterAll(async () => {
-  await new Promise<void>((resolve) => server?.close(() => resolve()));
-  await mock?.stop();
-  await svc?.stop();
-});
+afterAll(() => billing?.stop());
 
-async function api(
-  method: string,
-  path: string,
-  opts: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
-): Promise<ApiResponse> {
-  const headers: Record<string, string> = { ...opts.headers };
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  let body = opts.raw;
-  if (opts.body !== undefined) {
-    body = JSON.stringify(opts.body);
-    headers['content-type'] = 'application/json';
-  }
-  const res = await fetch(`${baseUrl}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : text };
-}
+const api: BillingApi['api'] = (...args) => billing.api(...args);
+const paymentEvent: BillingApi['paymentEvent'] = (...args) => billing.paymentEvent(...args);
+const deliver: BillingApi['deliver'] = (...args) => billing.deliver(...args);
 
 const buy = (token: string, pack: string, key?: string) =>
   api('POST', '/v1/billing/credits', {
@@ -70,60 +35,6 @@ const buy = (token: string, pack: string, key?: string) =>
     body: { pack },
     ...(key ? { headers: { 'idempotency-key': key } } : {}),
   });
-
-/** A Stripe event as Stripe sends it, around the PaymentIntent stripe-mock serves, made to match ours. */
-async function paymentEvent(
-  type: 'payment_intent.succeeded' | 'payment_intent.payment_failed',
-  payment: { providerPaymentId: string; amountUsd: number; tenantId: string; paymentId: string },
-  overrides: { id?: string; amount?: number } = {},
-) {
-  const served = (await (
-    await fetch(`${mock.url}/v1/payment_intents/${payment.providerPaymentId}`, {
-      headers: { authorization: 'Bearer sk_test_123' },
-    })
-  ).json()) as Stripe.PaymentIntent;
-  const failed = type === 'payment_intent.payment_failed';
-  const intent = {
-    ...served,
-    id: payment.providerPaymentId,
-    amount: overrides.amount ?? Math.round(payment.amountUsd * 100),
-    amount_received: failed ? 0 : Math.round(payment.amountUsd * 100),
-    currency: 'usd',
-    status: failed ? 'requires_payment_method' : 'succeeded',
-    metadata: { tenantId: payment.tenantId, paymentId: payment.paymentId },
-    last_payment_error: failed
-      ? { type: 'card_error', code: 'card_declined', message: 'Your card was declined.' }
-      : null,
-  };
-  return {
-    id: overrides.id ?? `evt_${Math.random().toString(36).slice(2, 16)}`,
-    object: 'event',
-    api_version: '2025-10-29.clover',
-    created: Math.floor(Date.now() / 1000),
-    data: { object: intent },
-    livemode: false,
-    pending_webhooks: 1,
-    request: { id: null, idempotency_key: null },
-    type,
-  };
-}
-
-function deliver(event: unknown, options: { secret?: string; timestamp?: number; signature?: string | null } = {}) {
-  const payload = JSON.stringify(event);
-  const header =
-    options.signature === null
-      ? undefined
-      : (options.signature ??
-        stripe.webhooks.generateTestHeaderString({
-          payload,
-          secret: options.secret ?? WEBHOOK_SECRET,
-          ...(options.timestamp ? { timestamp: options.timestamp } : {}),
-        }));
-  return api('POST', '/v1/billing/webhook', {
-    raw: payload,
-    headers: { 'content-type': 'application/json; charset=utf-8', ...(header ? { 'stripe-signature': header } : {}) },
-  });
-}
 
 const subscription = async (token: string) => (await api('GET', '/v1/billing/subscription', { token })).body;
 
@@ -264,7 +175,10 @@ describe('credit purchase and the provider webhook', () => {
     const replayed = await deliver(event, { timestamp: Math.floor(Date.now() / 1000) - 600 });
     expect([replayed.status, replayed.body.error]).toEqual([400, 'invalid_signature']);
     expect(replayed.body.message).toMatch(/tolerance/i);
-    const tampered = await deliver({ ...event, id: 'evt_tampered' }, { signature: (await signed(event)).header });
+    const tampered = await deliver(
+      { ...event, id: 'evt_tampered' },
+      { signature: billing.sign(JSON.stringify(event)) },
+    );
     expect(tampered.status).toBe(400);
     const mismatch = await deliver(await paymentEvent('payment_intent.succeeded', payment, { amount: 100 }));
     expect(mismatch.body.outcome).toBe('ignored');
@@ -341,11 +255,6 @@ describe('credit purchase and the provider webhook', () => {
     ).toHaveLength(1);
   });
 });
-
-async function signed(event: unknown) {
-  const payload = JSON.stringify(event);
-  return { payload, header: stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }) };
-}
 
 describe('plan changes', () => {
   it('upgrades once the prorated charge is paid: quotas and rate limit follow at once', async () => {

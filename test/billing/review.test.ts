@@ -3,121 +3,37 @@
  * payment confirmed after the plan moved past it, and a payment that succeeds after a declined
  * attempt (Stripe's PaymentIntent goes back to requires_payment_method and can be paid again).
  */
-import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
 import { and, eq, like } from 'drizzle-orm';
-import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../src/api/app.js';
 import { operatorSetPlan } from '../../src/billing/operator.js';
-import { createStripeProvider } from '../../src/billing/provider.js';
 import { auditLog } from '../../src/db/schema/audit.js';
 import { billingPayments, billingWebhookEvents } from '../../src/db/schema/billing.js';
 import { events } from '../../src/db/schema/events.js';
 import { tenants } from '../../src/db/schema/tenants.js';
 import { subscriptionPeriod } from '../../src/domain/plans.js';
-import { startTestService, type ApiResponse, type TestService } from '../helpers/service.js';
-import { startStripeMock, type StripeMock } from '../helpers/stripe-mock.js';
+import { startBillingApi, type BillingApi } from '../helpers/billing-api.js';
+import type { TestService } from '../helpers/service.js';
+import type { StripeMock } from '../helpers/stripe-mock.js';
 
 const WEBHOOK_SECRET = 'whsec_test_billing_review_0123456789';
-const stripe = new Stripe('sk_test_123');
 
 let svc: TestService;
 let mock: StripeMock;
-let server: ServerType;
-let baseUrl: string;
 /** The api's clock: real time unless a test moves it (to the last seconds of a month). */
 let frozen: Date | null = null;
+let billing: BillingApi;
 
 beforeAll(async () => {
-  [svc, mock] = await Promise.all([startTestService({ withoutWorker: true }), startStripeMock()]);
-  const provider = createStripeProvider({
-    secretKey: 'sk_test_123',
-    apiUrl: new URL(mock.url),
-    webhookSecret: WEBHOOK_SECRET,
-    timeoutMs: 5_000,
-    webhookToleranceSeconds: 300,
-  });
-  const app = createApp({ ...svc.appDeps, clock: () => frozen ?? new Date(), billing: { provider } });
-  server = await new Promise<ServerType>((resolve) => {
-    const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
-  });
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  billing = await startBillingApi({ webhookSecret: WEBHOOK_SECRET, clock: () => frozen ?? new Date() });
+  ({ svc, mock } = billing);
 });
-afterAll(async () => {
-  await new Promise<void>((resolve) => server?.close(() => resolve()));
-  await mock?.stop();
-  await svc?.stop();
-});
+afterAll(() => billing?.stop());
 
-async function api(
-  method: string,
-  path: string,
-  opts: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
-): Promise<ApiResponse> {
-  const headers: Record<string, string> = { ...opts.headers };
-  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  let body = opts.raw;
-  if (opts.body !== undefined) {
-    body = JSON.stringify(opts.body);
-    headers['content-type'] = 'application/json';
-  }
-  const res = await fetch(`${baseUrl}${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : text };
-}
+const api: BillingApi['api'] = (...args) => billing.api(...args);
+const paymentEvent: BillingApi['paymentEvent'] = (...args) => billing.paymentEvent(...args);
+const deliver: BillingApi['deliver'] = (...args) => billing.deliver(...args);
 
 const askPlan = (token: string, planId: string) => api('POST', '/v1/billing/subscription', { token, body: { planId } });
-
-interface PaymentRef {
-  providerPaymentId: string;
-  amountUsd: number;
-  tenantId: string;
-  paymentId: string;
-}
-
-/** A Stripe event around the PaymentIntent stripe-mock serves, adjusted to our payment (as billing.test.ts). */
-async function paymentEvent(type: 'payment_intent.succeeded' | 'payment_intent.payment_failed', payment: PaymentRef) {
-  const served = (await (
-    await fetch(`${mock.url}/v1/payment_intents/${payment.providerPaymentId}`, {
-      headers: { authorization: 'Bearer sk_test_123' },
-    })
-  ).json()) as Stripe.PaymentIntent;
-  const failed = type === 'payment_intent.payment_failed';
-  const cents = Math.round(payment.amountUsd * 100);
-  const intent = {
-    ...served,
-    id: payment.providerPaymentId,
-    amount: cents,
-    amount_received: failed ? 0 : cents,
-    currency: 'usd',
-    status: failed ? 'requires_payment_method' : 'succeeded',
-    metadata: { tenantId: payment.tenantId, paymentId: payment.paymentId },
-    last_payment_error: failed
-      ? { type: 'card_error', code: 'card_declined', message: 'Your card was declined.' }
-      : null,
-  };
-  return {
-    id: `evt_${Math.random().toString(36).slice(2, 16)}`,
-    object: 'event',
-    api_version: '2025-10-29.clover',
-    created: Math.floor(Date.now() / 1000),
-    data: { object: intent },
-    livemode: false,
-    pending_webhooks: 1,
-    request: { id: null, idempotency_key: null },
-    type,
-  };
-}
-
-function deliver(event: unknown) {
-  const payload = JSON.stringify(event);
-  const header = stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET });
-  return api('POST', '/v1/billing/webhook', {
-    raw: payload,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': header },
-  });
-}
 
 const planOf = async (tenantId: string) =>
   (await svc.database.db.select().from(tenants).where(eq(tenants.id, tenantId)))[0]!.plan;
